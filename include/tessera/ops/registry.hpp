@@ -1,0 +1,66 @@
+#pragma once
+/** @file The operation registry: one stable name per operation, with host and device variants. */
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tessera/core/key.hpp"
+#include "tessera/core/value.hpp"
+
+namespace tessera {
+
+/** @brief Where an op variant runs. */
+enum class Target : std::uint8_t { Host, Device };
+
+/** @brief What an op implementation gets besides its arguments. */
+struct OpContext {
+  const Key* key = nullptr;  ///< the task being run (for messages)
+  Target target = Target::Host;
+  int device = -1;           ///< CUDA device ordinal when target is Device
+  void* stream = nullptr;    ///< cudaStream_t of this compute thread when target is Device
+};
+
+/** @brief An op implementation: resolved arguments in, result out. Throws on failure. */
+using OpFn = std::function<Value(const OpContext&, std::span<const Value>)>;
+
+/** @brief A registered operation (like a StarPU codelet): a name and its variants. */
+struct OpInfo {
+  std::string name;
+  OpFn host;                     ///< required
+  OpFn device;                   ///< optional, set by the CUDA back end
+  std::uint64_t signature = 0;   ///< hash of the argument/result types, checked by workers
+};
+
+/**
+ * @brief Process-wide table of operations. Thread-safe.
+ *
+ * Built-in array ops register at library load; user functions register through
+ * TESSERA_REGISTER_FUNCTION (tessera/ops/function.hpp) or register_op().
+ */
+class OpRegistry {
+ public:
+  static OpRegistry& global();
+
+  /** @brief Adds an op; re-registering a name replaces its variants that are set. */
+  void add(OpInfo info);
+  /** @brief Throws UnknownOperationError listing close names when absent. */
+  const OpInfo& get(const std::string& name) const;
+  bool contains(const std::string& name) const;
+  /** @brief Every registered name, sorted (what a worker advertises). */
+  std::vector<std::string> names() const;
+
+ private:
+  OpRegistry() = default;
+  struct Impl;
+  Impl& impl() const;
+};
+
+/** @brief Registers a host implementation under a name. */
+void register_op(const std::string& name, OpFn host, std::uint64_t signature = 0);
+
+/** @brief Runs the op with the best variant for the context (device when asked and present). */
+Value run_op(const std::string& name, const OpContext& ctx, std::span<const Value> args);
+
+}  // namespace tessera

@@ -1,0 +1,96 @@
+#include "tessera/ops/registry.hpp"
+
+#include <algorithm>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
+#include "tessera/core/error.hpp"
+#include "tessera/ops/function.hpp"
+
+namespace tessera {
+
+struct OpRegistry::Impl {
+  mutable std::shared_mutex mutex;
+  std::unordered_map<std::string, OpInfo> ops;
+};
+
+OpRegistry& OpRegistry::global() {
+  static OpRegistry registry;
+  return registry;
+}
+
+OpRegistry::Impl& OpRegistry::impl() const {
+  // Function-local static: safe to use from static registrations in any translation unit.
+  static Impl instance;
+  return instance;
+}
+
+void OpRegistry::add(OpInfo info) {
+  if (info.name.empty()) throw Error("cannot register an operation with an empty name");
+  auto& im = impl();
+  std::unique_lock lock(im.mutex);
+  auto [it, inserted] = im.ops.try_emplace(info.name, info);
+  if (!inserted) {
+    if (info.host) it->second.host = std::move(info.host);
+    if (info.device) it->second.device = std::move(info.device);
+    if (info.signature) it->second.signature = info.signature;
+  }
+}
+
+bool OpRegistry::contains(const std::string& name) const {
+  auto& im = impl();
+  std::shared_lock lock(im.mutex);
+  return im.ops.count(name) != 0;
+}
+
+const OpInfo& OpRegistry::get(const std::string& name) const {
+  auto& im = impl();
+  std::shared_lock lock(im.mutex);
+  auto it = im.ops.find(name);
+  if (it != im.ops.end()) return it->second;  // entries are never erased: the reference stays valid
+  std::string hint;
+  for (const auto& [n, _] : im.ops) {
+    // A cheap "did you mean": names sharing the last dotted component.
+    const auto tail = [](const std::string& s) { return s.substr(s.rfind('.') + 1); };
+    if (tail(n) == tail(name)) hint += (hint.empty() ? "" : ", ") + n;
+  }
+  throw UnknownOperationError("unknown operation '" + name + "'" +
+                              (hint.empty() ? std::string(" (is the function registered in this process?)")
+                                            : " (did you mean: " + hint + "?)"));
+}
+
+std::vector<std::string> OpRegistry::names() const {
+  auto& im = impl();
+  std::shared_lock lock(im.mutex);
+  std::vector<std::string> out;
+  out.reserve(im.ops.size());
+  for (const auto& [n, _] : im.ops) out.push_back(n);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void register_op(const std::string& name, OpFn host, std::uint64_t signature) {
+  OpRegistry::global().add(OpInfo{name, std::move(host), nullptr, signature});
+}
+
+Value run_op(const std::string& name, const OpContext& ctx, std::span<const Value> args) {
+  const OpInfo& op = OpRegistry::global().get(name);
+  if (ctx.target == Target::Device && op.device) return op.device(ctx, args);
+  if (!op.host) throw UnknownOperationError("operation '" + name + "' has no host implementation");
+  return op.host(ctx, args);
+}
+
+namespace detail {
+std::uint64_t signature_hash(const std::string& name, std::size_t arity) {
+  // FNV-1a: stable across processes and builds, unlike std::hash.
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : name + "/" + std::to_string(arity)) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+}  // namespace detail
+
+}  // namespace tessera
