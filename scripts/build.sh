@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Configures (CMake + Ninja, Release) and builds Tessera.
+#
+#   bash scripts/build.sh [extra cmake args...]      e.g. -DTESSERA_CUDA=OFF
+#
+# Environment:
+#   TESSERA_BUILD_DIR   build folder (default: build, relative to the repo root)
+#   TESSERA_BUILD_TYPE  CMAKE_BUILD_TYPE (default: Release)
+#   TESSERA_JOBS        parallel compile jobs (default: all cores, capped by memory)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+BUILD_DIR="${TESSERA_BUILD_DIR:-build}"
+BUILD_TYPE="${TESSERA_BUILD_TYPE:-Release}"
+
+# All cores, but no more jobs than memory allows: a C++20 translation unit of this project
+# (templates, cereal, spdlog) can take up to about 2 GiB in g++ at -O3; nvcc similar.
+jobs_for_machine() {
+  local cores mem_kib per_job_kib=$((2 * 1024 * 1024)) by_mem
+  cores="$(nproc 2>/dev/null || echo 1)"
+  mem_kib="$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo 2>/dev/null || echo 0)"
+  if [[ -z "$mem_kib" || "$mem_kib" -le 0 ]]; then
+    echo "$cores"
+    return
+  fi
+  by_mem=$((mem_kib / per_job_kib))
+  ((by_mem < 1)) && by_mem=1
+  ((by_mem < cores)) && echo "$by_mem" || echo "$cores"
+}
+JOBS="${TESSERA_JOBS:-$(jobs_for_machine)}"
+
+# A build folder made by another generator cannot be switched to Ninja in place.
+if [[ -f "$BUILD_DIR/CMakeCache.txt" ]] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$BUILD_DIR/CMakeCache.txt"; then
+  echo "build: $BUILD_DIR was configured with another generator; remove it or set TESSERA_BUILD_DIR" >&2
+  exit 1
+fi
+
+echo "build: configuring $BUILD_DIR ($BUILD_TYPE)"
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" "$@"
+
+echo "build: ninja -j$JOBS"
+ninja -C "$BUILD_DIR" -j "$JOBS"

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Tessera needs to build, test and benchmark, and only those that
+# are missing. Safe to run again and again: with everything present it only runs dpkg-query.
+#
+# The CUDA Toolkit is NOT installed here: it is optional. CMake finds it by itself in
+# /usr/local/cuda (or via CMAKE_CUDA_COMPILER) and then builds the cuda/ back end; without it
+# the build is host-only. Install CUDA 13 from NVIDIA on GPU machines.
+#
+# Environment: TESSERA_SKIP_SETUP=1 skips this script entirely (e.g. on a machine you manage).
+set -euo pipefail
+
+if [[ "${TESSERA_SKIP_SETUP:-0}" == "1" ]]; then
+  echo "setup: TESSERA_SKIP_SETUP=1, not checking packages"
+  exit 0
+fi
+
+PACKAGES=(
+  cmake ninja-build g++ pkg-config
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libboost-dev libboost-program-options-dev
+  libcereal-dev libspdlog-dev librandom123-dev libopenblas-dev libucx-dev libcli11-dev
+  python3-venv
+)
+
+is_installed() {
+  dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
+}
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  is_installed "$p" || missing+=("$p")
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "setup: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "setup: missing packages (${missing[*]}) and no apt-get here; install them by hand" >&2
+  exit 1
+fi
+
+SUDO=()
+if [[ "$(id -u)" != "0" ]]; then
+  if command -v sudo >/dev/null 2>&1; then
+    SUDO=(sudo)
+  else
+    echo "setup: not root and no sudo; cannot install: ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+  "${missing[@]}" >/dev/null
+echo "setup: done"
