@@ -1,0 +1,167 @@
+#pragma once
+/**
+ * @file cereal serialization of tasks and values (Task, Annotations, KeyRef, Arg, Value, Object,
+ * Block), and the encoding of the "tessera.fused" op's task list.
+ *
+ * Blocks are written as (dtype, shape, raw bytes) with cereal::binary_data, so use a binary
+ * archive. Device blocks must be copied to host first; serializing one throws
+ * SerializationError. These functions are the encoding reused by the wire protocol.
+ */
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include <cereal/types/variant.hpp>
+
+#include "tessera/graph/task.hpp"
+#include "tessera/ops/serialize.hpp"
+
+namespace tessera {
+
+// ---- Block ---------------------------------------------------------------------------------
+
+template <class Archive>
+void save(Archive& ar, const Block& b) {
+  const bool present = !b.empty();
+  ar(present);
+  if (!present) return;
+  if (b.memory_kind() == MemoryKind::Device)
+    throw SerializationError("cannot serialize a block in device memory; copy it to host first");
+  ar(static_cast<std::uint8_t>(b.dtype()), b.shape());
+  if (b.nbytes() > 0) ar(cereal::binary_data(b.raw(), b.nbytes()));
+}
+
+template <class Archive>
+void load(Archive& ar, Block& b) {
+  bool present = false;
+  ar(present);
+  if (!present) {
+    b = Block();
+    return;
+  }
+  std::uint8_t dt = 0;
+  Shape shape;
+  ar(dt, shape);
+  if (dt > static_cast<std::uint8_t>(DType::Float64))
+    throw SerializationError("corrupt block: unknown dtype code " + std::to_string(dt));
+  // Reject shapes whose byte size is negative or absurd before allocating anything.
+  constexpr std::int64_t kMaxBytes = std::int64_t{1} << 48;
+  std::int64_t bytes = static_cast<std::int64_t>(itemsize(static_cast<DType>(dt)));
+  for (auto d : shape) {
+    if (d < 0) throw SerializationError("corrupt block: negative extent in shape " + shape_to_string(shape));
+    if (d != 0 && bytes > kMaxBytes / d)
+      throw SerializationError("corrupt block: shape " + shape_to_string(shape) + " is too large");
+    bytes *= d;
+  }
+  Block out(static_cast<DType>(dt), std::move(shape));
+  if (out.nbytes() > 0) ar(cereal::binary_data(out.raw(), out.nbytes()));
+  b = std::move(out);
+}
+
+// ---- Object / Value ------------------------------------------------------------------------
+
+template <class Archive>
+void save(Archive& ar, const Object& o) {
+  const bool has_bytes = o.bytes != nullptr;
+  ar(o.type, has_bytes);
+  if (has_bytes) ar(*o.bytes);
+}
+
+template <class Archive>
+void load(Archive& ar, Object& o) {
+  bool has_bytes = false;
+  ar(o.type, has_bytes);
+  if (has_bytes) {
+    std::string bytes;
+    ar(bytes);
+    o.bytes = std::make_shared<const std::string>(std::move(bytes));
+  } else {
+    o.bytes.reset();
+  }
+}
+
+template <class Archive>
+void save(Archive& ar, const Value& v) {
+  const std::uint8_t tag = v.is_block() ? 1 : v.is_object() ? 2 : 0;
+  ar(tag);
+  if (tag == 1) ar(v.block());
+  else if (tag == 2) ar(v.object());
+}
+
+template <class Archive>
+void load(Archive& ar, Value& v) {
+  std::uint8_t tag = 0;
+  ar(tag);
+  switch (tag) {
+    case 0: v = Value(); return;
+    case 1: {
+      Block b;
+      ar(b);
+      v = Value(std::move(b));
+      return;
+    }
+    case 2: {
+      Object o;
+      ar(o);
+      v = Value(std::move(o));
+      return;
+    }
+    default: throw SerializationError("corrupt value: unknown tag " + std::to_string(tag));
+  }
+}
+
+// ---- Graph types ---------------------------------------------------------------------------
+
+template <class Archive>
+void serialize(Archive& ar, KeyRef& r) {
+  ar(r.key);
+}
+
+template <class Archive>
+void serialize(Archive& ar, Annotations& a) {
+  ar(a.resources, a.priority, a.retries, a.workers, a.allow_other_workers);
+}
+
+// Arg (std::variant<KeyRef, Value>) goes through cereal/types/variant.hpp.
+
+template <class Archive>
+void serialize(Archive& ar, Task& t) {
+  ar(t.key, t.op, t.args, t.annotations);
+}
+
+// ---- "tessera.fused" -----------------------------------------------------------------------
+
+/** @brief The op that runs a fused chain: literal arg 0 is encode_fused_tasks(), then inputs. */
+inline constexpr const char* kFusedOp = "tessera.fused";
+
+/** @brief The literal first argument of a "tessera.fused" task. */
+inline Value encode_fused_tasks(const std::vector<Task>& tasks) {
+  return Value(to_object(tasks, "tessera.fused_tasks"));
+}
+
+inline std::vector<Task> decode_fused_tasks(const Value& v) {
+  return from_value<std::vector<Task>>(v);
+}
+
+/**
+ * @brief The keys a fused task list reads from outside: KeyRefs not produced by an earlier inner
+ * task, in order of first appearance. A "tessera.fused" task passes them, in this order, as its
+ * arguments after the task list.
+ */
+inline std::vector<Key> fused_task_inputs(const std::vector<Task>& tasks) {
+  std::vector<Key> inputs;
+  std::unordered_set<std::string_view> produced, seen;
+  for (const auto& t : tasks) {
+    for (const auto& a : t.args) {
+      const auto* r = std::get_if<KeyRef>(&a);
+      if (r && !produced.count(r->key) && seen.insert(r->key).second) inputs.push_back(r->key);
+    }
+    produced.insert(t.key);
+  }
+  return inputs;
+}
+
+}  // namespace tessera

@@ -1,0 +1,282 @@
+// Graph layer: Graph, cull, order, fuse_linear.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <set>
+
+#include "tessera/core/error.hpp"
+#include "tessera/exec/executor.hpp"
+#include "tessera/graph/graph.hpp"
+#include "tessera/ops/registry.hpp"
+#include "tessera/ops/task_serialize.hpp"
+
+using namespace tessera;
+
+namespace {
+
+Task task(Key key, std::vector<Key> deps, std::string op = "gtest.graph.sum", double literal = 1.0) {
+  Task t;
+  t.key = std::move(key);
+  t.op = std::move(op);
+  for (auto& d : deps) t.args.emplace_back(KeyRef{std::move(d)});
+  t.args.emplace_back(Value(Block::scalar(literal)));
+  return t;
+}
+
+// sum of all (scalar) block arguments
+const bool registered = [] {
+  register_op("gtest.graph.sum", [](const OpContext&, std::span<const Value> args) {
+    double s = 0;
+    for (const auto& a : args) s += a.block().item();
+    return Value(Block::scalar(s));
+  });
+  register_op("gtest.graph.mul", [](const OpContext&, std::span<const Value> args) {
+    double s = 1;
+    for (const auto& a : args) s *= a.block().item();
+    return Value(Block::scalar(s));
+  });
+  return true;
+}();
+
+/** K chains a_i -> b_i -> c_i whose c_i feed a pairwise tree sum; returns the root key. */
+Key chains_and_tree_sum(Graph& g, int k) {
+  std::vector<Key> level;
+  for (int i = 0; i < k; ++i) {
+    const auto s = std::to_string(i);
+    g.add(task("a," + s, {}));
+    g.add(task("b," + s, {"a," + s}));
+    g.add(task("c," + s, {"b," + s}));
+    level.push_back("c," + s);
+  }
+  int depth = 0;
+  while (level.size() > 1) {
+    std::vector<Key> next;
+    for (std::size_t i = 0; i < level.size(); i += 2) {
+      std::vector<Key> deps{level[i]};
+      if (i + 1 < level.size()) deps.push_back(level[i + 1]);
+      Key key = "sum," + std::to_string(depth) + "," + std::to_string(i / 2);
+      g.add(task(key, deps, "gtest.graph.sum", 0.0));
+      next.push_back(key);
+    }
+    level = std::move(next);
+    ++depth;
+  }
+  return level[0];
+}
+
+void expect_dependencies_first(const Graph& g, const std::unordered_map<Key, std::int64_t>& o) {
+  for (const auto& [k, t] : g.tasks())
+    for (const auto& d : t.dependencies())
+      if (g.contains(d)) EXPECT_LT(o.at(d), o.at(k)) << d << " must be ordered before " << k;
+}
+
+}  // namespace
+
+TEST(Graph, AddSetMergeAt) {
+  Graph g;
+  g.add(task("x", {}));
+  EXPECT_THROW(g.add(task("x", {})), Error);
+  EXPECT_THROW(g.add(task("", {})), Error);
+  EXPECT_TRUE(g.contains("x"));
+  EXPECT_EQ(g.size(), 1u);
+  g.set(task("x", {}, "gtest.graph.mul"));
+  EXPECT_EQ(g.at("x").op, "gtest.graph.mul");
+  EXPECT_THROW(g.at("nope"), Error);
+
+  Graph h;
+  h.add(task("x", {}));  // kept as in g
+  h.add(task("y", {"x"}));
+  g.merge(h);
+  EXPECT_EQ(g.size(), 2u);
+  EXPECT_EQ(g.at("x").op, "gtest.graph.mul");
+  EXPECT_EQ(g.at("y").dependencies(), (std::vector<Key>{"x"}));
+}
+
+TEST(Graph, ExternalKeys) {
+  Graph g;
+  g.add(task("a", {"held-1"}));
+  g.add(task("b", {"a", "held-0", "held-1"}));
+  EXPECT_EQ(g.external_keys(), (std::vector<Key>{"held-0", "held-1"}));
+  g.add(task("held-0", {}));
+  EXPECT_EQ(g.external_keys(), (std::vector<Key>{"held-1"}));
+}
+
+TEST(Graph, CycleDetectionNamesTheCycle) {
+  Graph g;
+  g.add(task("a", {"c"}));
+  g.add(task("b", {"a"}));
+  g.add(task("c", {"b"}));
+  g.add(task("d", {"c"}));
+  try {
+    g.check_acyclic();
+    FAIL() << "expected a cycle error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("cycle"), std::string::npos) << m;
+    for (const char* k : {"a", "b", "c"}) EXPECT_NE(m.find(k), std::string::npos) << m;
+  }
+  EXPECT_THROW(order(g, {"d"}), Error);
+
+  Graph self;
+  self.add(task("s", {"s"}));
+  EXPECT_THROW(self.check_acyclic(), Error);
+
+  Graph ok;
+  chains_and_tree_sum(ok, 5);
+  ok.add(task("dangling", {"external"}));
+  EXPECT_NO_THROW(ok.check_acyclic());
+}
+
+TEST(Graph, CullKeepsOnlyWhatOutputsNeed) {
+  Graph g;
+  g.add(task("a", {}));
+  g.add(task("b", {"a"}));
+  g.add(task("c", {"b", "ext"}));
+  g.add(task("unused", {"a"}));
+  g.add(task("other", {}));
+  Graph c = cull(g, {"c"});
+  EXPECT_EQ(c.size(), 3u);
+  EXPECT_TRUE(c.contains("a") && c.contains("b") && c.contains("c"));
+  EXPECT_FALSE(c.contains("unused"));
+  EXPECT_EQ(c.external_keys(), (std::vector<Key>{"ext"}));
+  EXPECT_EQ(cull(g, {"b", "other"}).size(), 3u);
+  EXPECT_TRUE(cull(g, {}).empty());
+}
+
+TEST(Order, DependenciesFirstAndEveryTaskOrdered) {
+  Graph g;
+  const Key root = chains_and_tree_sum(g, 37);
+  g.add(task("side", {"a,3"}));  // not needed by the root: still ordered
+  auto o = order(g, {root});
+  EXPECT_EQ(o.size(), g.size());
+  std::set<std::int64_t> positions;
+  for (const auto& [k, p] : o) positions.insert(p);
+  EXPECT_EQ(positions.size(), g.size());
+  EXPECT_EQ(*positions.rbegin(), static_cast<std::int64_t>(g.size()) - 1);
+  expect_dependencies_first(g, o);
+  EXPECT_EQ(o.at(root), static_cast<std::int64_t>(g.size()) - 2);  // the output's subgraph comes first
+  EXPECT_EQ(o.at("side"), static_cast<std::int64_t>(g.size()) - 1);
+  EXPECT_EQ(order(g, {}).size(), g.size());  // no outputs: from every sink
+}
+
+TEST(Order, ChainsCompleteBeforeNewOnesStart) {
+  const int k = 64;
+  Graph g;
+  const Key root = chains_and_tree_sum(g, k);
+  auto o = order(g, {root});
+  std::vector<std::pair<std::int64_t, Key>> seq;
+  for (const auto& [key, p] : o) seq.emplace_back(p, key);
+  std::sort(seq.begin(), seq.end());
+  // Walk the order: a chain is in progress from its a_i until c_i's consumer (a sum) has run.
+  std::set<std::string> in_progress;
+  std::size_t most = 0;
+  std::set<Key> done;
+  for (const auto& [p, key] : seq) {
+    done.insert(key);
+    if (key.rfind("a,", 0) == 0) in_progress.insert(key.substr(2));
+    if (key.rfind("sum,", 0) == 0)
+      for (const auto& d : g.at(key).dependencies())
+        if (d.rfind("c,", 0) == 0) in_progress.erase(d.substr(2));
+    most = std::max(most, in_progress.size());
+  }
+  EXPECT_LE(most, 2u) << "order interleaves chains";
+  // Partial sums are not all deferred to the end: the first one runs before the last chain starts.
+  EXPECT_LT(o.at("sum,0,0"), o.at("a," + std::to_string(k - 1)));
+}
+
+TEST(Order, IterativeAndFastOnAMillionTaskChain) {
+  const int n = 1'000'000;
+  Graph g;
+  g.add(task("t,0", {}));
+  for (int i = 1; i < n; ++i) g.add(task("t," + std::to_string(i), {"t," + std::to_string(i - 1)}));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto o = order(g, {"t," + std::to_string(n - 1)});  // recursion this deep would overflow the stack
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("order() of a %d-task chain: %.3f s\n", n, s);
+  ASSERT_EQ(o.size(), static_cast<std::size_t>(n));
+  EXPECT_EQ(o.at("t,0"), 0);
+  EXPECT_EQ(o.at("t,123456"), 123456);
+  EXPECT_EQ(o.at("t," + std::to_string(n - 1)), n - 1);
+  EXPECT_LT(s, 20.0);  // generous: catches quadratic behaviour only
+}
+
+TEST(Fuse, LinearChainsBecomeOneTaskWithTheSameResult) {
+  Graph g;
+  const Key root = chains_and_tree_sum(g, 8);  // a power of two: no one-input sums
+  Graph f = fuse_linear(g, {root});
+  // Each a->b->c chain becomes one task keyed c,i; the sums stay.
+  EXPECT_EQ(f.size(), g.size() - 2 * 8);
+  for (int i = 0; i < 8; ++i) {
+    const auto& t = f.at("c," + std::to_string(i));
+    EXPECT_EQ(t.op, "tessera.fused");
+    EXPECT_TRUE(t.dependencies().empty());
+    auto inner = decode_fused_tasks(std::get<Value>(t.args.at(0)));
+    ASSERT_EQ(inner.size(), 3u);
+    EXPECT_EQ(inner[0].key, "a," + std::to_string(i));
+    EXPECT_EQ(inner[2].key, "c," + std::to_string(i));
+  }
+  EXPECT_FALSE(f.contains("a,0"));
+  EXPECT_NO_THROW(f.check_acyclic());
+  SyncExecutor ex;
+  EXPECT_EQ(ex.get(f, {root})[0].block().item(), ex.get(g, {root})[0].block().item());
+  EXPECT_EQ(ex.get(f, {root})[0].block().item(), 24.0);
+
+  // With 10 chains the tree has one-input sums; they fuse into their single input too.
+  Graph g10;
+  const Key root10 = chains_and_tree_sum(g10, 10);
+  Graph f10 = fuse_linear(g10, {root10});
+  EXPECT_EQ(f10.size(), g10.size() - 2 * 10 - 2);
+  EXPECT_EQ(ex.get(f10, {root10})[0].block().item(), 30.0);
+}
+
+TEST(Fuse, OutputsAnnotationsAndFanOutStopFusion) {
+  Graph g;
+  g.add(task("a", {}, "gtest.graph.sum", 2.0));
+  g.add(task("b", {"a"}, "gtest.graph.mul", 3.0));  // output: must stay
+  g.add(task("c", {"b"}, "gtest.graph.sum", 1.0));
+  Task d = task("d", {"c"}, "gtest.graph.mul", 2.0);
+  d.annotations.priority = 5;  // different annotations: not fused with c
+  g.add(d);
+  g.add(task("e", {"d"}));  // e and e2 both read d: d is not linear into either
+  g.add(task("e2", {"d"}));
+  g.add(task("x", {"ext"}, "gtest.graph.sum", 1.0));  // head reading an external key
+  g.add(task("y", {"x"}, "gtest.graph.mul", 4.0));
+  Graph f = fuse_linear(g, {"b", "e", "e2", "y"});
+  EXPECT_TRUE(f.contains("b"));
+  EXPECT_EQ(f.at("b").op, "tessera.fused");  // a fused into b
+  EXPECT_EQ(f.at("c").op, "gtest.graph.sum");
+  EXPECT_EQ(f.at("d").annotations.priority, 5);
+  EXPECT_EQ(f.at("d").op, "gtest.graph.mul");
+  EXPECT_EQ(f.at("y").op, "tessera.fused");
+  EXPECT_EQ(f.at("y").dependencies(), (std::vector<Key>{"ext"}));
+  EXPECT_EQ(f.external_keys(), (std::vector<Key>{"ext"}));
+  EXPECT_FALSE(f.contains("a"));
+  EXPECT_FALSE(f.contains("x"));
+
+  g.add(task("ext", {}, "gtest.graph.sum", 0.5));
+  f.add(task("ext", {}, "gtest.graph.sum", 0.5));
+  SyncExecutor ex;
+  const std::vector<Key> outs{"b", "e", "e2", "y"};
+  auto r1 = ex.get(g, outs), r2 = ex.get(f, outs);
+  for (std::size_t i = 0; i < outs.size(); ++i) EXPECT_EQ(r1[i].block().item(), r2[i].block().item()) << outs[i];
+  EXPECT_EQ(r2[0].block().item(), 6.0);
+  EXPECT_EQ(r2[3].block().item(), 6.0);  // (0.5 + 1) * 4
+}
+
+TEST(Fuse, ChainHeadWithSeveralInputs) {
+  Graph g;
+  g.add(task("p", {}, "gtest.graph.sum", 2.0));
+  g.add(task("q", {}, "gtest.graph.sum", 3.0));
+  g.add(task("p2", {"p"}, "gtest.graph.sum", 0.0));  // p2 and q2 both feed h: not linear
+  g.add(task("h", {"p", "q"}, "gtest.graph.mul", 1.0));  // p has two dependents
+  g.add(task("i", {"h"}, "gtest.graph.sum", 10.0));
+  g.add(task("j", {"i", "p2"}, "gtest.graph.sum", 0.0));
+  Graph f = fuse_linear(g, {"j"});
+  EXPECT_EQ(f.at("i").op, "tessera.fused");
+  EXPECT_EQ(f.at("i").dependencies(), (std::vector<Key>{"p", "q"}));
+  SyncExecutor ex;
+  EXPECT_EQ(ex.get(f, {"j"})[0].block().item(), ex.get(g, {"j"})[0].block().item());
+  EXPECT_EQ(ex.get(f, {"j"})[0].block().item(), 2 * 3 + 10 + 2);
+}
