@@ -1,0 +1,158 @@
+#pragma once
+// Internal: the expression tree behind tessera::Array, and what lowering needs of it.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tessera/array/array.hpp"
+#include "tessera/core/value.hpp"
+#include "program.hpp"
+
+namespace tessera::detail {
+
+using ExprPtr = std::shared_ptr<const Expr>;
+
+enum class ExprKind : std::uint8_t {
+  Generator,    // blockwise leaf computed from the global element index (random, full, arange)
+  Elementwise,  // blockwise n-ary operation with broadcasting
+  View,         // blockwise affine re-indexing: slicing, integer index, transpose, broadcast
+  Source,       // chunks given as values (from_block, persist)
+  Reduce,       // tree reduction
+  Matmul,
+  Rechunk,
+  Concatenate,
+  Reshape,
+  MapBlocks,
+};
+
+struct Expr {
+  ExprKind kind;
+  DType dtype;
+  Shape shape;
+  Chunks chunks;
+  std::string name;
+  Expr(ExprKind k, DType d, Shape s, Chunks c, std::string n)
+      : kind(k), dtype(d), shape(std::move(s)), chunks(std::move(c)), name(std::move(n)) {}
+  virtual ~Expr() = default;
+  /** Blockwise nodes fuse into one program per output chunk. */
+  bool blockwise() const {
+    return kind == ExprKind::Generator || kind == ExprKind::Elementwise || kind == ExprKind::View;
+  }
+};
+
+
+struct GeneratorExpr : Expr {
+  GenKind gen;
+  double p0 = 0, p1 = 0;       // normal: mean, std; uniform: low, high; full: value; arange: start, step
+  std::int64_t i0 = 0, i1 = 0;  // integers: low, high
+  std::uint64_t key = 0;        // Philox key (from the seed and RandomState stream)
+  using Expr::Expr;
+};
+
+
+struct ElementwiseExpr : Expr {
+  EwOp op;
+  std::vector<ExprPtr> inputs;
+  using Expr::Expr;
+};
+
+/**
+ * Affine re-indexing: input coordinate on axis k = offset[k] + stride[k] * out[src[k]], or the
+ * constant offset[k] when src[k] < 0. Covers slicing with steps (negative too), integer
+ * indexing, transposes, new axes and broadcasting (an output axis no input axis reads).
+ */
+struct AffineMap {
+  std::vector<int> src;
+  std::vector<std::int64_t> offset;
+  std::vector<std::int64_t> stride;
+};
+
+struct ViewExpr : Expr {
+  ExprPtr input;
+  AffineMap map;
+  using Expr::Expr;
+};
+
+struct SourceExpr : Expr {
+  std::vector<Value> blocks;  // one per chunk, row-major chunk order
+  using Expr::Expr;
+};
+
+
+struct ReduceExpr : Expr {
+  ExprPtr input;
+  ReduceKind reduce;
+  std::vector<int> axes;  // sorted, normalised
+  bool keepdims = false;
+  int split_every = 8;
+  int ddof = 0;
+  using Expr::Expr;
+};
+
+struct MatmulExpr : Expr {
+  ExprPtr a, b;  // both 2-d here; vectors are reshaped around it
+  using Expr::Expr;
+};
+
+struct RechunkExpr : Expr {
+  ExprPtr input;
+  using Expr::Expr;
+};
+
+struct ConcatenateExpr : Expr {
+  std::vector<ExprPtr> inputs;
+  int axis = 0;
+  using Expr::Expr;
+};
+
+struct ReshapeExpr : Expr {
+  ExprPtr input;  // already chunked so that every output chunk is one contiguous input range
+  using Expr::Expr;
+};
+
+struct MapBlocksExpr : Expr {
+  std::string op;
+  std::vector<ExprPtr> inputs;  // same chunk grid as the output
+  using Expr::Expr;
+};
+
+/** Lowers expressions to tasks; memoises shared sub-expressions. */
+class Lowering {
+ public:
+  /** Keys of every chunk of e, row-major chunk order. */
+  const std::vector<Key>& lower(const ExprPtr& e);
+  Graph& graph() { return graph_; }
+
+ private:
+  /** Evaluates the blockwise tree under root over the given chunking, one task per chunk. */
+  void lower_blockwise(const Expr& root, const Chunks& chunks, const std::string& name, std::vector<Key>& keys);
+  /** A task gathering the box [lo, lo + box) of e from the chunks overlapping it. */
+  Key emit_assemble(const Expr& e, const std::vector<Key>& keys, const std::vector<std::int64_t>& lo, const Shape& box);
+  void lower_reduce(const ReduceExpr& e, std::vector<Key>& keys);
+  void lower_matmul(const MatmulExpr& e, std::vector<Key>& keys);
+  void lower_rechunk(const RechunkExpr& e, std::vector<Key>& keys);
+  void lower_concatenate(const ConcatenateExpr& e, std::vector<Key>& keys);
+  void lower_reshape(const ReshapeExpr& e, std::vector<Key>& keys);
+  void lower_map_blocks(const MapBlocksExpr& e, std::vector<Key>& keys);
+  friend class ProgramBuilder;
+  Graph graph_;
+  std::vector<ExprPtr> keep_alive_;
+  std::unordered_map<const Expr*, std::vector<Key>> memo_;
+};
+
+/** Row-major chunk index <-> chunk coordinates. */
+std::vector<std::int64_t> chunk_coords(const Chunks& chunks, std::int64_t flat);
+std::int64_t chunk_flat(const Chunks& chunks, const std::vector<std::int64_t>& coords);
+
+/** Builds an Expr with a fresh name. */
+template <typename T>
+std::shared_ptr<T> make_expr(ExprKind kind, DType dtype, Shape shape, Chunks chunks, const std::string& prefix) {
+  return std::make_shared<T>(kind, dtype, std::move(shape), std::move(chunks), unique_name(prefix));
+}
+
+/** Common refinement of the chunk boundaries of several chunkings of one axis. */
+std::vector<std::int64_t> refine_axis_chunks(const std::vector<std::vector<std::int64_t>>& options);
+
+}  // namespace tessera::detail

@@ -1,0 +1,466 @@
+// Evaluates a fused Program over one output chunk (see program.hpp). Compiled once per ISA
+// level (isa.hpp). Work proceeds row by row (all axes but the last) and, along the last axis,
+// in tiles of kTile elements: every instruction fills a register of one tile, so each
+// operation is a tight loop the compiler vectorises, and nothing larger than a tile is ever
+// allocated besides the output.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+
+#include "../program.hpp"
+#include "isa.hpp"
+#include "tessera/core/error.hpp"
+
+namespace tessera::detail::TESSERA_ISA {
+namespace {
+
+constexpr std::int64_t kTile = 1024;
+
+struct Registers {
+  explicit Registers(std::size_t count) : storage(new std::int64_t[count * kTile + 8]) {}
+  double* f(int r) { return reinterpret_cast<double*>(storage.get() + r * kTile); }
+  std::int64_t* i(int r) { return storage.get() + r * kTile; }
+  std::unique_ptr<std::int64_t[]> storage;
+};
+
+// Rounds a register to its declared dtype, as NumPy would store each intermediate.
+void round_to_dtype(const Instr& in, Registers& R, int r, std::int64_t n) {
+  if (in.ctype == CType::F64 && in.dtype == DType::Float32) {
+    double* x = R.f(r);
+    for (std::int64_t j = 0; j < n; ++j) x[j] = static_cast<double>(static_cast<float>(x[j]));
+  } else if (in.ctype == CType::I64 && in.dtype == DType::Int32) {
+    std::int64_t* x = R.i(r);
+    for (std::int64_t j = 0; j < n; ++j) x[j] = static_cast<std::int32_t>(static_cast<std::uint32_t>(x[j]));
+  } else if (in.ctype == CType::I64 && in.dtype == DType::Bool) {
+    std::int64_t* x = R.i(r);
+    for (std::int64_t j = 0; j < n; ++j) x[j] = x[j] != 0;
+  }
+}
+
+template <typename T>
+void load_input(const T* base, std::int64_t start, std::int64_t delta, std::int64_t n, double* out) {
+  const T* p = base + start;
+  if (delta == 1)
+    for (std::int64_t j = 0; j < n; ++j) out[j] = static_cast<double>(p[j]);
+  else
+    for (std::int64_t j = 0; j < n; ++j) out[j] = static_cast<double>(p[j * delta]);
+}
+template <typename T>
+void load_input(const T* base, std::int64_t start, std::int64_t delta, std::int64_t n, std::int64_t* out) {
+  const T* p = base + start;
+  if (delta == 1)
+    for (std::int64_t j = 0; j < n; ++j) out[j] = static_cast<std::int64_t>(p[j]);
+  else
+    for (std::int64_t j = 0; j < n; ++j) out[j] = static_cast<std::int64_t>(p[j * delta]);
+}
+
+inline double py_fmod(double a, double b) {
+  double m = std::fmod(a, b);
+  if (m != 0 && ((m < 0) != (b < 0))) m += b;
+  return m;
+}
+inline std::int64_t py_floordiv(std::int64_t a, std::int64_t b) {
+  if (b == 0) return 0;  // NumPy returns 0 (with a warning) for integer division by zero
+  std::int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+inline std::int64_t py_mod(std::int64_t a, std::int64_t b) {
+  if (b == 0) return 0;
+  std::int64_t m = a % b;
+  if (m != 0 && ((m < 0) != (b < 0))) m += b;
+  return m;
+}
+inline std::int64_t ipow(std::int64_t base, std::int64_t exp) {
+  if (exp < 0) return base == 1 ? 1 : (base == -1 ? (exp % 2 ? -1 : 1) : 0);
+  std::uint64_t result = 1, b = static_cast<std::uint64_t>(base);
+  for (auto e = static_cast<std::uint64_t>(exp); e; e >>= 1, b *= b)
+    if (e & 1) result *= b;
+  return static_cast<std::int64_t>(result);
+}
+
+void eval_unary_f(EwOp op, const double* a, double* o, std::int64_t n) {
+  switch (op) {
+    case EwOp::Neg: for (std::int64_t j = 0; j < n; ++j) o[j] = -a[j]; break;
+    case EwOp::Abs: for (std::int64_t j = 0; j < n; ++j) o[j] = std::fabs(a[j]); break;
+    case EwOp::Exp: for (std::int64_t j = 0; j < n; ++j) o[j] = std::exp(a[j]); break;
+    case EwOp::Log: for (std::int64_t j = 0; j < n; ++j) o[j] = std::log(a[j]); break;
+    case EwOp::Log1p: for (std::int64_t j = 0; j < n; ++j) o[j] = std::log1p(a[j]); break;
+    case EwOp::Sqrt: for (std::int64_t j = 0; j < n; ++j) o[j] = std::sqrt(a[j]); break;
+    case EwOp::Square: for (std::int64_t j = 0; j < n; ++j) o[j] = a[j] * a[j]; break;
+    case EwOp::Sin: for (std::int64_t j = 0; j < n; ++j) o[j] = std::sin(a[j]); break;
+    case EwOp::Cos: for (std::int64_t j = 0; j < n; ++j) o[j] = std::cos(a[j]); break;
+    case EwOp::Tan: for (std::int64_t j = 0; j < n; ++j) o[j] = std::tan(a[j]); break;
+    case EwOp::Tanh: for (std::int64_t j = 0; j < n; ++j) o[j] = std::tanh(a[j]); break;
+    case EwOp::Floor: for (std::int64_t j = 0; j < n; ++j) o[j] = std::floor(a[j]); break;
+    case EwOp::Ceil: for (std::int64_t j = 0; j < n; ++j) o[j] = std::ceil(a[j]); break;
+    case EwOp::Sign:
+      for (std::int64_t j = 0; j < n; ++j) o[j] = a[j] > 0 ? 1.0 : (a[j] < 0 ? -1.0 : (a[j] == 0 ? 0.0 : a[j]));
+      break;
+    default: throw Error(std::string("unary op ") + ew_name(op) + " has no float kernel");
+  }
+}
+
+void eval_unary_i(EwOp op, const std::int64_t* a, std::int64_t* o, std::int64_t n) {
+  switch (op) {
+    case EwOp::Neg: for (std::int64_t j = 0; j < n; ++j) o[j] = static_cast<std::int64_t>(0ULL - static_cast<std::uint64_t>(a[j])); break;
+    case EwOp::Abs: for (std::int64_t j = 0; j < n; ++j) o[j] = a[j] < 0 ? -a[j] : a[j]; break;
+    case EwOp::Square: for (std::int64_t j = 0; j < n; ++j) o[j] = static_cast<std::int64_t>(static_cast<std::uint64_t>(a[j]) * static_cast<std::uint64_t>(a[j])); break;
+    case EwOp::Sign: for (std::int64_t j = 0; j < n; ++j) o[j] = (a[j] > 0) - (a[j] < 0); break;
+    case EwOp::LogicalNot: for (std::int64_t j = 0; j < n; ++j) o[j] = a[j] == 0; break;
+    case EwOp::Floor:
+    case EwOp::Ceil: std::memcpy(o, a, sizeof(std::int64_t) * n); break;
+    default: throw Error(std::string("unary op ") + ew_name(op) + " has no integer kernel");
+  }
+}
+
+void eval_binary_f(EwOp op, const double* a, const double* b, double* o, std::int64_t n) {
+  switch (op) {
+    case EwOp::Add: for (std::int64_t j = 0; j < n; ++j) o[j] = a[j] + b[j]; break;
+    case EwOp::Sub: for (std::int64_t j = 0; j < n; ++j) o[j] = a[j] - b[j]; break;
+    case EwOp::Mul: for (std::int64_t j = 0; j < n; ++j) o[j] = a[j] * b[j]; break;
+    case EwOp::Div: for (std::int64_t j = 0; j < n; ++j) o[j] = a[j] / b[j]; break;
+    case EwOp::FloorDiv: for (std::int64_t j = 0; j < n; ++j) o[j] = std::floor(a[j] / b[j]); break;
+    case EwOp::Mod: for (std::int64_t j = 0; j < n; ++j) o[j] = py_fmod(a[j], b[j]); break;
+    case EwOp::Pow: for (std::int64_t j = 0; j < n; ++j) o[j] = std::pow(a[j], b[j]); break;
+    case EwOp::Minimum:
+      for (std::int64_t j = 0; j < n; ++j) o[j] = (a[j] != a[j] || a[j] < b[j]) ? a[j] : b[j];
+      break;
+    case EwOp::Maximum:
+      for (std::int64_t j = 0; j < n; ++j) o[j] = (a[j] != a[j] || a[j] > b[j]) ? a[j] : b[j];
+      break;
+    default: throw Error(std::string("binary op ") + ew_name(op) + " has no float kernel");
+  }
+}
+
+void eval_binary_i(EwOp op, const std::int64_t* a, const std::int64_t* b, std::int64_t* o, std::int64_t n) {
+  using U = std::uint64_t;  // wrap-around arithmetic, as NumPy integers do
+  switch (op) {
+    case EwOp::Add: for (std::int64_t j = 0; j < n; ++j) o[j] = static_cast<std::int64_t>(U(a[j]) + U(b[j])); break;
+    case EwOp::Sub: for (std::int64_t j = 0; j < n; ++j) o[j] = static_cast<std::int64_t>(U(a[j]) - U(b[j])); break;
+    case EwOp::Mul: for (std::int64_t j = 0; j < n; ++j) o[j] = static_cast<std::int64_t>(U(a[j]) * U(b[j])); break;
+    case EwOp::FloorDiv: for (std::int64_t j = 0; j < n; ++j) o[j] = py_floordiv(a[j], b[j]); break;
+    case EwOp::Mod: for (std::int64_t j = 0; j < n; ++j) o[j] = py_mod(a[j], b[j]); break;
+    case EwOp::Pow: for (std::int64_t j = 0; j < n; ++j) o[j] = ipow(a[j], b[j]); break;
+    case EwOp::Minimum: for (std::int64_t j = 0; j < n; ++j) o[j] = std::min(a[j], b[j]); break;
+    case EwOp::Maximum: for (std::int64_t j = 0; j < n; ++j) o[j] = std::max(a[j], b[j]); break;
+    case EwOp::LogicalAnd: for (std::int64_t j = 0; j < n; ++j) o[j] = (a[j] != 0) & (b[j] != 0); break;
+    case EwOp::LogicalOr: for (std::int64_t j = 0; j < n; ++j) o[j] = (a[j] != 0) | (b[j] != 0); break;
+    default: throw Error(std::string("binary op ") + ew_name(op) + " has no integer kernel");
+  }
+}
+
+template <typename T>
+void eval_compare(EwOp op, const T* a, const T* b, std::int64_t* o, std::int64_t n) {
+  switch (op) {
+    case EwOp::Lt: for (std::int64_t j = 0; j < n; ++j) o[j] = a[j] < b[j]; break;
+    case EwOp::Le: for (std::int64_t j = 0; j < n; ++j) o[j] = a[j] <= b[j]; break;
+    case EwOp::Gt: for (std::int64_t j = 0; j < n; ++j) o[j] = a[j] > b[j]; break;
+    case EwOp::Ge: for (std::int64_t j = 0; j < n; ++j) o[j] = a[j] >= b[j]; break;
+    case EwOp::Eq: for (std::int64_t j = 0; j < n; ++j) o[j] = a[j] == b[j]; break;
+    case EwOp::Ne: for (std::int64_t j = 0; j < n; ++j) o[j] = a[j] != b[j]; break;
+    default: throw Error(std::string("comparison ") + ew_name(op) + " is not a comparison");
+  }
+}
+
+bool is_comparison(EwOp op) { return op >= EwOp::Lt && op <= EwOp::Ne; }
+
+/** Accumulates a tile into partial reduction slots. */
+class Reducer {
+ public:
+  Reducer(const Program& p, CType in_type)
+      : kind_(static_cast<ReduceKind>(p.reduce.kind)), in_type_(in_type),
+        comps_(partial_components(p.reduce.kind)) {}
+
+  template <typename T>
+  static void init(ReduceKind kind, T* acc, std::int64_t slots, int comps) {
+    for (std::int64_t s = 0; s < slots; ++s) {
+      T* a = acc + s * comps;
+      switch (kind) {
+        case ReduceKind::Sum: case ReduceKind::Mean: case ReduceKind::Var: case ReduceKind::Std: case ReduceKind::Any:
+          for (int c = 0; c < comps; ++c) a[c] = 0;
+          break;
+        case ReduceKind::Prod: case ReduceKind::All: a[0] = 1; break;
+        case ReduceKind::Min:
+          a[0] = std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+          break;
+        case ReduceKind::Max:
+          a[0] = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+          break;
+        case ReduceKind::ArgMin: a[0] = std::numeric_limits<T>::infinity(); a[1] = -1; break;
+        case ReduceKind::ArgMax: a[0] = -std::numeric_limits<T>::infinity(); a[1] = -1; break;
+      }
+    }
+  }
+
+  // Folds x[0..n) into one slot (last axis reduced).
+  template <typename T, typename A>
+  void fold_into_one(const T* x, std::int64_t n, A* a, std::int64_t arg0, std::int64_t arg_step) const {
+    switch (kind_) {
+      case ReduceKind::Sum: {
+        A s0 = 0, s1 = 0, s2 = 0, s3 = 0;  // four accumulators: vectorises, and sums more accurately
+        std::int64_t j = 0;
+        for (; j + 4 <= n; j += 4) { s0 += x[j]; s1 += x[j + 1]; s2 += x[j + 2]; s3 += x[j + 3]; }
+        for (; j < n; ++j) s0 += x[j];
+        a[0] += (s0 + s1) + (s2 + s3);
+        break;
+      }
+      case ReduceKind::Prod: for (std::int64_t j = 0; j < n; ++j) a[0] *= x[j]; break;
+      case ReduceKind::Min: for (std::int64_t j = 0; j < n; ++j) if (x[j] < a[0] || x[j] != x[j]) a[0] = x[j]; break;
+      case ReduceKind::Max: for (std::int64_t j = 0; j < n; ++j) if (x[j] > a[0] || x[j] != x[j]) a[0] = x[j]; break;
+      case ReduceKind::Any: for (std::int64_t j = 0; j < n; ++j) a[0] = a[0] || (x[j] != 0); break;
+      case ReduceKind::All: for (std::int64_t j = 0; j < n; ++j) a[0] = a[0] && (x[j] != 0); break;
+      case ReduceKind::Mean: {
+        A s = 0;
+        for (std::int64_t j = 0; j < n; ++j) s += x[j];
+        a[0] += s;
+        a[1] += static_cast<A>(n);
+        break;
+      }
+      case ReduceKind::Var: case ReduceKind::Std: {
+        // Chan et al.: merge (count, mean, M2) of the tile into the slot.
+        double s = 0;
+        for (std::int64_t j = 0; j < n; ++j) s += static_cast<double>(x[j]);
+        const double mean = s / static_cast<double>(n);
+        double m2 = 0;
+        for (std::int64_t j = 0; j < n; ++j) { const double d = static_cast<double>(x[j]) - mean; m2 += d * d; }
+        merge_moments(a, static_cast<double>(n), mean, m2);
+        break;
+      }
+      case ReduceKind::ArgMin: case ReduceKind::ArgMax: {
+        const bool is_min = kind_ == ReduceKind::ArgMin;
+        for (std::int64_t j = 0; j < n; ++j) {
+          const double v = static_cast<double>(x[j]);
+          if (better(is_min, v, static_cast<double>(a[0]), a[1] < 0)) {
+            a[0] = static_cast<A>(v);
+            a[1] = static_cast<A>(arg0 + j * arg_step);
+          }
+        }
+        break;
+      }
+    }
+  }
+
+  // Folds x[j] into slot j for j < n (last axis kept).
+  template <typename T, typename A>
+  void fold_elementwise(const T* x, std::int64_t n, A* a, std::int64_t arg0, std::int64_t arg_step) const {
+    for (std::int64_t j = 0; j < n; ++j) fold_into_one(x + j, 1, a + j * comps_, arg0 + j * arg_step, 0);
+  }
+
+  static bool better(bool is_min, double v, double cur, bool empty) {
+    if (empty) return true;
+    if (cur != cur) return false;  // a NaN already won (NumPy returns the first NaN)
+    if (v != v) return true;
+    return is_min ? v < cur : v > cur;
+  }
+
+  template <typename A>
+  static void merge_moments(A* a, double n, double mean, double m2) {
+    const double na = static_cast<double>(a[0]);
+    if (n == 0) return;
+    const double total = na + n;
+    const double delta = mean - static_cast<double>(a[1]);
+    a[1] = static_cast<A>(static_cast<double>(a[1]) + delta * n / total);
+    a[2] = static_cast<A>(static_cast<double>(a[2]) + m2 + delta * delta * na * n / total);
+    a[0] = static_cast<A>(total);
+  }
+
+  int comps() const { return comps_; }
+  CType in_type() const { return in_type_; }
+
+ private:
+  ReduceKind kind_;
+  CType in_type_;
+  int comps_;
+};
+
+template <typename T>
+void store(const double* x, std::int64_t n, T* out) {
+  for (std::int64_t j = 0; j < n; ++j) out[j] = static_cast<T>(x[j]);
+}
+template <typename T>
+void store(const std::int64_t* x, std::int64_t n, T* out) {
+  for (std::int64_t j = 0; j < n; ++j) out[j] = static_cast<T>(x[j]);
+}
+
+}  // namespace
+
+Block run_program(const Program& p, const std::vector<const Block*>& inputs) {
+  const int ninstr = static_cast<int>(p.instrs.size());
+  if (ninstr == 0) throw Error("empty blockwise program");
+  for (const Instr& in : p.instrs)
+    if (in.code == InstrCode::Input && (in.input < 0 || in.input >= static_cast<int>(inputs.size())))
+      throw Error("blockwise program reads input " + std::to_string(in.input) + " of " +
+                  std::to_string(inputs.size()));
+
+  const int d = static_cast<int>(p.shape.size());
+  const std::int64_t L = d ? p.shape[d - 1] : 1;
+  const std::int64_t rows = d ? shape_size(Shape(p.shape.begin(), p.shape.end() - 1)) : 1;
+  const Instr& root = p.instrs.back();
+  const int root_reg = ninstr - 1;
+
+  // Output: the chunk itself, or the partial of a reduction (reduced axes of length 1, plus a
+  // trailing axis of components when the reduction keeps several numbers per element).
+  Block out;
+  Shape pshape;
+  std::vector<std::int64_t> pstride;
+  const bool reducing = p.reduce.enabled;
+  int comps = 1;
+  DType pdtype = p.out_dtype;
+  if (reducing) {
+    comps = partial_components(p.reduce.kind);
+    pdtype = root.ctype == CType::F64 || partial_dtype(p.reduce.kind, DType::Int64) == DType::Float64
+                 ? DType::Float64 : DType::Int64;
+    for (int a = 0; a < d; ++a) pshape.push_back(p.reduce.axes[a] ? 1 : p.shape[a]);
+    pstride = row_major_strides(pshape);
+    Shape full = pshape;
+    if (comps > 1) full.push_back(comps);
+    out = Block(pdtype, full);
+    const std::int64_t slots = shape_size(pshape);
+    if (pdtype == DType::Float64) Reducer::init(static_cast<ReduceKind>(p.reduce.kind), out.data<double>(), slots, comps);
+    else Reducer::init(static_cast<ReduceKind>(p.reduce.kind), out.data<std::int64_t>(), slots, comps);
+  } else {
+    out = Block(p.out_dtype, p.shape);
+  }
+  if (rows == 0 || L == 0) return out;
+
+  Registers R(static_cast<std::size_t>(ninstr));
+  // Constants fill their registers once.
+  for (int r = 0; r < ninstr; ++r) {
+    const Instr& in = p.instrs[r];
+    const bool constant = in.code == InstrCode::Scalar ||
+                          (in.code == InstrCode::Generator && static_cast<GenKind>(in.sub) == GenKind::Full);
+    if (!constant) continue;
+    if (in.ctype == CType::F64) std::fill_n(R.f(r), kTile, in.p0);
+    else std::fill_n(R.i(r), kTile, in.code == InstrCode::Scalar ? in.i0 : static_cast<std::int64_t>(in.p0));
+  }
+
+  Reducer reducer(p, root.ctype);
+  std::vector<std::int64_t> coord(std::max(d - 1, 0), 0);
+  std::vector<std::int64_t> row_start(ninstr, 0);
+  const bool last_reduced = reducing && d > 0 && p.reduce.axes[d - 1];
+  const std::int64_t arg_step = reducing && d > 0 ? p.reduce.arg_coef[d - 1] : 0;
+
+  for (std::int64_t row = 0; row < rows; ++row) {
+    for (int r = 0; r < ninstr; ++r) {
+      const Instr& in = p.instrs[r];
+      if (in.code != InstrCode::Generator && in.code != InstrCode::Input) continue;
+      std::int64_t s = in.base;
+      for (int a = 0; a + 1 < d; ++a) s += coord[a] * in.coef[a];
+      row_start[r] = s;
+    }
+    std::int64_t slot_base = 0, arg_base = reducing ? p.reduce.arg_base : 0;
+    if (reducing)
+      for (int a = 0; a + 1 < d; ++a) {
+        if (!p.reduce.axes[a]) slot_base += coord[a] * pstride[a];
+        arg_base += coord[a] * p.reduce.arg_coef[a];
+      }
+
+    for (std::int64_t j0 = 0; j0 < L; j0 += kTile) {
+      const std::int64_t n = std::min(kTile, L - j0);
+      for (int r = 0; r < ninstr; ++r) {
+        const Instr& in = p.instrs[r];
+        const std::int64_t delta = d ? (in.coef.empty() ? 0 : in.coef[d - 1]) : 0;
+        switch (in.code) {
+          case InstrCode::Scalar: break;
+          case InstrCode::Generator: {
+            if (static_cast<GenKind>(in.sub) == GenKind::Full) break;
+            const std::int64_t start = row_start[r] + j0 * delta;
+            if (in.ctype == CType::F64) generate_f64(in.sub, in.key, in.p0, in.p1, start, delta, n, R.f(r));
+            else generate_i64(in.sub, in.key, in.i0, in.i1, in.p0, in.p1, start, delta, n, R.i(r));
+            round_to_dtype(in, R, r, n);
+            break;
+          }
+          case InstrCode::Input: {
+            const Block& blk = *inputs[in.input];
+            const std::int64_t start = row_start[r] + j0 * delta;
+            dispatch_dtype(blk.dtype(), [&](auto tag) {
+              using T = decltype(tag);
+              const T* base = static_cast<const T*>(blk.raw());
+              if (in.ctype == CType::F64) load_input(base, start, delta, n, R.f(r));
+              else load_input(base, start, delta, n, R.i(r));
+            });
+            break;
+          }
+          case InstrCode::Op: {
+            const auto op = static_cast<EwOp>(in.sub);
+            const Instr& A = p.instrs[in.a];
+            if (op == EwOp::Cast || op == EwOp::IsNan || op == EwOp::IsFinite) {
+              if (A.ctype == CType::F64 && in.ctype == CType::F64) std::memcpy(R.f(r), R.f(in.a), n * sizeof(double));
+              else if (A.ctype == CType::I64 && in.ctype == CType::I64) std::memcpy(R.i(r), R.i(in.a), n * sizeof(std::int64_t));
+              else if (A.ctype == CType::I64) { const auto* a = R.i(in.a); double* o = R.f(r); for (std::int64_t j = 0; j < n; ++j) o[j] = static_cast<double>(a[j]); }
+              else {
+                const double* a = R.f(in.a);
+                std::int64_t* o = R.i(r);
+                if (op == EwOp::IsNan) for (std::int64_t j = 0; j < n; ++j) o[j] = a[j] != a[j];
+                else if (op == EwOp::IsFinite) for (std::int64_t j = 0; j < n; ++j) o[j] = std::isfinite(a[j]);
+                else if (in.dtype == DType::Bool) for (std::int64_t j = 0; j < n; ++j) o[j] = a[j] != 0;
+                else for (std::int64_t j = 0; j < n; ++j) o[j] = static_cast<std::int64_t>(a[j]);
+              }
+              if ((op == EwOp::IsNan || op == EwOp::IsFinite) && A.ctype == CType::I64) {
+                std::int64_t* o = R.i(r);
+                for (std::int64_t j = 0; j < n; ++j) o[j] = op == EwOp::IsFinite;
+              }
+            } else if (is_unary(op)) {
+              if (in.ctype == CType::F64) eval_unary_f(op, R.f(in.a), R.f(r), n);
+              else eval_unary_i(op, R.i(in.a), R.i(r), n);
+            } else if (is_comparison(op)) {
+              if (A.ctype == CType::F64) eval_compare(op, R.f(in.a), R.f(in.b), R.i(r), n);
+              else eval_compare(op, R.i(in.a), R.i(in.b), R.i(r), n);
+            } else if (is_binary(op)) {
+              if (in.ctype == CType::F64) eval_binary_f(op, R.f(in.a), R.f(in.b), R.f(r), n);
+              else eval_binary_i(op, R.i(in.a), R.i(in.b), R.i(r), n);
+            } else if (op == EwOp::Where) {
+              const std::int64_t* c = R.i(in.a);
+              if (in.ctype == CType::F64) {
+                const double *x = R.f(in.b), *y = R.f(in.c);
+                double* o = R.f(r);
+                for (std::int64_t j = 0; j < n; ++j) o[j] = c[j] ? x[j] : y[j];
+              } else {
+                const std::int64_t *x = R.i(in.b), *y = R.i(in.c);
+                std::int64_t* o = R.i(r);
+                for (std::int64_t j = 0; j < n; ++j) o[j] = c[j] ? x[j] : y[j];
+              }
+            }
+            round_to_dtype(in, R, r, n);
+            break;
+          }
+        }
+      }
+
+      if (!reducing) {
+        const std::int64_t offset = row * L + j0;
+        dispatch_dtype(p.out_dtype, [&](auto tag) {
+          using T = decltype(tag);
+          T* o = static_cast<T*>(out.raw()) + offset;
+          if (root.ctype == CType::F64) store(R.f(root_reg), n, o);
+          else store(R.i(root_reg), n, o);
+        });
+      } else {
+        const std::int64_t a0 = arg_base + j0 * arg_step;
+        auto fold = [&](auto* acc) {
+          auto* slot = acc + (last_reduced ? slot_base : slot_base + j0) * comps;
+          if (root.ctype == CType::F64) {
+            if (last_reduced) reducer.fold_into_one(R.f(root_reg), n, slot, a0, arg_step);
+            else reducer.fold_elementwise(R.f(root_reg), n, slot, a0, arg_step);
+          } else {
+            if (last_reduced) reducer.fold_into_one(R.i(root_reg), n, slot, a0, arg_step);
+            else reducer.fold_elementwise(R.i(root_reg), n, slot, a0, arg_step);
+          }
+        };
+        if (pdtype == DType::Float64) fold(out.data<double>());
+        else fold(out.data<std::int64_t>());
+      }
+    }
+    // Next row: odometer over all axes but the last.
+    for (int a = d - 2; a >= 0; --a) {
+      if (++coord[a] < p.shape[a]) break;
+      coord[a] = 0;
+    }
+  }
+  return out;
+}
+
+}  // namespace tessera::detail::TESSERA_ISA

@@ -1,0 +1,149 @@
+// Counter-based random generation (Philox4x32-10 from Random123).
+//
+// The element at linear index i of a random array is a pure function of (key, stream, i), so any
+// chunk, any slice of it and a GPU kernel produce the same numbers. Definitions (the GPU back
+// end implements exactly these):
+//   normal:   c = i >> 1, x = philox({c.lo, c.hi, 1, 0}, key)
+//             u1 = 2 - as_double(0x3ff0000000000000 | (x1:x0 >> 12)) in (0, 1]
+//             u2 = as_double(0x3ff0000000000000 | (x3:x2 >> 12)) - 1 in [0, 1)
+//             value = mean + std * sqrt(-2 ln u1) * cos(2 pi u2 - (i & 1) * pi / 2)
+//             (even i takes the cosine of the Box-Muller pair, odd i the sine)
+//   uniform:  x = philox({i.lo, i.hi, 2, 0}, key), value = low + (high - low) * u with
+//             u = as_double(0x3ff0000000000000 | (x1:x0 >> 12)) - 1 in [0, 1)
+// (52-bit uniforms made from the exponent bits: exact, and vectorisable without AVX-512.)
+//   integers: x = philox({i.lo, i.hi, 3, 0}, key), value = low + ((x1:x0) * (high - low)) >> 64
+//
+// This file is compiled once per x86-64 ISA level (see isa.hpp) and with -ffast-math so that GCC vectorises log,
+// sqrt and cos through glibc's libmvec; inputs here are always finite. Work is done in blocks of
+// kLanes elements: first the counters are hashed into uniforms, then the transforms run over
+// whole blocks, which keeps both loops free of branches.
+#include <Random123/philox.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+
+#include "../program.hpp"
+#include "isa.hpp"
+
+namespace tessera::detail::TESSERA_ISA {
+namespace {
+
+constexpr int kLanes = 256;
+constexpr std::uint64_t kOneBits = 0x3ff0000000000000ULL;
+
+/** A double in [1, 2) whose 52 mantissa bits are the top bits of x. */
+inline double one_to_two(std::uint64_t x) {
+  return std::bit_cast<double>(kOneBits | (x >> 12));
+}
+constexpr double kTwoPi = 6.283185307179586476925286766559;
+constexpr double kHalfPi = 1.5707963267948966192313216916398;
+
+inline void philox_block(std::uint64_t key, std::uint32_t stream, const std::uint64_t* counters, int n,
+                         std::uint64_t* lo_bits, std::uint64_t* hi_bits) {
+  const philox4x32_key_t k = {{static_cast<std::uint32_t>(key), static_cast<std::uint32_t>(key >> 32)}};
+#pragma GCC ivdep
+  for (int j = 0; j < n; ++j) {
+    const std::uint64_t c = counters[j];
+    philox4x32_ctr_t ctr = {{static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(c >> 32), stream, 0u}};
+    const philox4x32_ctr_t x = philox4x32_R(10, ctr, k);
+    lo_bits[j] = (static_cast<std::uint64_t>(x.v[1]) << 32) | x.v[0];
+    hi_bits[j] = (static_cast<std::uint64_t>(x.v[3]) << 32) | x.v[2];
+  }
+}
+
+void normal_block(std::uint64_t key, double mean, double stddev, std::int64_t start, std::int64_t delta, int n,
+                  double* out) {
+  alignas(64) std::uint64_t counters[kLanes];
+  alignas(64) std::uint64_t lo[kLanes];
+  alignas(64) std::uint64_t hi[kLanes];
+  alignas(64) double shift[kLanes];
+  for (int j = 0; j < n; ++j) {
+    const std::uint64_t i = static_cast<std::uint64_t>(start + delta * j);
+    counters[j] = i >> 1;
+    shift[j] = (i & 1u) ? kHalfPi : 0.0;
+  }
+  philox_block(key, 1u, counters, n, lo, hi);
+  for (int j = 0; j < n; ++j) {
+    const double u1 = 2.0 - one_to_two(lo[j]);
+    const double u2 = one_to_two(hi[j]) - 1.0;
+    const double r = std::sqrt(-2.0 * std::log(u1));
+    out[j] = mean + stddev * (r * std::cos(kTwoPi * u2 - shift[j]));
+  }
+}
+
+void uniform_block(std::uint64_t key, double low, double high, std::int64_t start, std::int64_t delta, int n,
+                   double* out) {
+  alignas(64) std::uint64_t counters[kLanes];
+  alignas(64) std::uint64_t lo[kLanes];
+  alignas(64) std::uint64_t hi[kLanes];
+  for (int j = 0; j < n; ++j) counters[j] = static_cast<std::uint64_t>(start + delta * j);
+  philox_block(key, 2u, counters, n, lo, hi);
+  const double span = high - low;
+  for (int j = 0; j < n; ++j) out[j] = low + span * (one_to_two(lo[j]) - 1.0);
+}
+
+void integers_block(std::uint64_t key, std::int64_t low, std::int64_t high, std::int64_t start, std::int64_t delta,
+                    int n, std::int64_t* out) {
+  alignas(64) std::uint64_t counters[kLanes];
+  alignas(64) std::uint64_t lo[kLanes];
+  alignas(64) std::uint64_t hi[kLanes];
+  for (int j = 0; j < n; ++j) counters[j] = static_cast<std::uint64_t>(start + delta * j);
+  philox_block(key, 3u, counters, n, lo, hi);
+  const auto range = static_cast<unsigned __int128>(static_cast<std::uint64_t>(high - low));
+  for (int j = 0; j < n; ++j)
+    out[j] = low + static_cast<std::int64_t>((static_cast<unsigned __int128>(lo[j]) * range) >> 64);
+}
+
+}  // namespace
+
+void generate_f64(std::uint8_t gen, std::uint64_t key, double p0, double p1, std::int64_t start, std::int64_t delta,
+                  std::int64_t n, double* out) {
+  for (std::int64_t done = 0; done < n; done += kLanes) {
+    const int m = static_cast<int>(std::min<std::int64_t>(kLanes, n - done));
+    const std::int64_t s = start + delta * done;
+    switch (static_cast<GenKind>(gen)) {
+      case GenKind::Normal: normal_block(key, p0, p1, s, delta, m, out + done); break;
+      case GenKind::Uniform: uniform_block(key, p0, p1, s, delta, m, out + done); break;
+      case GenKind::Full:
+        for (int j = 0; j < m; ++j) out[done + j] = p0;
+        break;
+      case GenKind::Arange:
+        for (int j = 0; j < m; ++j) out[done + j] = p0 + p1 * static_cast<double>(s + delta * j);
+        break;
+      case GenKind::Integers: {
+        alignas(64) std::int64_t tmp[kLanes];
+        integers_block(key, static_cast<std::int64_t>(p0), static_cast<std::int64_t>(p1), s, delta, m, tmp);
+        for (int j = 0; j < m; ++j) out[done + j] = static_cast<double>(tmp[j]);
+        break;
+      }
+    }
+  }
+}
+
+void generate_i64(std::uint8_t gen, std::uint64_t key, std::int64_t lo, std::int64_t hi, double p0, double p1,
+                  std::int64_t start, std::int64_t delta, std::int64_t n, std::int64_t* out) {
+  for (std::int64_t done = 0; done < n; done += kLanes) {
+    const int m = static_cast<int>(std::min<std::int64_t>(kLanes, n - done));
+    const std::int64_t s = start + delta * done;
+    switch (static_cast<GenKind>(gen)) {
+      case GenKind::Integers: integers_block(key, lo, hi, s, delta, m, out + done); break;
+      case GenKind::Full:
+        for (int j = 0; j < m; ++j) out[done + j] = static_cast<std::int64_t>(p0);
+        break;
+      case GenKind::Arange:
+        // Integer aranges stay exact: start + step * i in integer arithmetic.
+        for (int j = 0; j < m; ++j)
+          out[done + j] = static_cast<std::int64_t>(p0) + static_cast<std::int64_t>(p1) * (s + delta * j);
+        break;
+      default: {
+        alignas(64) double tmp[kLanes];
+        generate_f64(gen, key, p0, p1, s, delta, m, tmp);
+        for (int j = 0; j < m; ++j) out[done + j] = static_cast<std::int64_t>(tmp[j]);
+      }
+    }
+  }
+}
+
+}  // namespace tessera::detail::TESSERA_ISA

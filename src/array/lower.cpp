@@ -1,0 +1,464 @@
+// Lowering Array expressions to task graphs.
+//
+// Blockwise nodes (generators, element-wise ops, views) are never lowered one by one: for each
+// output chunk, ProgramBuilder walks the blockwise sub-tree under it, composing every view into
+// the index maps of the leaves, and emits one "tessera.array.blockwise" task. Leaves are
+// generators (evaluated only at the elements the chunk needs) or chunks of materialised
+// expressions, read through strided views. A reduction puts its first step into the same task.
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <unordered_map>
+
+#include "array_ops.hpp"
+#include "expr.hpp"
+#include "tessera/ops/serialize.hpp"
+
+namespace tessera::detail {
+
+std::vector<std::int64_t> chunk_coords(const Chunks& chunks, std::int64_t flat) {
+  std::vector<std::int64_t> c(chunks.size());
+  for (int a = static_cast<int>(chunks.size()) - 1; a >= 0; --a) {
+    const auto n = static_cast<std::int64_t>(chunks[a].size());
+    c[a] = flat % n;
+    flat /= n;
+  }
+  return c;
+}
+
+std::int64_t chunk_flat(const Chunks& chunks, const std::vector<std::int64_t>& coords) {
+  std::int64_t f = 0;
+  for (std::size_t a = 0; a < chunks.size(); ++a) f = f * static_cast<std::int64_t>(chunks[a].size()) + coords[a];
+  return f;
+}
+
+std::vector<std::int64_t> refine_axis_chunks(const std::vector<std::vector<std::int64_t>>& options) {
+  std::vector<std::int64_t> bounds;
+  for (const auto& o : options) {
+    const auto off = chunk_offsets(o);
+    bounds.insert(bounds.end(), off.begin(), off.end());
+  }
+  std::sort(bounds.begin(), bounds.end());
+  bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+  std::vector<std::int64_t> out;
+  for (std::size_t i = 1; i < bounds.size(); ++i) out.push_back(bounds[i] - bounds[i - 1]);
+  if (out.empty()) out.push_back(0);
+  return out;
+}
+
+namespace {
+
+std::int64_t num_chunks(const Chunks& c) {
+  std::int64_t n = 1;
+  for (auto& a : c) n *= static_cast<std::int64_t>(a.size());
+  return n;
+}
+
+CType ctype_of(DType t) { return is_floating(t) ? CType::F64 : CType::I64; }
+
+/** The chunk index on one axis containing coordinate x. */
+std::int64_t find_chunk(const std::vector<std::int64_t>& offsets, std::int64_t x) {
+  auto it = std::upper_bound(offsets.begin(), offsets.end(), x);
+  return std::max<std::int64_t>(0, (it - offsets.begin()) - 1);
+}
+
+}  // namespace
+
+/** Compiles the blockwise sub-tree under a root into one Program for one output region. */
+class ProgramBuilder {
+ public:
+  ProgramBuilder(Lowering& low, const std::vector<std::int64_t>& region_offset, const Shape& region_shape)
+      : low_(low), off_(region_offset), shape_(region_shape) {}
+
+  int compile(const Expr* e, const AffineMap& m) {
+    switch (e->kind) {
+      case ExprKind::Generator: return compile_generator(static_cast<const GeneratorExpr&>(*e), m);
+      case ExprKind::Elementwise: return compile_elementwise(static_cast<const ElementwiseExpr&>(*e), m);
+      case ExprKind::View: return compile_view(static_cast<const ViewExpr&>(*e), m);
+      default: return compile_input(e, m);
+    }
+  }
+
+  static AffineMap identity(int nd) {
+    AffineMap m{std::vector<int>(nd), std::vector<std::int64_t>(nd, 0), std::vector<std::int64_t>(nd, 1)};
+    for (int a = 0; a < nd; ++a) m.src[a] = a;
+    return m;
+  }
+
+  Program& program() { return prog_; }
+  std::vector<Key>& arg_keys() { return args_; }
+
+ private:
+  int emit(Instr in) {
+    prog_.instrs.push_back(std::move(in));
+    return static_cast<int>(prog_.instrs.size()) - 1;
+  }
+
+  // Leaf linear index: base + sum_a o[a] * coef[a] for output-region coordinate o, where the leaf
+  // coordinate on axis k is m.offset[k] + m.stride[k] * (off_[src] + o[src]).
+  void leaf_index(const AffineMap& m, const std::vector<std::int64_t>& origin,
+                  const std::vector<std::int64_t>& strides, Instr& in) const {
+    in.base = 0;
+    in.coef.assign(shape_.size(), 0);
+    for (std::size_t k = 0; k < m.src.size(); ++k) {
+      std::int64_t c0 = m.offset[k] - origin[k];
+      if (m.src[k] >= 0) {
+        c0 += m.stride[k] * off_[m.src[k]];
+        in.coef[m.src[k]] += m.stride[k] * strides[k];
+      }
+      in.base += c0 * strides[k];
+    }
+  }
+
+  int compile_generator(const GeneratorExpr& g, const AffineMap& m) {
+    Instr in;
+    in.code = InstrCode::Generator;
+    in.sub = static_cast<std::uint8_t>(g.gen);
+    in.dtype = g.dtype;
+    in.ctype = ctype_of(g.dtype);
+    in.p0 = g.p0;
+    in.p1 = g.p1;
+    in.i0 = g.i0;
+    in.i1 = g.i1;
+    in.key = g.key;
+    if (g.gen == GenKind::Full) {
+      in.code = InstrCode::Scalar;
+      in.i0 = static_cast<std::int64_t>(g.p0);
+      in.coef.assign(shape_.size(), 0);
+      return emit(in);
+    }
+    leaf_index(m, std::vector<std::int64_t>(g.shape.size(), 0), row_major_strides(g.shape), in);
+    return emit(in);
+  }
+
+  int convert(int reg, CType to) {
+    if (prog_.instrs[reg].ctype == to) return reg;
+    Instr in;
+    in.code = InstrCode::Op;
+    in.sub = static_cast<std::uint8_t>(EwOp::Cast);
+    in.ctype = to;
+    in.dtype = to == CType::F64 ? DType::Float64 : DType::Int64;
+    in.a = reg;
+    return emit(in);
+  }
+
+  int compile_elementwise(const ElementwiseExpr& e, const AffineMap& m) {
+    const int nd = static_cast<int>(e.shape.size());
+    std::vector<int> regs;
+    for (const auto& input : e.inputs) {
+      const int id = static_cast<int>(input->shape.size());
+      AffineMap im{std::vector<int>(id, -1), std::vector<std::int64_t>(id, 0), std::vector<std::int64_t>(id, 0)};
+      for (int q = 0; q < id; ++q) {
+        const int a = q + (nd - id);
+        if (input->shape[q] == 1 && e.shape[a] != 1) continue;  // broadcast: always element 0
+        im.src[q] = m.src[a];
+        im.offset[q] = m.offset[a];
+        im.stride[q] = m.stride[a];
+      }
+      regs.push_back(compile(input.get(), im));
+    }
+    Instr in;
+    in.code = InstrCode::Op;
+    in.sub = static_cast<std::uint8_t>(e.op);
+    in.dtype = e.dtype;
+    in.ctype = ctype_of(e.dtype);
+    const EwOp op = e.op;
+    if (op == EwOp::Cast || op == EwOp::IsNan || op == EwOp::IsFinite) {
+      in.a = regs[0];
+    } else if (op == EwOp::Where) {
+      in.a = convert(regs[0], CType::I64);
+      in.b = convert(regs[1], in.ctype);
+      in.c = convert(regs[2], in.ctype);
+    } else if (op >= EwOp::Lt && op <= EwOp::Ne) {
+      const CType common = (prog_.instrs[regs[0]].ctype == CType::F64 || prog_.instrs[regs[1]].ctype == CType::F64)
+                               ? CType::F64 : CType::I64;
+      in.a = convert(regs[0], common);
+      in.b = convert(regs[1], common);
+    } else {
+      in.a = convert(regs[0], in.ctype);
+      if (regs.size() > 1) in.b = convert(regs[1], in.ctype);
+    }
+    return emit(in);
+  }
+
+  int compile_view(const ViewExpr& v, const AffineMap& m) {
+    const int id = static_cast<int>(v.input->shape.size());
+    AffineMap im{std::vector<int>(id, -1), std::vector<std::int64_t>(id, 0), std::vector<std::int64_t>(id, 0)};
+    for (int k = 0; k < id; ++k) {
+      const int vs = v.map.src[k];
+      if (vs < 0) {
+        im.offset[k] = v.map.offset[k];
+        continue;
+      }
+      im.src[k] = m.src[vs];
+      im.offset[k] = v.map.offset[k] + v.map.stride[k] * m.offset[vs];
+      im.stride[k] = m.src[vs] >= 0 ? v.map.stride[k] * m.stride[vs] : 0;
+    }
+    return compile(v.input.get(), im);
+  }
+
+  int add_arg(const Key& k) {
+    auto it = arg_index_.find(k);
+    if (it != arg_index_.end()) return it->second;
+    args_.push_back(k);
+    return arg_index_[k] = static_cast<int>(args_.size()) - 1;
+  }
+
+  // A materialised expression read through a strided view: directly from one of its chunks
+  // when the region falls inside it, else from an "assemble" task that gathers the bounding box.
+  int compile_input(const Expr* e, const AffineMap& m) {
+    const auto& keys = low_.lower(std::shared_ptr<const Expr>(std::shared_ptr<const Expr>{}, e));
+    const int id = static_cast<int>(e->shape.size());
+    std::vector<std::int64_t> lo(id), hi(id), chunk(id);
+    bool single = true;
+    bool empty_region = false;
+    for (auto s : shape_) empty_region |= (s == 0);
+    std::vector<std::vector<std::int64_t>> offsets(id);
+    for (int k = 0; k < id; ++k) {
+      offsets[k] = chunk_offsets(e->chunks[k]);
+      std::int64_t a = m.offset[k], b = m.offset[k];
+      if (m.src[k] >= 0 && !empty_region) {
+        const std::int64_t x0 = m.offset[k] + m.stride[k] * off_[m.src[k]];
+        const std::int64_t x1 = x0 + m.stride[k] * (shape_[m.src[k]] - 1);
+        a = std::min(x0, x1);
+        b = std::max(x0, x1);
+      }
+      lo[k] = a;
+      hi[k] = b;
+      chunk[k] = find_chunk(offsets[k], a);
+      if (find_chunk(offsets[k], b) != chunk[k]) single = false;
+    }
+    Instr in;
+    in.code = InstrCode::Input;
+    in.dtype = e->dtype;
+    in.ctype = ctype_of(e->dtype);
+    if (single) {
+      std::vector<std::int64_t> origin(id), cshape(id);
+      for (int k = 0; k < id; ++k) {
+        origin[k] = offsets[k][chunk[k]];
+        cshape[k] = e->chunks[k][chunk[k]];
+      }
+      in.input = add_arg(keys[chunk_flat(e->chunks, chunk)]);
+      leaf_index(m, origin, row_major_strides(cshape), in);
+    } else {
+      Shape box(id);
+      for (int k = 0; k < id; ++k) box[k] = hi[k] - lo[k] + 1;
+      const Key k = low_.emit_assemble(*e, keys, lo, box);
+      in.input = add_arg(k);
+      leaf_index(m, lo, row_major_strides(box), in);
+    }
+    return emit(in);
+  }
+
+  Lowering& low_;
+  std::vector<std::int64_t> off_;
+  Shape shape_;
+  Program prog_;
+  std::vector<Key> args_;
+  std::unordered_map<Key, int> arg_index_;
+};
+
+Key Lowering::emit_assemble(const Expr& e, const std::vector<Key>& keys, const std::vector<std::int64_t>& lo,
+                            const Shape& box) {
+  const int id = static_cast<int>(e.shape.size());
+  AssembleParams p;
+  p.dtype = e.dtype;
+  p.shape = box;
+  Task t;
+  t.key = unique_name("assemble-" + e.name);
+  t.op = kAssembleOp;
+  std::vector<std::vector<std::int64_t>> offsets(id);
+  std::vector<std::int64_t> first(id), last(id);
+  for (int k = 0; k < id; ++k) {
+    offsets[k] = chunk_offsets(e.chunks[k]);
+    first[k] = find_chunk(offsets[k], lo[k]);
+    last[k] = find_chunk(offsets[k], lo[k] + box[k] - 1);
+  }
+  // Every chunk overlapping the box contributes one piece.
+  std::vector<std::int64_t> c = first;
+  std::vector<Arg> refs;
+  while (true) {
+    AssemblePiece piece;
+    piece.arg = static_cast<std::int32_t>(refs.size());
+    for (int k = 0; k < id; ++k) {
+      const std::int64_t c_lo = offsets[k][c[k]], c_hi = offsets[k][c[k] + 1];
+      const std::int64_t a = std::max(c_lo, lo[k]), b = std::min(c_hi, lo[k] + box[k]);
+      piece.src_start.push_back(a - c_lo);
+      piece.dst_start.push_back(a - lo[k]);
+      piece.extent.push_back(b - a);
+    }
+    p.pieces.push_back(piece);
+    refs.emplace_back(KeyRef{keys[chunk_flat(e.chunks, c)]});
+    int k = id - 1;
+    for (; k >= 0; --k) {
+      if (++c[k] <= last[k]) break;
+      c[k] = first[k];
+    }
+    if (k < 0) break;
+  }
+  t.args.emplace_back(Value(to_object(p, "AssembleParams")));
+  for (auto& r : refs) t.args.push_back(std::move(r));
+  const Key key = t.key;
+  graph_.add(std::move(t));
+  return key;
+}
+
+const std::vector<Key>& Lowering::lower(const ExprPtr& e) {
+  auto it = memo_.find(e.get());
+  if (it != memo_.end()) return it->second;
+  std::vector<Key> keys;
+  switch (e->kind) {
+    case ExprKind::Generator:
+    case ExprKind::Elementwise:
+    case ExprKind::View: lower_blockwise(*e, e->chunks, e->name, keys); break;
+    case ExprKind::Source: {
+      const auto& s = static_cast<const SourceExpr&>(*e);
+      for (std::int64_t f = 0; f < static_cast<std::int64_t>(s.blocks.size()); ++f) {
+        Task t{chunk_key(s.name, chunk_coords(s.chunks, f)), kIdentityOp, {Arg(s.blocks[f])}, {}};
+        keys.push_back(t.key);
+        graph_.set(std::move(t));
+      }
+      break;
+    }
+    case ExprKind::Reduce: lower_reduce(static_cast<const ReduceExpr&>(*e), keys); break;
+    case ExprKind::Rechunk: {
+      const auto& r = static_cast<const RechunkExpr&>(*e);
+      // A blockwise input is simply evaluated over the new chunks (no data moves); anything
+      // else is gathered piece by piece through the same program path.
+      lower_blockwise(*r.input, r.chunks, r.name, keys);
+      break;
+    }
+    case ExprKind::Matmul: lower_matmul(static_cast<const MatmulExpr&>(*e), keys); break;
+    case ExprKind::Concatenate: lower_concatenate(static_cast<const ConcatenateExpr&>(*e), keys); break;
+    case ExprKind::Reshape: lower_reshape(static_cast<const ReshapeExpr&>(*e), keys); break;
+    case ExprKind::MapBlocks: lower_map_blocks(static_cast<const MapBlocksExpr&>(*e), keys); break;
+  }
+  keep_alive_.push_back(e);
+  return memo_[e.get()] = std::move(keys);
+}
+
+void Lowering::lower_blockwise(const Expr& root, const Chunks& chunks, const std::string& name, std::vector<Key>& keys) {
+  const int nd = static_cast<int>(root.shape.size());
+  std::vector<std::vector<std::int64_t>> offsets;
+  for (const auto& c : chunks) offsets.push_back(chunk_offsets(c));
+  const std::int64_t n = num_chunks(chunks);
+  keys.reserve(n);
+  for (std::int64_t f = 0; f < n; ++f) {
+    const auto cc = chunk_coords(chunks, f);
+    std::vector<std::int64_t> off(nd);
+    Shape shape(nd);
+    for (int a = 0; a < nd; ++a) {
+      off[a] = offsets[a][cc[a]];
+      shape[a] = chunks[a][cc[a]];
+    }
+    ProgramBuilder b(*this, off, shape);
+    b.compile(&root, ProgramBuilder::identity(nd));
+    Program& p = b.program();
+    p.shape = shape;
+    p.out_dtype = root.dtype;
+    Task t;
+    t.key = chunk_key(name, cc);
+    t.op = kBlockwiseOp;
+    t.args.emplace_back(Value(to_object(p, "Program")));
+    for (auto& k : b.arg_keys()) t.args.emplace_back(KeyRef{k});
+    keys.push_back(t.key);
+    graph_.set(std::move(t));
+  }
+}
+
+void Lowering::lower_reduce(const ReduceExpr& e, std::vector<Key>& keys) {
+  const Expr& in = *e.input;
+  const int nd = static_cast<int>(in.shape.size());
+  std::vector<std::uint8_t> reduced(nd, 0);
+  for (int a : e.axes) reduced[a] = 1;
+  const bool is_arg = e.reduce == ReduceKind::ArgMin || e.reduce == ReduceKind::ArgMax;
+  const auto full_strides = row_major_strides(in.shape);
+  std::vector<std::vector<std::int64_t>> offsets;
+  for (const auto& c : in.chunks) offsets.push_back(chunk_offsets(c));
+
+  // 1. One fused task per input chunk: evaluate the input's program and fold it into a partial.
+  const std::int64_t n = num_chunks(in.chunks);
+  std::map<std::vector<std::int64_t>, std::vector<Key>> groups;  // output chunk -> partial keys
+  const std::string partial_name = e.name + "-partial";
+  for (std::int64_t f = 0; f < n; ++f) {
+    const auto cc = chunk_coords(in.chunks, f);
+    std::vector<std::int64_t> off(nd);
+    Shape shape(nd);
+    for (int a = 0; a < nd; ++a) {
+      off[a] = offsets[a][cc[a]];
+      shape[a] = in.chunks[a][cc[a]];
+    }
+    ProgramBuilder b(*this, off, shape);
+    b.compile(&in, ProgramBuilder::identity(nd));
+    Program& p = b.program();
+    p.shape = shape;
+    p.out_dtype = in.dtype;
+    p.reduce.enabled = true;
+    p.reduce.kind = static_cast<std::uint8_t>(e.reduce);
+    p.reduce.axes = reduced;
+    p.reduce.arg_coef.assign(nd, 0);
+    if (is_arg) {
+      const bool flat = e.axes.size() != 1 || nd == 1;
+      for (int a = 0; a < nd; ++a) {
+        const std::int64_t s = flat ? full_strides[a] : (reduced[a] ? 1 : 0);
+        p.reduce.arg_base += off[a] * s;
+        p.reduce.arg_coef[a] = s;
+      }
+    }
+    Task t;
+    t.key = chunk_key(partial_name, cc);
+    t.op = kBlockwiseOp;
+    t.args.emplace_back(Value(to_object(p, "Program")));
+    for (auto& k : b.arg_keys()) t.args.emplace_back(KeyRef{k});
+    std::vector<std::int64_t> out_cc;
+    for (int a = 0; a < nd; ++a)
+      if (!reduced[a]) out_cc.push_back(cc[a]);
+      else if (e.keepdims) out_cc.push_back(0);
+    groups[out_cc].push_back(t.key);
+    graph_.set(std::move(t));
+  }
+
+  // 2. Tree of combines, split_every partials at a time; the last one finalises.
+  const DType pdtype = partial_dtype(static_cast<std::uint8_t>(e.reduce), in.dtype);
+  int level = 0;
+  keys.resize(groups.size());
+  for (auto& [out_cc, parts] : groups) {
+    std::vector<Key> layer = parts;
+    level = 0;
+    auto combine = [&](const std::vector<Key>& ins, bool finalize, const Key& key) {
+      CombineParams cp;
+      cp.kind = static_cast<std::uint8_t>(e.reduce);
+      cp.partial_dtype = pdtype;
+      cp.finalize = finalize;
+      cp.out_dtype = e.dtype;
+      cp.ddof = e.ddof;
+      cp.keepdims = e.keepdims;
+      cp.reduced = reduced;
+      Task t;
+      t.key = key;
+      t.op = kCombineOp;
+      t.args.emplace_back(Value(to_object(cp, "CombineParams")));
+      for (auto& k : ins) t.args.emplace_back(KeyRef{k});
+      graph_.set(std::move(t));
+    };
+    while (static_cast<int>(layer.size()) > e.split_every) {
+      std::vector<Key> next;
+      for (std::size_t i = 0; i < layer.size(); i += e.split_every) {
+        std::vector<Key> ins(layer.begin() + i, layer.begin() + std::min(layer.size(), i + e.split_every));
+        std::vector<std::int64_t> idx = out_cc;
+        idx.push_back(level);
+        idx.push_back(static_cast<std::int64_t>(i / e.split_every));
+        const Key k = chunk_key(e.name + "-combine", idx);
+        combine(ins, false, k);
+        next.push_back(k);
+      }
+      layer = std::move(next);
+      ++level;
+    }
+    const Key out_key = chunk_key(e.name, out_cc);
+    combine(layer, true, out_key);
+    keys[chunk_flat(e.chunks, out_cc)] = out_key;
+  }
+}
+
+}  // namespace tessera::detail

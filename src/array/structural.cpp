@@ -1,0 +1,363 @@
+// Structural operations (rechunk, reshape, concatenate, stack, matmul, map_blocks) and
+// compute/persist: building their expressions and lowering them to tasks.
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "array_ops.hpp"
+#include "expr.hpp"
+#include "tessera/core/error.hpp"
+#include "tessera/ops/registry.hpp"
+#include "tessera/ops/serialize.hpp"
+
+namespace tessera {
+
+using namespace detail;
+
+namespace {
+
+const Expr& ex(const Array& a) {
+  if (!a.valid()) throw Error("operation on an empty (default-constructed) Array");
+  return *a.expr();
+}
+
+Array rechunk_to(const Array& a, Chunks chunks) {
+  if (ex(a).chunks == chunks) return a;
+  auto e = make_expr<RechunkExpr>(ExprKind::Rechunk, ex(a).dtype, ex(a).shape, std::move(chunks), "rechunk");
+  e->input = a.expr();
+  return Array(e);
+}
+
+std::int64_t count_chunks(const Chunks& c) {
+  std::int64_t n = 1;
+  for (auto& a : c) n *= static_cast<std::int64_t>(a.size());
+  return n;
+}
+
+}  // namespace
+
+Array Array::rechunk(std::vector<std::int64_t> chunk) const {
+  const Expr& e = ex(*this);
+  if (chunk.size() == 1 && e.shape.size() > 1) chunk.assign(e.shape.size(), chunk[0]);
+  return rechunk_to(*this, regular_chunks(e.shape, chunk));
+}
+
+Array Array::reshape(Shape shape) const {
+  const Expr& e = ex(*this);
+  // One -1 extent is inferred, as in NumPy.
+  std::int64_t known = 1;
+  int infer = -1;
+  for (std::size_t a = 0; a < shape.size(); ++a) {
+    if (shape[a] == -1) {
+      if (infer >= 0) throw ShapeError("reshape: only one extent can be -1");
+      infer = static_cast<int>(a);
+    } else {
+      known *= shape[a];
+    }
+  }
+  if (infer >= 0 && known > 0) shape[infer] = e.shape.empty() ? 1 : shape_size(e.shape) / known;
+  if (shape_size(shape) != shape_size(e.shape))
+    throw ShapeError("cannot reshape array of shape " + shape_to_string(e.shape) + " into shape " + shape_to_string(shape));
+  if (shape == e.shape) return *this;
+  // Axes shared at the front keep their chunks; the rest must be single chunks so that each
+  // output chunk is one contiguous range of one input chunk. Inputs are rechunked to that,
+  // as Dask's reshape does.
+  std::size_t p = 0;
+  while (p < shape.size() && p < e.shape.size() && shape[p] == e.shape[p]) ++p;
+  Chunks in_chunks = e.chunks;
+  for (std::size_t a = p; a < e.shape.size(); ++a) in_chunks[a] = {e.shape[a]};
+  Array input = rechunk_to(*this, in_chunks);
+  Chunks out_chunks;
+  for (std::size_t a = 0; a < shape.size(); ++a) out_chunks.push_back(a < p ? in_chunks[a] : std::vector<std::int64_t>{shape[a]});
+  auto r = make_expr<ReshapeExpr>(ExprKind::Reshape, e.dtype, std::move(shape), std::move(out_chunks), "reshape");
+  r->input = input.expr();
+  return Array(r);
+}
+
+Array concatenate(const std::vector<Array>& arrays, int axis) {
+  if (arrays.empty()) throw Error("concatenate: need at least one array");
+  const Expr& first = ex(arrays[0]);
+  const int nd = static_cast<int>(first.shape.size());
+  if (nd == 0) throw ShapeError("concatenate: zero-dimensional arrays cannot be concatenated");
+  axis = normalize_axis(axis, nd);
+  DType t = first.dtype;
+  for (const auto& a : arrays) {
+    const Expr& e = ex(a);
+    if (static_cast<int>(e.shape.size()) != nd)
+      throw ShapeError("concatenate: all arrays must have the same number of dimensions");
+    for (int k = 0; k < nd; ++k)
+      if (k != axis && e.shape[k] != first.shape[k])
+        throw ShapeError("concatenate: shapes " + shape_to_string(first.shape) + " and " + shape_to_string(e.shape) +
+                         " differ outside axis " + std::to_string(axis));
+    t = promote_types(t, e.dtype);
+  }
+  // Common chunks on the other axes; the concatenated axis keeps each input's chunks.
+  Chunks chunks(nd);
+  for (int k = 0; k < nd; ++k) {
+    if (k == axis) continue;
+    std::vector<std::vector<std::int64_t>> opts;
+    for (const auto& a : arrays) opts.push_back(ex(a).chunks[k]);
+    chunks[k] = refine_axis_chunks(opts);
+  }
+  Shape shape = first.shape;
+  shape[axis] = 0;
+  auto out = std::make_shared<ConcatenateExpr>(ExprKind::Concatenate, t, Shape{}, Chunks{}, unique_name("concatenate"));
+  for (const auto& a : arrays) {
+    Chunks c = chunks;
+    c[axis] = ex(a).chunks[axis];
+    Array in = a.dtype() == t ? a : a.astype(t);
+    out->inputs.push_back(rechunk_to(in, c).expr());
+    shape[axis] += ex(a).shape[axis];
+    for (auto n : ex(a).chunks[axis]) chunks[axis].push_back(n);
+  }
+  out->shape = std::move(shape);
+  out->chunks = std::move(chunks);
+  out->axis = axis;
+  return Array(out);
+}
+
+Array stack(const std::vector<Array>& arrays, int axis) {
+  if (arrays.empty()) throw Error("stack: need at least one array");
+  const int nd = static_cast<int>(ex(arrays[0]).shape.size());
+  axis = normalize_axis(axis, nd + 1);
+  std::vector<Array> expanded;
+  for (const auto& a : arrays) {
+    if (ex(a).shape != ex(arrays[0]).shape)
+      throw ShapeError("stack: all arrays must have the same shape, got " + shape_to_string(ex(arrays[0]).shape) +
+                       " and " + shape_to_string(ex(a).shape));
+    std::vector<Index> ix;
+    for (int k = 0; k < axis; ++k) ix.emplace_back(all());
+    ix.emplace_back(newaxis);
+    expanded.push_back(a[ix]);
+  }
+  return concatenate(expanded, axis);
+}
+
+Array matmul(const Array& a_in, const Array& b_in) {
+  Array a = a_in, b = b_in;
+  const bool a_vec = a.ndim() == 1, b_vec = b.ndim() == 1;
+  if (a.ndim() == 0 || b.ndim() == 0) throw ShapeError("matmul: operands must be at least 1-d");
+  if (a.ndim() > 2 || b.ndim() > 2) throw ShapeError("matmul: only 1-d and 2-d operands are supported");
+  if (a_vec) a = a[{newaxis, all()}];
+  if (b_vec) b = b[{all(), newaxis}];
+  if (a.shape()[1] != b.shape()[0])
+    throw ShapeError("matmul: shapes " + shape_to_string(a_in.shape()) + " and " + shape_to_string(b_in.shape()) +
+                     " are not aligned (" + std::to_string(a.shape()[1]) + " != " + std::to_string(b.shape()[0]) + ")");
+  if (a.dtype() == DType::Bool || b.dtype() == DType::Bool)
+    throw DTypeError("matmul: bool operands are not supported; use astype first");
+  const DType t = promote_types(a.dtype(), b.dtype());
+  if (a.dtype() != t) a = a.astype(t);
+  if (b.dtype() != t) b = b.astype(t);
+  // The contracted axis must be chunked the same way on both sides.
+  const auto k = refine_axis_chunks({a.chunks()[1], b.chunks()[0]});
+  a = rechunk_to(a, {a.chunks()[0], k});
+  b = rechunk_to(b, {k, b.chunks()[1]});
+  auto e = make_expr<MatmulExpr>(ExprKind::Matmul, t, {a.shape()[0], b.shape()[1]}, {a.chunks()[0], b.chunks()[1]}, "matmul");
+  e->a = a.expr();
+  e->b = b.expr();
+  Array out(e);
+  if (a_vec && b_vec) return out[{0, 0}];
+  if (a_vec) return out[0];
+  if (b_vec) return out[{all(), 0}];
+  return out;
+}
+
+Array map_blocks(const std::string& op, const std::vector<Array>& inputs, DType out_dtype, std::optional<Chunks> out_chunks) {
+  if (inputs.empty()) throw Error("map_blocks: need at least one input");
+  if (!OpRegistry::global().contains(op))
+    throw UnknownOperationError("map_blocks: unknown operation '" + op + "' (register it with TESSERA_REGISTER_FUNCTION)");
+  const Expr& first = ex(inputs[0]);
+  std::vector<ExprPtr> ins;
+  for (const auto& a : inputs) {
+    if (ex(a).shape != first.shape)
+      throw ShapeError("map_blocks: inputs must have one shape, got " + shape_to_string(first.shape) + " and " +
+                       shape_to_string(ex(a).shape));
+    ins.push_back(rechunk_to(a, first.chunks).expr());
+  }
+  Chunks chunks = out_chunks ? *out_chunks : first.chunks;
+  if (chunk_counts(chunks) != chunk_counts(first.chunks))
+    throw ShapeError("map_blocks: out_chunks must have as many chunks per axis as the inputs");
+  auto e = make_expr<MapBlocksExpr>(ExprKind::MapBlocks, out_dtype, chunks_shape(chunks), chunks, op);
+  e->op = op;
+  e->inputs = std::move(ins);
+  return Array(e);
+}
+
+// ---- compute / persist -----------------------------------------------------------------------
+namespace {
+
+void check_chunk(const Value& v, const Expr& e, const std::vector<std::int64_t>& cc, const Key& key) {
+  if (!v.is_block()) throw Error("chunk " + key + " holds " + v.describe() + ", not an array block");
+  const Block& b = v.block();
+  Shape want(cc.size());
+  for (std::size_t a = 0; a < cc.size(); ++a) want[a] = e.chunks[a][cc[a]];
+  if (b.shape() != want || b.dtype() != e.dtype)
+    throw ShapeError("chunk " + key + " is " + std::string(dtype_name(b.dtype())) + " " + shape_to_string(b.shape()) +
+                     ", expected " + std::string(dtype_name(e.dtype)) + " " + shape_to_string(want));
+}
+
+}  // namespace
+
+Block Array::compute(Executor& executor) const {
+  const Expr& e = ex(*this);
+  std::vector<Key> keys;
+  Graph g = to_graph(&keys);
+  const auto values = executor.get(g, keys);
+  if (keys.size() == 1) {
+    check_chunk(values[0], e, std::vector<std::int64_t>(e.shape.size(), 0), keys[0]);
+    return values[0].block();
+  }
+  Block out(e.dtype, e.shape);
+  std::vector<std::vector<std::int64_t>> offsets;
+  for (const auto& c : e.chunks) offsets.push_back(chunk_offsets(c));
+  for (std::size_t f = 0; f < keys.size(); ++f) {
+    const auto cc = chunk_coords(e.chunks, static_cast<std::int64_t>(f));
+    check_chunk(values[f], e, cc, keys[f]);
+    std::vector<std::int64_t> dst(cc.size()), zero(cc.size(), 0);
+    for (std::size_t a = 0; a < cc.size(); ++a) dst[a] = offsets[a][cc[a]];
+    copy_box(values[f].block(), zero, out, dst, values[f].block().shape());
+  }
+  return out;
+}
+
+Array Array::persist(Executor& executor) const {
+  const Expr& e = ex(*this);
+  std::vector<Key> keys;
+  Graph g = to_graph(&keys);
+  auto values = executor.get(g, keys);
+  auto s = make_expr<SourceExpr>(ExprKind::Source, e.dtype, e.shape, e.chunks, "persist-" + e.name);
+  for (std::size_t f = 0; f < keys.size(); ++f)
+    check_chunk(values[f], e, chunk_coords(e.chunks, static_cast<std::int64_t>(f)), keys[f]);
+  s->blocks = std::move(values);
+  return Array(s);
+}
+
+namespace detail {
+
+void Lowering::lower_concatenate(const ConcatenateExpr& e, std::vector<Key>& keys) {
+  // No tasks: the output's chunks are the inputs' chunks, re-indexed.
+  std::vector<const std::vector<Key>*> in_keys;
+  for (const auto& i : e.inputs) in_keys.push_back(&lower(i));
+  const std::int64_t n = count_chunks(e.chunks);
+  keys.resize(n);
+  for (std::int64_t f = 0; f < n; ++f) {
+    auto cc = chunk_coords(e.chunks, f);
+    std::int64_t c = cc[e.axis];
+    std::size_t which = 0;
+    while (c >= static_cast<std::int64_t>(e.inputs[which]->chunks[e.axis].size())) {
+      c -= static_cast<std::int64_t>(e.inputs[which]->chunks[e.axis].size());
+      ++which;
+    }
+    cc[e.axis] = c;
+    keys[f] = (*in_keys[which])[chunk_flat(e.inputs[which]->chunks, cc)];
+  }
+}
+
+void Lowering::lower_reshape(const ReshapeExpr& e, std::vector<Key>& keys) {
+  const auto& in = lower(e.input);
+  const std::int64_t n = count_chunks(e.chunks);
+  for (std::int64_t f = 0; f < n; ++f) {
+    const auto cc = chunk_coords(e.chunks, f);
+    Shape s(cc.size());
+    for (std::size_t a = 0; a < cc.size(); ++a) s[a] = e.chunks[a][cc[a]];
+    Task t;
+    t.key = chunk_key(e.name, cc);
+    t.op = kReshapeOp;
+    t.args.emplace_back(Value(to_object(s, "Shape")));
+    t.args.emplace_back(KeyRef{in[f]});  // same row-major chunk order by construction
+    keys.push_back(t.key);
+    graph_.set(std::move(t));
+  }
+}
+
+void Lowering::lower_matmul(const MatmulExpr& e, std::vector<Key>& keys) {
+  const auto& ak = lower(e.a);
+  const auto& bk = lower(e.b);
+  const std::int64_t ni = static_cast<std::int64_t>(e.a->chunks[0].size());
+  const std::int64_t nk = static_cast<std::int64_t>(e.a->chunks[1].size());
+  const std::int64_t nj = static_cast<std::int64_t>(e.b->chunks[1].size());
+  for (std::int64_t i = 0; i < ni; ++i)
+    for (std::int64_t j = 0; j < nj; ++j) {
+      Task t;
+      t.key = chunk_key(e.name, {i, j});
+      t.op = kMatmulOp;
+      t.args.emplace_back(Value(to_object(nk, "int64")));
+      for (std::int64_t k = 0; k < nk; ++k) t.args.emplace_back(KeyRef{ak[i * nk + k]});
+      for (std::int64_t k = 0; k < nk; ++k) t.args.emplace_back(KeyRef{bk[k * nj + j]});
+      keys.push_back(t.key);
+      graph_.set(std::move(t));
+    }
+}
+
+void Lowering::lower_map_blocks(const MapBlocksExpr& e, std::vector<Key>& keys) {
+  std::vector<const std::vector<Key>*> in;
+  for (const auto& i : e.inputs) in.push_back(&lower(i));
+  const std::int64_t n = count_chunks(e.chunks);
+  for (std::int64_t f = 0; f < n; ++f) {
+    Task t;
+    t.key = chunk_key(e.name, chunk_coords(e.chunks, f));
+    t.op = e.op;
+    for (const auto* k : in) t.args.emplace_back(KeyRef{(*k)[f]});
+    keys.push_back(t.key);
+    graph_.set(std::move(t));
+  }
+}
+
+namespace {
+
+Value reshape_op(const OpContext&, std::span<const Value> args) {
+  if (args.size() != 2) throw Error("reshape: expected a shape and one block");
+  return Value(args[1].block().reshaped(from_value<Shape>(args[0])));
+}
+
+template <typename T>
+void gemm_acc(const Block& a, const Block& b, Block& c) {
+  const auto m = a.shape()[0], k = a.shape()[1], n = b.shape()[1];
+  if constexpr (std::is_same_v<T, double>) {
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a.data<double>(), std::max<std::int64_t>(k, 1),
+                b.data<double>(), std::max<std::int64_t>(n, 1), 1.0, c.data<double>(), std::max<std::int64_t>(n, 1));
+  } else if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a.data<float>(), std::max<std::int64_t>(k, 1),
+                b.data<float>(), std::max<std::int64_t>(n, 1), 1.0f, c.data<float>(), std::max<std::int64_t>(n, 1));
+  } else {
+    const T* A = a.data<T>();
+    const T* B = b.data<T>();
+    T* C = c.data<T>();
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t p = 0; p < k; ++p) {
+        const T x = A[i * k + p];
+        for (std::int64_t j = 0; j < n; ++j) C[i * n + j] = static_cast<T>(C[i * n + j] + x * B[p * n + j]);
+      }
+  }
+}
+
+Value matmul_op(const OpContext&, std::span<const Value> args) {
+  const auto nk = from_value<std::int64_t>(args[0]);
+  if (static_cast<std::int64_t>(args.size()) != 1 + 2 * nk) throw Error("matmul: wrong number of blocks");
+  const Block& a0 = args[1].block();
+  const Block& b0 = args[1 + nk].block();
+  Block c(a0.dtype(), {a0.shape()[0], b0.shape()[1]});
+  std::memset(c.raw(), 0, c.nbytes());
+  for (std::int64_t k = 0; k < nk; ++k) {
+    const Block& a = args[1 + k].block();
+    const Block& b = args[1 + nk + k].block();
+    if (a.shape()[1] != b.shape()[0]) throw ShapeError("matmul: misaligned chunks");
+    dispatch_dtype(c.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (!std::is_same_v<T, bool>) gemm_acc<T>(a, b, c);
+    });
+  }
+  return Value(std::move(c));
+}
+
+const bool registered = [] {
+  register_op(kReshapeOp, reshape_op);
+  register_op(kMatmulOp, matmul_op);
+  return true;
+}();
+
+}  // namespace
+}  // namespace detail
+}  // namespace tessera
