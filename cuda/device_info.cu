@@ -7,7 +7,7 @@
 namespace tessera::cuda {
 
 /** Number of CUDA devices visible to this process (0 when there is no driver or GPU). */
-int visible_device_count() noexcept {
+int visible_device_count() noexcept {  // declared in tessera/cuda/random.hpp
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {
     cudaGetLastError();  // clear the sticky "no device" error
