@@ -56,10 +56,13 @@ std::int64_t num_chunks(const Chunks& c) {
 
 CType ctype_of(DType t) { return is_floating(t) ? CType::F64 : CType::I64; }
 
-/** The chunk index on one axis containing coordinate x. */
+/** The chunk index on one axis containing coordinate x. Clamped to a valid chunk: an empty
+ *  region's (unused) coordinate may lie at or past the end, e.g. x[10:] of 10 elements, and the
+ *  only chunk of an empty axis has offsets {0, 0}. */
 std::int64_t find_chunk(const std::vector<std::int64_t>& offsets, std::int64_t x) {
   auto it = std::upper_bound(offsets.begin(), offsets.end(), x);
-  return std::max<std::int64_t>(0, (it - offsets.begin()) - 1);
+  const auto last = std::max<std::int64_t>(0, static_cast<std::int64_t>(offsets.size()) - 2);
+  return std::clamp<std::int64_t>((it - offsets.begin()) - 1, 0, last);
 }
 
 }  // namespace
