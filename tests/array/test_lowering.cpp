@@ -1,0 +1,105 @@
+// Lowering: blockwise chains fuse into one task per chunk, the first reduction step fuses into
+// it, and the seed expression never materialises its random input.
+#include <map>
+
+#include "array_test_util.hpp"
+
+using namespace tessera_test;
+
+namespace {
+
+constexpr const char* kBlockwise = "tessera.array.blockwise";
+constexpr const char* kCombine = "tessera.array.reduce_combine";
+
+std::map<std::string, std::size_t> count_ops(const Graph& g) {
+  std::map<std::string, std::size_t> n;
+  for (const auto& [k, t] : g.tasks()) ++n[t.op];
+  return n;
+}
+
+std::size_t expected_combines(std::size_t partials, std::size_t split) {
+  std::size_t total = 0;
+  while (partials > split) {
+    partials = (partials + split - 1) / split;
+    total += partials;
+  }
+  return total + 1;  // the final combine
+}
+
+TEST(ArrayLowering, SeedExpressionIsOneTaskPerChunkPlusCombines) {
+  for (const auto& [shape, chunk] : {std::pair{Shape{20, 20}, ChunkSpec{5, 5}}, std::pair{Shape{40, 30}, ChunkSpec{8, 7}},
+                                     std::pair{Shape{12, 12}, ChunkSpec{12, 12}}}) {
+    SCOPED_TRACE(shape_to_string(shape));
+    Array x = random::normal(0, 10.0, 1.0, shape, chunk);
+    Array y = (x + 1)[{step(2), step(2)}].sum();
+    std::vector<Key> keys;
+    Graph g = y.to_graph(&keys);
+    ASSERT_EQ(keys.size(), 1u);
+    const auto ops = count_ops(g);
+    const std::size_t nchunks = static_cast<std::size_t>(x.num_chunks());
+    EXPECT_EQ(ops.count(kBlockwise) ? ops.at(kBlockwise) : 0, nchunks);
+    EXPECT_EQ(ops.count(kCombine) ? ops.at(kCombine) : 0, expected_combines(nchunks, 8));
+    // Nothing else: no task materialises x or x + 1 or the slice.
+    EXPECT_EQ(g.size(), nchunks + expected_combines(nchunks, 8));
+    for (const auto& [k, t] : g.tasks()) {
+      EXPECT_TRUE(t.op == kBlockwise || t.op == kCombine) << t.op;
+      // The fused blockwise tasks read no other task: each draws its own elements.
+      if (t.op == kBlockwise) EXPECT_TRUE(t.dependencies().empty()) << k;
+    }
+    // And the value is right.
+    const Ref xs = ref_from_block(compute_sync(x));
+    double want = 0;
+    for (std::int64_t i = 0; i < shape[0]; i += 2)
+      for (std::int64_t j = 0; j < shape[1]; j += 2) want += xs.at({i, j}) + 1;
+    for (const auto& e : executors()) EXPECT_NEAR(y.compute(*e.ex).item(), want, 1e-10 * std::fabs(want));
+  }
+}
+
+TEST(ArrayLowering, SplitEveryShapesTheCombineTree) {
+  Array x = random::uniform(1, 0, 1, {16, 16}, {2, 2});  // 64 chunks
+  for (int split : {2, 4, 8, 64}) {
+    Graph g = x.sum({.split_every = split}).to_graph(nullptr);
+    const auto ops = count_ops(g);
+    EXPECT_EQ(ops.at(kBlockwise), 64u);
+    EXPECT_EQ(ops.at(kCombine), expected_combines(64, split)) << split;
+    EXPECT_EQ(g.size(), 64u + expected_combines(64, split));
+  }
+  // Reducing one axis: one tree per output chunk.
+  Graph g = x.sum({.axes = {0}}).to_graph(nullptr);
+  EXPECT_EQ(count_ops(g).at(kCombine), 8u);
+}
+
+TEST(ArrayLowering, ElementwiseChainsFuseIntoOneTaskPerChunk) {
+  Array a = random::normal(1, 0, 1, {9, 10}, {3, 4});
+  Array b = random::uniform(2, 0, 1, {9, 10}, {3, 4});
+  Array y = sqrt(abs(a * b + 1.0)).T()[{step(-1)}] - b.T();
+  std::vector<Key> keys;
+  Graph g = y.to_graph(&keys);
+  EXPECT_EQ(keys.size(), static_cast<std::size_t>(y.num_chunks()));
+  EXPECT_EQ(g.size(), keys.size());
+  for (const auto& [k, t] : g.tasks()) EXPECT_EQ(t.op, kBlockwise);
+  // Data inputs: one identity task per source chunk plus one blockwise task per output chunk.
+  const Ref d = sample(DType::Float64, {6, 6});
+  Array z = (to_array(d, {3}) * 2.0 + 1.0)[{slice(1, 5)}];
+  Graph gz = z.to_graph(&keys);
+  const auto ops = count_ops(gz);
+  EXPECT_EQ(ops.at(kBlockwise), static_cast<std::size_t>(z.num_chunks()));
+  EXPECT_EQ(ops.at("tessera.identity"), 4u);
+  EXPECT_EQ(gz.size(), 4u + static_cast<std::size_t>(z.num_chunks()));
+}
+
+TEST(ArrayLowering, SharedSubexpressionsLowerOnce) {
+  const Ref d = sample(DType::Float64, {8});
+  Array x = to_array(d, {4});
+  Array s = x.sum();
+  Array y = (x - s) / s;  // s used twice
+  Graph g = y.to_graph(nullptr);
+  const auto ops = count_ops(g);
+  EXPECT_EQ(ops.at(kCombine), 1u);
+  EXPECT_EQ(ops.at("tessera.identity"), 2u);
+  double tot = 0;
+  for (double v : d.v) tot += v;
+  EXPECT_TRUE(block_matches(compute_sync(y), make_ref(DType::Float64, {8}, [&](auto& i) { return (d.at(i) - tot) / tot; })));
+}
+
+}  // namespace
