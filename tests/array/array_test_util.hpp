@@ -204,6 +204,15 @@ inline void check_expr(const std::vector<Ref>& inputs, const std::function<Array
       want, tol, loc);
 }
 
+/**
+ * Tolerance for comparing random floats computed through different chunkings or slices:
+ * 1e-13 relative, plus a 1e-14 absolute floor. The floor is needed because normal() is not
+ * bit-identical across code paths (src/array/kernels/random.cpp, built with -ffast-math: the
+ * vectorised libmvec cos and the scalar remainder/strided path differ by a few ulps, about
+ * 1e-15 absolute), which for values near zero is more than 1e-13 relative.
+ */
+inline constexpr Tol kRandomTol{1e-13, 1e-14};
+
 /** Computes with the sync executor. */
 inline Block compute_sync(const Array& a) { return a.compute(local_executor("sync")); }
 

@@ -18,8 +18,8 @@ struct NamedGen {
 
 std::vector<NamedGen> generators(std::uint64_t seed, const Shape& s) {
   return {
-      {"normal", [=](const ChunkSpec& c) { return random::normal(seed, 1.5, 2.0, s, c); }, {1e-13, 0}},
-      {"uniform", [=](const ChunkSpec& c) { return random::uniform(seed, -3.0, 5.0, s, c); }, {1e-13, 0}},
+      {"normal", [=](const ChunkSpec& c) { return random::normal(seed, 1.5, 2.0, s, c); }, kRandomTol},
+      {"uniform", [=](const ChunkSpec& c) { return random::uniform(seed, -3.0, 5.0, s, c); }, kRandomTol},
       {"integers", [=](const ChunkSpec& c) { return random::integers(seed, -50, 1000, s, c); }, {0, 0}},
       {"integers32", [=](const ChunkSpec& c) { return random::integers(seed, 0, 7, s, c, DType::Int32); }, {0, 0}},
   };
@@ -46,8 +46,8 @@ TEST(ArrayRandom, ElementDependsOnlyOnTheFlatIndex) {
   const auto c = compute_sync(random::normal(5, 0, 1, {2, 3, 4}, {1, 2, 3})).to_doubles();
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i) {
-    EXPECT_NEAR(a[i], b[i], 1e-13 * std::fabs(a[i])) << i;
-    EXPECT_NEAR(a[i], c[i], 1e-13 * std::fabs(a[i])) << i;
+    EXPECT_NEAR(a[i], b[i], kRandomTol.rtol * std::fabs(a[i]) + kRandomTol.atol) << i;
+    EXPECT_NEAR(a[i], c[i], kRandomTol.rtol * std::fabs(a[i]) + kRandomTol.atol) << i;
   }
 }
 
@@ -86,8 +86,8 @@ TEST(ArrayRandom, RandomStateSuccessiveCallsDiffer) {
   random::RandomState again(99);
   Array y1 = again.normal(0, 1, {64}, {7});
   Array y2 = again.normal(0, 1, {64}, {-1});
-  EXPECT_TRUE(block_matches(compute_sync(y1), ref_from_block(compute_sync(x1)), 1e-13, 0));
-  EXPECT_TRUE(block_matches(compute_sync(y2), ref_from_block(compute_sync(x2)), 1e-13, 0));
+  EXPECT_TRUE(block_matches(compute_sync(y1), ref_from_block(compute_sync(x1)), kRandomTol.rtol, kRandomTol.atol));
+  EXPECT_TRUE(block_matches(compute_sync(y2), ref_from_block(compute_sync(x2)), kRandomTol.rtol, kRandomTol.atol));
   // ... and a different seed does not.
   random::RandomState other(100);
   EXPECT_NE(compute_sync(other.normal(0, 1, {64}, {16})).to_doubles(), compute_sync(x1).to_doubles());
@@ -96,7 +96,7 @@ TEST(ArrayRandom, RandomStateSuccessiveCallsDiffer) {
   random::RandomState r3(99);
   Array z1 = r3.normal(0, 1, {64}, {5});
   Array z2 = r3.normal(0, 1, {64}, {9});
-  EXPECT_TRUE(block_matches(compute_sync(z1 - z2), want, 1e-13, 1e-15));
+  EXPECT_TRUE(block_matches(compute_sync(z1 - z2), want, kRandomTol.rtol, 2 * kRandomTol.atol));
 }
 
 TEST(ArrayRandom, UniformInHalfOpenRange) {
