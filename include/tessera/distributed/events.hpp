@@ -1,0 +1,305 @@
+#pragma once
+/**
+ * @file Events and actions of the distributed scheduler and worker state machines.
+ *
+ * The state machines (scheduler_state.hpp, worker_state.hpp) are pure: a server hands them an
+ * event, they update their state and append actions for the server to carry out (send a
+ * message, start a thread, fetch data). Time enters only as fields of events. Several structs
+ * are both an action of one machine and an event of the other (a ComputeTask the scheduler
+ * emits is the event the worker receives; a TaskFinished the worker emits is the event the
+ * scheduler receives), so a driver forwards them unchanged.
+ */
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include "tessera/core/key.hpp"
+#include "tessera/graph/task.hpp"
+
+namespace tessera::distributed {
+
+/** @brief Seconds on the driver's clock (any epoch; only differences matter). */
+using Time = double;
+
+/**
+ * @brief Scheduling priority: lower runs first. Compared field by field: the negated user
+ * priority (higher user priority first), the submission generation (earlier update-graph
+ * first), then the graph order from tessera::order.
+ */
+struct Priority {
+  std::int32_t user = 0;  ///< minus Annotations::priority
+  std::int64_t generation = 0;
+  std::int64_t order = 0;
+  auto operator<=>(const Priority&) const = default;
+  bool operator==(const Priority&) const = default;
+};
+
+/** @brief Where a dependency lives: the workers (addresses) holding it and its size. */
+struct WhoHas {
+  Key key;
+  std::vector<std::string> workers;
+  std::size_t nbytes = 0;
+};
+
+// ---- Scheduler inputs ------------------------------------------------------------------------
+
+/** @brief A worker registered. `ops` lists the operation names it can run. */
+struct AddWorker {
+  std::string address;
+  std::string name;  ///< defaults to the address when empty
+  int nthreads = 1;
+  std::map<std::string, double> resources;  ///< e.g. {"GPU", 1}
+  std::size_t memory_limit = 0;             ///< bytes, 0 = none
+  std::vector<std::string> ops;
+  Time now = 0;
+};
+
+/** @brief A worker left. `safe` (a clean shutdown) does not count against its tasks. */
+struct RemoveWorker {
+  std::string address;
+  std::string reason;
+  bool safe = false;
+  Time now = 0;
+};
+
+/** @brief A worker is alive; `memory` is the bytes it holds. */
+struct Heartbeat {
+  std::string address;
+  Time now = 0;
+  std::size_t memory = 0;
+};
+
+/** @brief A worker paused (near its memory limit) or resumed. Workers emit it themselves. */
+struct WorkerStatusChange {
+  std::string address;
+  bool paused = false;
+};
+
+/** @brief The clock advanced: heartbeat timeouts are checked and work is stolen. */
+struct Tick {
+  Time now = 0;
+};
+
+struct AddClient {
+  std::string client;
+};
+
+/** @brief A client disconnected: everything it wanted is released. */
+struct RemoveClient {
+  std::string client;
+};
+
+/**
+ * @brief A client submitted tasks and wants `keys`. Tasks already known keep their first
+ * definition. `order` (tessera::order of the graph) is computed by the scheduler when empty.
+ */
+struct UpdateGraph {
+  std::string client;
+  std::vector<Task> tasks;
+  std::vector<Key> keys;
+  std::unordered_map<Key, std::int64_t> order;
+  Time now = 0;
+};
+
+/** @brief A worker finished a task (or learned a key): it holds `nbytes` of type `type`. */
+struct TaskFinished {
+  std::string worker;
+  Key key;
+  std::size_t nbytes = 0;
+  std::string type;
+  Time start = 0;  ///< execution start and stop, for duration estimates (0, 0 = unknown)
+  Time stop = 0;
+};
+
+/** @brief A task raised an exception on a worker. */
+struct TaskErred {
+  std::string worker;
+  Key key;
+  std::string exception;
+  std::string traceback;
+};
+
+/** @brief A worker now holds replicas of these keys (fetched from peers). */
+struct AddKeys {
+  std::string worker;
+  std::vector<std::pair<Key, std::size_t>> keys;  ///< key, nbytes
+};
+
+/** @brief A worker no longer holds these keys (lost, or dropped on its own). */
+struct RemoveKeys {
+  std::string worker;
+  std::vector<Key> keys;
+};
+
+/** @brief `worker` could not get `key` from `errant_worker`, which the scheduler said held it. */
+struct MissingData {
+  std::string worker;
+  Key key;
+  std::string errant_worker;
+};
+
+/** @brief A client dropped its futures on these keys. */
+struct ReleaseKeys {
+  std::string client;
+  std::vector<Key> keys;
+};
+
+/** @brief A client cancels keys; with `force`, every client's interest is dropped. */
+struct CancelKeys {
+  std::string client;
+  std::vector<Key> keys;
+  bool force = false;
+};
+
+/** @brief The victim's answer to a StealRequest: accepted when it gave the task up. */
+struct StealResponse {
+  std::string worker;
+  Key key;
+  bool accepted = false;
+};
+
+/** @brief A client retries erred keys (and the erred tasks they depend on). */
+struct RetryKeys {
+  std::string client;
+  std::vector<Key> keys;
+};
+
+using SchedulerEvent =
+    std::variant<AddWorker, RemoveWorker, Heartbeat, WorkerStatusChange, Tick, AddClient,
+                 RemoveClient, UpdateGraph, TaskFinished, TaskErred, AddKeys, RemoveKeys,
+                 MissingData, ReleaseKeys, CancelKeys, StealResponse, RetryKeys>;
+
+// ---- Scheduler outputs (ComputeTask, FreeKeys, StealRequest are also worker inputs) -----------
+
+/** @brief Run `task` on `worker`; `who_has` locates every dependency. */
+struct ComputeTask {
+  std::string worker;
+  Key key;
+  std::shared_ptr<const Task> task;
+  Priority priority;
+  std::vector<WhoHas> who_has;
+  std::map<std::string, double> resources;
+};
+
+/** @brief `worker` should forget these keys (cancel them if running, drop their data). */
+struct FreeKeys {
+  std::string worker;
+  std::vector<Key> keys;
+};
+
+/** @brief Ask `worker` to give `key` up so that another worker can run it. */
+struct StealRequest {
+  std::string worker;
+  Key key;
+};
+
+/** @brief Tell `client` that `key` is in memory on the cluster. */
+struct KeyInMemory {
+  std::string client;
+  Key key;
+  std::size_t nbytes = 0;
+  std::string type;
+};
+
+/** @brief Tell `client` that `key` failed; `message` names the key, `cause` is the task that raised. */
+struct KeyErred {
+  std::string client;
+  Key key;
+  Key cause;
+  std::string message;
+  std::string traceback;
+};
+
+/** @brief Tell `client` its submit of `key` can never run: no worker advertises `op`. */
+struct OperationUnavailable {
+  std::string client;
+  Key key;
+  std::string op;
+  std::string message;
+};
+
+/** @brief Tell `client` that `key` was cancelled. */
+struct KeyCancelled {
+  std::string client;
+  Key key;
+};
+
+/** @brief Something worth logging or showing in a dashboard's event stream. */
+struct LogEvent {
+  Time now = 0;
+  std::string topic;  ///< "worker", "task", "steal", "client"
+  std::string message;
+};
+
+using SchedulerAction = std::variant<ComputeTask, FreeKeys, StealRequest, KeyInMemory, KeyErred,
+                                     OperationUnavailable, KeyCancelled, LogEvent>;
+
+// ---- Worker inputs (besides ComputeTask, FreeKeys, StealRequest) -------------------------------
+
+/** @brief A gather from `peer` returned: the keys it had (with sizes); the driver stored them. */
+struct GatherDepSuccess {
+  std::string peer;
+  std::vector<std::pair<Key, std::size_t>> data;
+};
+
+/** @brief A gather from `peer` failed (connection refused, peer gone). */
+struct GatherDepFailure {
+  std::string peer;
+  std::string reason;
+};
+
+/** @brief A task returned; the driver stored its value. */
+struct ExecuteSuccess {
+  Key key;
+  std::size_t nbytes = 0;
+  std::string type;
+  Time start = 0;
+  Time stop = 0;
+};
+
+/** @brief A task raised. */
+struct ExecuteFailure {
+  Key key;
+  std::string exception;
+  std::string traceback;
+};
+
+/** @brief The memory monitor paused (true) or resumed (false) the worker. */
+struct PauseWorker {
+  bool paused = true;
+};
+
+using WorkerEvent = std::variant<ComputeTask, FreeKeys, StealRequest, GatherDepSuccess,
+                                 GatherDepFailure, ExecuteSuccess, ExecuteFailure, PauseWorker>;
+
+// ---- Worker outputs ---------------------------------------------------------------------------
+
+/** @brief Fetch `keys` from `peer` in one message. */
+struct GatherDep {
+  std::string peer;
+  std::vector<Key> keys;
+  std::size_t total_nbytes = 0;
+};
+
+/** @brief Run `task` on a thread; its dependencies are in the local store. */
+struct Execute {
+  Key key;
+  std::shared_ptr<const Task> task;
+};
+
+/** @brief Drop the local value of `key`. */
+struct ReleaseData {
+  Key key;
+};
+
+/** @brief Actions of a worker: local work plus messages for the scheduler. */
+using WorkerAction =
+    std::variant<GatherDep, Execute, ReleaseData, TaskFinished, TaskErred, StealResponse, AddKeys,
+                 MissingData, WorkerStatusChange>;
+
+}  // namespace tessera::distributed

@@ -1,0 +1,101 @@
+#pragma once
+/** @file SchedulerState: the distributed scheduler as a pure state machine. */
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tessera/distributed/events.hpp"
+
+namespace tessera::distributed {
+
+/** @brief Scheduler-side task states, as in Dask (no-worker included). */
+enum class TaskStatus : std::uint8_t {
+  Released,    ///< known, not wanted right now (kept for lineage)
+  Waiting,     ///< wanted; some dependency not in memory yet
+  NoWorker,    ///< runnable, but no connected worker satisfies its op/restrictions/resources
+  Queued,      ///< runnable, held on the scheduler until a suitable worker has room
+  Processing,  ///< sent to a worker
+  Memory,      ///< held by one or more workers
+  Erred,
+  Forgotten,
+};
+
+const char* task_status_name(TaskStatus s) noexcept;
+
+/** @brief Tunables; defaults follow Dask's distributed.yaml. */
+struct SchedulerConfig {
+  int allowed_failures = 3;          ///< a task processing on this many dying workers errs (KilledWorker)
+  double worker_saturation = 1.1;    ///< root tasks in flight per worker: max(1, ceil(nthreads * this))
+  double bandwidth = 100e6;          ///< bytes/s, for the transfer cost of placing a task
+  double default_task_duration = 0.5;  ///< seconds, until an op has been measured
+  double worker_ttl = 300;           ///< a worker silent this long (seconds) is removed on Tick
+  bool work_stealing = true;         ///< balance on Tick
+  std::size_t scan_limit = 64;       ///< bound on candidate scans per decision
+  bool validate = false;             ///< check_invariants() after every event (tests)
+};
+
+/** @brief One worker as the scheduler sees it (for scheduler_info and tests). */
+struct WorkerSummary {
+  std::string address;
+  std::string name;
+  int nthreads = 0;
+  std::map<std::string, double> resources;
+  std::map<std::string, double> resources_used;
+  std::size_t memory_limit = 0;
+  std::size_t memory = 0;      ///< last heartbeat
+  std::size_t nbytes = 0;      ///< bytes of keys the scheduler knows it holds
+  std::size_t processing = 0;  ///< tasks assigned and not finished
+  std::size_t has_what = 0;
+  double occupancy = 0;        ///< estimated seconds of assigned work
+  bool paused = false;
+  Time last_seen = 0;
+};
+
+/**
+ * @brief The scheduler's state machine: tasks, workers, clients; events in, actions out.
+ *
+ * Not thread-safe: one server thread owns it. handle() never throws for bad input from the
+ * network (unknown keys and workers are logged and ignored); it throws only on internal
+ * inconsistency found by validation.
+ */
+class SchedulerState {
+ public:
+  explicit SchedulerState(SchedulerConfig config = {});
+  ~SchedulerState();
+  SchedulerState(SchedulerState&&) noexcept;
+  SchedulerState& operator=(SchedulerState&&) noexcept;
+
+  /** @brief Applies one event, appending the resulting actions to `out`. */
+  void handle(SchedulerEvent event, std::vector<SchedulerAction>& out);
+  /** @brief Convenience overload returning the actions. */
+  std::vector<SchedulerAction> handle(SchedulerEvent event);
+
+  /** @brief Throws tessera::Error describing the first inconsistency found. */
+  void check_invariants() const;
+
+  // ---- Queries --------------------------------------------------------------------------------
+  /** @brief The task's state; nullopt when the key is unknown or forgotten. */
+  std::optional<TaskStatus> status(const Key& key) const;
+  /** @brief Addresses of the workers holding the key. */
+  std::vector<std::string> who_has(const Key& key) const;
+  /** @brief Address of the worker processing the key, empty when not processing. */
+  std::string processing_on(const Key& key) const;
+  /** @brief Exception text of an erred key (empty otherwise). */
+  std::string exception(const Key& key) const;
+  /** @brief Number of tasks known (not forgotten). */
+  std::size_t task_count() const noexcept;
+  /** @brief Number of tasks in each state, indexed by TaskStatus. */
+  std::vector<std::size_t> status_counts() const;
+  std::vector<WorkerSummary> workers() const;
+  std::size_t worker_count() const noexcept;
+  std::size_t queued_count() const noexcept;
+  const SchedulerConfig& config() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessera::distributed
