@@ -1,0 +1,757 @@
+// tcp:// transport: Boost.Asio sockets on the comm runtime's I/O thread.
+#include <array>
+#include <cstring>
+#include <deque>
+
+#include <sys/mman.h>
+
+#include <cstdlib>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <spdlog/spdlog.h>
+
+#include "inbox.hpp"
+#include "transports.hpp"
+
+namespace tessera::comm::detail {
+
+namespace {
+
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+
+constexpr std::size_t kReadBuffer = 64 * 1024;    // small messages are parsed out of this
+constexpr std::size_t kDirectRead = 64 * 1024;    // a rest this large is read straight into place
+constexpr std::size_t kInlineHeader = 64 * 1024;  // headers this small share the preamble's buffer
+constexpr std::size_t kMaxIovecs = 64;            // buffers gathered into one write
+
+// A receive buffer of exactly n bytes. Large ones ask for transparent huge pages: first-touch
+// faults on fresh 4 KiB pages otherwise cost more than the copy out of the socket.
+Frame allocate_frame(std::size_t n) {
+  constexpr std::size_t kHuge = std::size_t{2} << 20;
+  if (n < kHuge) return Buffer::allocate_host(n);
+  const std::size_t rounded = (n + kHuge - 1) / kHuge * kHuge;
+  void* p = std::aligned_alloc(kHuge, rounded);
+  if (!p) throw std::bad_alloc();
+  ::madvise(p, rounded, MADV_HUGEPAGE);
+  return Buffer::adopt(p, n, MemoryKind::Host, -1, [](void* q, std::size_t) { std::free(q); });
+}
+
+std::string endpoint_address(const tcp::endpoint& ep) {
+  const auto a = ep.address();
+  if (a.is_v6()) return "tcp://[" + a.to_string() + "]:" + std::to_string(ep.port());
+  return "tcp://" + a.to_string() + ":" + std::to_string(ep.port());
+}
+
+struct HostPort {
+  std::string host;
+  std::string port;
+};
+
+HostPort parse_tcp_address(const std::string& address) {
+  const std::string prefix = "tcp://";
+  if (address.rfind(prefix, 0) != 0) throw CommError("not a tcp:// address: '" + address + "'");
+  std::string rest = address.substr(prefix.size());
+  while (!rest.empty() && rest.back() == '/') rest.pop_back();
+  HostPort hp;
+  std::size_t colon = std::string::npos;
+  if (!rest.empty() && rest[0] == '[') {
+    const auto close = rest.find(']');
+    if (close == std::string::npos) throw CommError("bad IPv6 address in '" + address + "'");
+    hp.host = rest.substr(1, close - 1);
+    if (close + 1 < rest.size()) {
+      if (rest[close + 1] != ':') throw CommError("bad address '" + address + "'");
+      colon = close + 1;
+    }
+  } else {
+    colon = rest.rfind(':');
+    hp.host = rest.substr(0, colon);
+  }
+  if (colon != std::string::npos) hp.port = rest.substr(colon + 1);
+  const bool digits = !hp.port.empty() && hp.port.size() <= 5 &&
+                      hp.port.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits || std::stoul(hp.port) > 65535)
+    throw CommError("address '" + address + "' needs a port: tcp://host:port (port 0 picks a free one)");
+  return hp;
+}
+
+std::exception_ptr closed_error(const std::string& peer, const std::string& why) {
+  return std::make_exception_ptr(CommClosedError("comm to " + peer + " is closed: " + why));
+}
+
+void call_done(const Comm::SendCallback& done, std::exception_ptr e) {
+  if (!done) return;
+  try {
+    done(std::move(e));
+  } catch (const std::exception& ex) {
+    spdlog::error("comm: send callback threw: {}", ex.what());
+  }
+}
+
+/** One message on its way out: preamble (with the header when small), header, frames. */
+struct Out {
+  std::vector<std::uint8_t> head;
+  std::string header;  // empty when inlined into head
+  std::vector<Frame> frames;
+  Comm::SendCallback done;
+};
+
+/** The live socket of one TcpComm; every member is touched on the I/O thread only. */
+class TcpConn : public std::enable_shared_from_this<TcpConn> {
+ public:
+  TcpConn(std::shared_ptr<asio::io_context> io, tcp::socket socket, const CommOptions& options,
+          std::shared_ptr<Inbox> inbox, std::string peer)
+      : io_(std::move(io)), socket_(std::move(socket)), options_(options), inbox_(std::move(inbox)),
+        peer_(std::move(peer)) {}
+
+  const CommOptions& options() const noexcept { return options_; }
+
+  void start() {
+    rbuf_.resize(kReadBuffer);
+    process();
+  }
+
+  void send(Out out) {
+    if (CommRuntime::instance().on_io_thread()) {
+      enqueue(std::move(out));
+    } else {
+      asio::post(*io_, [self = shared_from_this(), out = std::move(out)]() mutable {
+        self->enqueue(std::move(out));
+      });
+    }
+  }
+
+  /** Closes once what is queued has been written. */
+  void close_local() {
+    asio::post(*io_, [self = shared_from_this()] {
+      self->closing_ = true;
+      if (!self->writing_) self->fail(nullptr, "closed locally");
+    });
+  }
+
+ private:
+  // ---- writing -----------------------------------------------------------------------------
+  void enqueue(Out out) {
+    if (closed_ || closing_) {
+      call_done(out.done, closed_error(peer_, closed_ ? close_text_ : "closed locally"));
+      return;
+    }
+    queue_.push_back(std::move(out));
+    if (!writing_) start_write();
+  }
+
+  void start_write() {
+    inflight_.clear();
+    std::size_t iovecs = 0;
+    while (!queue_.empty()) {
+      const std::size_t need = 2 + queue_.front().frames.size();
+      if (!inflight_.empty() && iovecs + need > kMaxIovecs) break;
+      iovecs += need;
+      inflight_.push_back(std::move(queue_.front()));
+      queue_.pop_front();
+    }
+    // Buffers point into inflight_, which no longer moves.
+    wbufs_.clear();
+    for (const auto& o : inflight_) {
+      wbufs_.emplace_back(o.head.data(), o.head.size());
+      if (!o.header.empty()) wbufs_.emplace_back(o.header.data(), o.header.size());
+      for (const auto& f : o.frames)
+        if (f->size()) wbufs_.emplace_back(f->data(), f->size());
+    }
+    writing_ = true;
+    asio::async_write(socket_, wbufs_, [self = shared_from_this()](error_code ec, std::size_t) {
+      self->on_write(ec);
+    });
+  }
+
+  void on_write(error_code ec) {
+    writing_ = false;
+    auto sent = std::move(inflight_);
+    inflight_.clear();
+    if (ec) {
+      const std::string why = closed_ ? close_text_ : "write failed: " + ec.message();
+      for (auto& o : sent) call_done(o.done, closed_error(peer_, why));
+      fail(std::make_exception_ptr(CommClosedError("comm to " + peer_ + ": " + why)), why);
+      return;
+    }
+    for (auto& o : sent) call_done(o.done, nullptr);
+    if (!queue_.empty()) start_write();
+    else if (closing_) fail(nullptr, "closed locally");
+  }
+
+  // ---- reading -----------------------------------------------------------------------------
+  std::size_t ntargets() const noexcept { return 1 + in_frames_.size(); }
+  std::uint8_t* target_data(std::size_t i) {
+    return i == 0 ? reinterpret_cast<std::uint8_t*>(in_header_.data())
+                  : static_cast<std::uint8_t*>(in_frames_[i - 1]->data());
+  }
+  std::size_t target_size(std::size_t i) const {
+    return i == 0 ? in_header_.size() : in_frames_[i - 1]->size();
+  }
+
+  void read_more() {
+    if (rbeg_ == rend_) {
+      rbeg_ = rend_ = 0;
+    } else if (rbeg_ > 0) {
+      std::memmove(rbuf_.data(), rbuf_.data() + rbeg_, rend_ - rbeg_);
+      rend_ -= rbeg_;
+      rbeg_ = 0;
+    }
+    socket_.async_read_some(asio::buffer(rbuf_.data() + rend_, rbuf_.size() - rend_),
+                            [self = shared_from_this()](error_code ec, std::size_t n) {
+                              if (ec) return self->on_read_error(ec, n);
+                              self->rend_ += n;
+                              self->process();
+                            });
+  }
+
+  // Parses what rbuf_ holds, then asks for more.
+  void process() {
+    while (!closed_) {
+      const std::size_t avail = rend_ - rbeg_;
+      if (!in_body_) {
+        if (avail < wire::kPreambleFixedBytes) return read_more();
+        if (!begin_message(avail)) return;  // failed, or needs more bytes (read issued)
+        continue;
+      }
+      copy_from_buffer();
+      if (tgt_ == ntargets()) {
+        finish_message();
+        continue;
+      }
+      if (in_total_ - in_got_ >= kDirectRead) return read_direct();
+      return read_more();
+    }
+  }
+
+  // Validates the preamble in rbuf_ and allocates the message; false when not (yet) possible.
+  bool begin_message(std::size_t avail) {
+    const std::uint8_t* p = rbuf_.data() + rbeg_;
+    const auto pre = wire::decode_preamble_fixed(p);
+    if (pre.magic != wire::kMessageMagic) {
+      char hex[16];
+      std::snprintf(hex, sizeof hex, "0x%08x", pre.magic);
+      protocol_error(std::string("bad message magic ") + hex + " (garbage, or not a Tessera peer)");
+      return false;
+    }
+    if (pre.version != wire::kProtocolVersion) {
+      protocol_error("message protocol version " + std::to_string(pre.version) + ", expected " +
+                     std::to_string(wire::kProtocolVersion));
+      return false;
+    }
+    if (pre.nframes > options_.max_frames) {
+      protocol_error("message declares " + std::to_string(pre.nframes) + " frames; the limit is " +
+                     std::to_string(options_.max_frames));
+      return false;
+    }
+    if (pre.header_bytes > options_.max_header_bytes) {
+      protocol_error("message header of " + std::to_string(pre.header_bytes) +
+                     " bytes exceeds the limit of " + std::to_string(options_.max_header_bytes));
+      return false;
+    }
+    const std::size_t need = wire::kPreambleFixedBytes + 8 * std::size_t{pre.nframes};
+    if (avail < need) {
+      if (rbuf_.size() < need) {
+        std::memmove(rbuf_.data(), p, avail);
+        rbeg_ = 0;
+        rend_ = avail;
+        rbuf_.resize(need);
+      }
+      read_more();
+      return false;
+    }
+    std::vector<std::uint64_t> lens(pre.nframes);
+    std::uint64_t total = pre.header_bytes;
+    for (std::uint32_t i = 0; i < pre.nframes; ++i) {
+      std::uint64_t n = 0;
+      std::memcpy(&n, p + wire::kPreambleFixedBytes + 8 * i, 8);  // x86-64: little-endian
+      if (n > options_.max_frame_bytes) {
+        protocol_error("frame " + std::to_string(i) + " of " + std::to_string(n) +
+                       " bytes exceeds the limit of " + std::to_string(options_.max_frame_bytes));
+        return false;
+      }
+      lens[i] = n;
+      total += n;
+    }
+    if (total > options_.max_message_bytes) {
+      protocol_error("message of " + std::to_string(total) + " bytes exceeds the limit of " +
+                     std::to_string(options_.max_message_bytes));
+      return false;
+    }
+    try {
+      in_header_.resize(pre.header_bytes);
+      in_frames_.clear();
+      in_frames_.reserve(pre.nframes);
+      for (auto n : lens) in_frames_.push_back(allocate_frame(n));
+    } catch (const std::bad_alloc&) {
+      protocol_error("cannot allocate " + std::to_string(total) + " bytes for a message");
+      return false;
+    }
+    rbeg_ += need;
+    in_body_ = true;
+    tgt_ = 0;
+    tgt_off_ = 0;
+    in_total_ = total;
+    in_got_ = 0;
+    return true;
+  }
+
+  void skip_full_targets() {
+    while (tgt_ < ntargets() && tgt_off_ == target_size(tgt_)) {
+      ++tgt_;
+      tgt_off_ = 0;
+    }
+  }
+
+  void copy_from_buffer() {
+    skip_full_targets();
+    while (rbeg_ < rend_ && tgt_ < ntargets()) {
+      const std::size_t n = std::min(rend_ - rbeg_, target_size(tgt_) - tgt_off_);
+      std::memcpy(target_data(tgt_) + tgt_off_, rbuf_.data() + rbeg_, n);
+      rbeg_ += n;
+      tgt_off_ += n;
+      in_got_ += n;
+      skip_full_targets();
+    }
+  }
+
+  // The rest of a large message goes with one scatter read straight into its buffers.
+  void read_direct() {
+    rbufs_.clear();
+    for (std::size_t i = tgt_; i < ntargets(); ++i) {
+      const std::size_t off = i == tgt_ ? tgt_off_ : 0;
+      if (target_size(i) > off) rbufs_.emplace_back(target_data(i) + off, target_size(i) - off);
+    }
+    asio::async_read(socket_, rbufs_, [self = shared_from_this()](error_code ec, std::size_t n) {
+      if (ec) return self->on_read_error(ec, n);
+      self->in_got_ = self->in_total_;
+      self->tgt_ = self->ntargets();
+      self->finish_message();
+      self->process();
+    });
+  }
+
+  void finish_message() {
+    Message msg;
+    try {
+      decode_header(in_header_.data(), in_header_.size(), msg);
+    } catch (const ProtocolError& e) {
+      protocol_error(e.what());
+      return;
+    }
+    msg.frames = std::move(in_frames_);
+    in_frames_.clear();
+    in_body_ = false;
+    if (in_header_.capacity() > kReadBuffer) std::string().swap(in_header_);
+    inbox_->push(std::move(msg));
+  }
+
+  void on_read_error(error_code ec, std::size_t n) {
+    if (closed_) return;
+    std::string why;
+    bool mid_message = false;
+    if (ec == asio::error::eof || ec == asio::error::connection_reset) {
+      if (in_body_) {
+        mid_message = true;
+        why = "peer closed the connection in the middle of a message (" + std::to_string(in_got_ + n) +
+              " of " + std::to_string(in_total_) + " bytes received)";
+      } else if (rend_ > rbeg_) {
+        mid_message = true;
+        why = "peer closed the connection in the middle of a message preamble";
+      } else {
+        why = "peer closed the connection";
+      }
+    } else {
+      mid_message = true;
+      why = "read failed: " + ec.message();
+    }
+    if (mid_message) spdlog::warn("comm: closing {}: {}", peer_, why);
+    else spdlog::debug("comm: {}: {}", peer_, why);
+    fail(std::make_exception_ptr(CommClosedError("comm to " + peer_ + ": " + why)), why);
+  }
+
+  void protocol_error(const std::string& why) {
+    spdlog::warn("comm: closing {}: protocol error: {}", peer_, why);
+    fail(std::make_exception_ptr(ProtocolError("protocol error from " + peer_ + ": " + why)), why);
+  }
+
+  // Closes the socket, tells the inbox (reason null: it already knows), fails queued sends.
+  void fail(std::exception_ptr reason, const std::string& why) {
+    if (closed_) return;
+    closed_ = true;
+    close_text_ = why;
+    error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+    if (reason) inbox_->push_close(reason);
+    auto queued = std::move(queue_);
+    queue_.clear();
+    for (auto& o : queued) call_done(o.done, closed_error(peer_, why));
+  }
+
+  std::shared_ptr<asio::io_context> io_;
+  tcp::socket socket_;
+  CommOptions options_;
+  std::shared_ptr<Inbox> inbox_;
+  std::string peer_;
+  bool closed_ = false;
+  bool closing_ = false;
+  std::string close_text_;
+  // write side
+  std::deque<Out> queue_;
+  std::vector<Out> inflight_;
+  std::vector<asio::const_buffer> wbufs_;
+  bool writing_ = false;
+  // read side
+  std::vector<std::uint8_t> rbuf_;
+  std::size_t rbeg_ = 0, rend_ = 0;
+  bool in_body_ = false;
+  std::string in_header_;
+  std::vector<Frame> in_frames_;
+  std::size_t tgt_ = 0, tgt_off_ = 0;
+  std::uint64_t in_total_ = 0, in_got_ = 0;
+  std::vector<asio::mutable_buffer> rbufs_;
+};
+
+class TcpComm final : public Comm {
+ public:
+  TcpComm(std::shared_ptr<asio::io_context> io, tcp::socket socket, const CommOptions& options,
+          std::string local, std::string peer, PeerInfo info)
+      : Comm(std::move(local), std::move(peer), std::move(info)) {
+    conn_ = std::make_shared<TcpConn>(std::move(io), std::move(socket), options, inbox(), peer_address());
+  }
+  ~TcpComm() override { close(); }
+
+  void start() { conn_->start(); }
+
+  void close() override {
+    if (closed_locally_.exchange(true)) return;
+    inbox()->push_close(
+        std::make_exception_ptr(CommClosedError("comm to " + peer_address() + " was closed locally")));
+    conn_->close_local();
+  }
+
+ protected:
+  void do_send(Message msg, SendCallback done) override {
+    auto refuse = [&](std::exception_ptr e) { call_done(done, std::move(e)); };
+    if (is_closed()) return refuse(closed_error(peer_address(), close_reason()));
+    const auto& opt = conn_->options();
+    const std::string what = "cannot send message '" + msg.op + "' to " + peer_address() + ": ";
+    if (msg.frames.size() > opt.max_frames)
+      return refuse(std::make_exception_ptr(ProtocolError(
+          what + std::to_string(msg.frames.size()) + " frames exceed the limit of " + std::to_string(opt.max_frames))));
+    std::vector<std::uint64_t> lens;
+    lens.reserve(msg.frames.size());
+    Out out;
+    std::uint64_t total = 0;
+    for (std::size_t i = 0; i < msg.frames.size(); ++i) {
+      const auto& f = msg.frames[i];
+      if (!f) return refuse(std::make_exception_ptr(CommError(what + "frame " + std::to_string(i) + " is null")));
+      if (f->kind() == MemoryKind::Device)
+        return refuse(std::make_exception_ptr(
+            CommError(what + "frame " + std::to_string(i) + " is in device memory; tcp:// sends host memory only")));
+      if (f->size() > opt.max_frame_bytes)
+        return refuse(std::make_exception_ptr(ProtocolError(what + "frame " + std::to_string(i) + " of " +
+                                                            std::to_string(f->size()) + " bytes exceeds the limit of " +
+                                                            std::to_string(opt.max_frame_bytes))));
+      lens.push_back(f->size());
+      total += f->size();
+    }
+    try {
+      out.header = encode_header(msg);
+    } catch (...) {
+      return refuse(std::current_exception());
+    }
+    total += out.header.size();
+    if (out.header.size() > opt.max_header_bytes || total > opt.max_message_bytes)
+      return refuse(std::make_exception_ptr(ProtocolError(
+          what + "header of " + std::to_string(out.header.size()) + " bytes / message of " + std::to_string(total) +
+          " bytes exceeds the limits (" + std::to_string(opt.max_header_bytes) + " / " +
+          std::to_string(opt.max_message_bytes) + ")")));
+    out.head = wire::encode_preamble(out.header.size(), lens);
+    if (out.header.size() <= kInlineHeader) {
+      out.head.insert(out.head.end(), out.header.begin(), out.header.end());
+      out.header.clear();
+    }
+    out.frames = std::move(msg.frames);
+    out.done = std::move(done);
+    conn_->send(std::move(out));
+  }
+
+ private:
+  std::shared_ptr<TcpConn> conn_;
+  std::atomic<bool> closed_locally_{false};
+};
+
+/** Connects (client) or takes an accepted socket (server), then handshakes; finishes once. */
+class TcpSetup : public std::enable_shared_from_this<TcpSetup> {
+ public:
+  using Finish = std::function<void(std::shared_ptr<Comm>, std::exception_ptr)>;
+
+  TcpSetup(std::shared_ptr<asio::io_context> io, const CommOptions& options, std::string peer, Finish finish)
+      : io_(io), socket_(*io), resolver_(*io), timer_(*io), options_(options), peer_(std::move(peer)),
+        finish_(std::move(finish)) {}
+
+  void connect(const HostPort& hp) {
+    timer_.expires_after(options_.connect_timeout);
+    timer_.async_wait([self = shared_from_this()](error_code ec) {
+      if (ec || self->done_) return;
+      self->fail(std::make_exception_ptr(CommError("cannot connect to " + self->peer_ + ": timed out after " +
+                                                   std::to_string(self->options_.connect_timeout.count()) + " ms")));
+    });
+    resolver_.async_resolve(hp.host, hp.port, [self = shared_from_this(), host = hp.host](
+                                                  error_code ec, tcp::resolver::results_type results) {
+      if (self->done_) return;
+      if (ec)
+        return self->fail(std::make_exception_ptr(
+            CommError("cannot connect to " + self->peer_ + ": cannot resolve '" + host + "': " + ec.message())));
+      asio::async_connect(self->socket_, results, [self](error_code ec, const tcp::endpoint&) {
+        if (self->done_) return;
+        if (ec)
+          return self->fail(std::make_exception_ptr(CommError("cannot connect to " + self->peer_ + ": " + ec.message())));
+        error_code ignored;
+        self->socket_.set_option(tcp::no_delay(true), ignored);
+        self->handshake(endpoint_address(self->socket_.local_endpoint(ignored)));
+      });
+    });
+  }
+
+  void accept(tcp::socket socket, const std::string& listener_address) {
+    socket_ = std::move(socket);
+    error_code ignored;
+    socket_.set_option(tcp::no_delay(true), ignored);
+    handshake(listener_address);
+  }
+
+ private:
+  void handshake(const std::string& our_address) {
+    ours_ = make_hello(options_, our_address);
+    timer_.expires_after(options_.handshake_timeout);
+    timer_.async_wait([self = shared_from_this()](error_code ec) {
+      if (ec || self->done_) return;
+      self->fail(std::make_exception_ptr(HandshakeError("no handshake from " + self->peer_ + " within " +
+                                                        std::to_string(self->options_.handshake_timeout.count()) +
+                                                        " ms")));
+    });
+    // Write first, then read: a refusal then never discards our hello, so the peer learns why too.
+    out_ = wire::encode_hello(ours_);
+    asio::async_write(socket_, asio::buffer(out_), [self = shared_from_this()](error_code ec, std::size_t) {
+      if (self->done_) return;
+      if (ec) return self->io_failed("sending", ec);
+      asio::async_read(self->socket_, asio::buffer(self->in_fixed_), [self](error_code ec, std::size_t) {
+        if (self->done_) return;
+        if (ec) return self->io_failed("reading", ec);
+        std::uint32_t version = 0, n = 0;
+        try {
+          n = wire::decode_hello_fixed(self->in_fixed_.data(), version);
+        } catch (const ProtocolError& e) {
+          return self->refuse(e.what());
+        }
+        self->in_body_.resize(n);
+        asio::async_read(self->socket_, asio::buffer(self->in_body_), [self, version](error_code ec, std::size_t) {
+          if (self->done_) return;
+          if (ec) return self->io_failed("reading", ec);
+          wire::Hello theirs;
+          try {
+            theirs = wire::decode_hello_body(version, self->in_body_.data(), self->in_body_.size());
+          } catch (const ProtocolError& e) {
+            return self->refuse(e.what());
+          }
+          if (auto why = wire::check_hello(self->ours_, theirs); !why.empty()) return self->refuse(why);
+          self->succeed(std::move(theirs));
+        });
+      });
+    });
+  }
+
+  void io_failed(const char* doing, error_code ec) {
+    const std::string why = ec == asio::error::eof || ec == asio::error::connection_reset
+                                ? "the peer closed the connection"
+                                : ec.message();
+    fail(std::make_exception_ptr(
+        HandshakeError("handshake with " + peer_ + " failed while " + doing + " its hello: " + why)));
+  }
+
+  void refuse(const std::string& why) {
+    fail(std::make_exception_ptr(HandshakeError("handshake with " + peer_ + " refused: " + why)));
+  }
+
+  void succeed(wire::Hello theirs) {
+    done_ = true;
+    timer_.cancel();
+    error_code ec;
+    const auto local = endpoint_address(socket_.local_endpoint(ec));
+    const auto remote = endpoint_address(socket_.remote_endpoint(ec));
+    if (ec) return finish(nullptr, std::make_exception_ptr(CommError("connection to " + peer_ + " lost: " + ec.message())));
+    PeerInfo info{theirs.version, std::move(theirs.name), std::move(theirs.address), std::move(theirs.transports)};
+    auto comm = std::make_shared<TcpComm>(io_, std::move(socket_), options_, local, remote, std::move(info));
+    comm->start();
+    finish(std::move(comm), nullptr);
+  }
+
+  void fail(std::exception_ptr e) {
+    if (done_) return;
+    done_ = true;
+    timer_.cancel();
+    resolver_.cancel();
+    error_code ignored;
+    socket_.close(ignored);
+    finish(nullptr, std::move(e));
+  }
+
+  void finish(std::shared_ptr<Comm> comm, std::exception_ptr e) {
+    auto f = std::move(finish_);
+    finish_ = nullptr;
+    try {
+      f(std::move(comm), std::move(e));
+    } catch (const std::exception& ex) {
+      spdlog::error("comm: connect handler threw: {}", ex.what());
+    }
+  }
+
+  std::shared_ptr<asio::io_context> io_;
+  tcp::socket socket_;
+  tcp::resolver resolver_;
+  asio::steady_timer timer_;
+  CommOptions options_;
+  std::string peer_;
+  Finish finish_;
+  bool done_ = false;
+  wire::Hello ours_;
+  std::vector<std::uint8_t> out_;
+  std::array<std::uint8_t, wire::kHelloFixedBytes> in_fixed_{};
+  std::vector<std::uint8_t> in_body_;
+};
+
+class TcpListenerImpl : public std::enable_shared_from_this<TcpListenerImpl> {
+ public:
+  TcpListenerImpl(std::shared_ptr<asio::io_context> io, const CommOptions& options, AcceptHandler on_comm,
+                  ListenErrorHandler on_error)
+      : io_(io), acceptor_(*io), retry_(*io), options_(options), on_comm_(std::move(on_comm)),
+        on_error_(std::move(on_error)) {}
+
+  void bind(const std::string& requested) {
+    auto hp = parse_tcp_address(requested);
+    if (hp.host.empty()) hp.host = "0.0.0.0";
+    try {
+      tcp::resolver resolver(*io_);
+      const auto results = resolver.resolve(hp.host, hp.port, tcp::resolver::passive);
+      const tcp::endpoint ep = results.begin()->endpoint();
+      acceptor_.open(ep.protocol());
+      acceptor_.set_option(tcp::acceptor::reuse_address(true));
+      acceptor_.bind(ep);
+      acceptor_.listen(asio::socket_base::max_listen_connections);
+      address_ = endpoint_address(acceptor_.local_endpoint());
+    } catch (const boost::system::system_error& e) {
+      throw CommError("cannot listen on " + requested + ": " + e.code().message());
+    }
+  }
+
+  const std::string& address() const noexcept { return address_; }
+
+  void accept_next() {
+    acceptor_.async_accept([self = shared_from_this()](error_code ec, tcp::socket socket) {
+      if (self->stopped_) return;
+      if (ec) {
+        if (ec == asio::error::operation_aborted) return;
+        // Out of file descriptors and the like: say so and try again shortly, never spin.
+        spdlog::warn("comm: accept on {} failed: {}", self->address_, ec.message());
+        self->retry_.expires_after(std::chrono::milliseconds(100));
+        self->retry_.async_wait([self](error_code ec) {
+          if (!ec && !self->stopped_) self->accept_next();
+        });
+        return;
+      }
+      error_code ignored;
+      const auto peer = endpoint_address(socket.remote_endpoint(ignored));
+      auto setup = std::make_shared<TcpSetup>(
+          self->io_, self->options_, peer, [self, peer](std::shared_ptr<Comm> comm, std::exception_ptr e) {
+            if (e) {
+              std::string why;
+              try {
+                std::rethrow_exception(e);
+              } catch (const std::exception& ex) {
+                why = ex.what();
+              }
+              spdlog::warn("comm: {} refused a connection from {}: {}", self->address_, peer, why);
+              if (self->on_error_ && !self->stopped_) self->on_error_(peer, e);
+              return;
+            }
+            if (self->stopped_) return comm->close();
+            self->on_comm_(std::move(comm));
+          });
+      setup->accept(std::move(socket), self->address_);
+      self->accept_next();
+    });
+  }
+
+  void stop() {
+    stopped_ = true;
+    error_code ignored;
+    acceptor_.close(ignored);
+    retry_.cancel();
+  }
+
+ private:
+  std::shared_ptr<asio::io_context> io_;
+  tcp::acceptor acceptor_;
+  asio::steady_timer retry_;
+  CommOptions options_;
+  AcceptHandler on_comm_;
+  ListenErrorHandler on_error_;
+  std::string address_;
+  bool stopped_ = false;
+};
+
+class TcpListener final : public Listener {
+ public:
+  explicit TcpListener(std::shared_ptr<TcpListenerImpl> impl) : impl_(std::move(impl)), address_(impl_->address()) {}
+  ~TcpListener() override { stop(); }
+  const std::string& address() const override { return address_; }
+  void stop() override {
+    if (stopped_.exchange(true)) return;
+    run_on_io_thread([impl = impl_] { impl->stop(); });
+  }
+
+ private:
+  std::shared_ptr<TcpListenerImpl> impl_;
+  std::string address_;
+  std::atomic<bool> stopped_{false};
+};
+
+class TcpTransport final : public Transport {
+ public:
+  std::string scheme() const override { return "tcp"; }
+
+  void connect(const std::string& address, const CommOptions& options, ConnectHandler done) override {
+    auto& rt = CommRuntime::instance();
+    HostPort hp;
+    try {
+      hp = parse_tcp_address(address);
+    } catch (...) {
+      rt.post([done, e = std::current_exception()] { done(nullptr, e); });
+      return;
+    }
+    auto setup = std::make_shared<TcpSetup>(rt.io(), options, address, std::move(done));
+    rt.post([setup, hp] { setup->connect(hp); });
+  }
+
+  std::unique_ptr<Listener> listen(const std::string& address, AcceptHandler on_comm, const CommOptions& options,
+                                   ListenErrorHandler on_error) override {
+    auto& rt = CommRuntime::instance();
+    auto impl = std::make_shared<TcpListenerImpl>(rt.io(), options, std::move(on_comm), std::move(on_error));
+    impl->bind(address);
+    rt.post([impl] { impl->accept_next(); });
+    return std::make_unique<TcpListener>(std::move(impl));
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<Transport> make_tcp_transport() { return std::make_shared<TcpTransport>(); }
+
+}  // namespace tessera::comm::detail
