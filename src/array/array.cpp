@@ -17,11 +17,6 @@ using namespace detail;
 
 namespace {
 
-const Expr& ex(const Array& a) {
-  if (!a.valid()) throw Error("operation on an empty (default-constructed) Array");
-  return *a.expr();
-}
-
 Chunks normalize_chunks(const Shape& shape, const ChunkSpec& spec) {
   if (spec.empty() && shape.empty()) return {};
   ChunkSpec c = spec;
@@ -84,10 +79,7 @@ DType result_dtype(EwOp op, const std::vector<const Expr*>& in) {
       return t == DType::Float32 ? DType::Float32 : DType::Float64;
     case EwOp::Exp: case EwOp::Log: case EwOp::Log1p: case EwOp::Sqrt: case EwOp::Sin: case EwOp::Cos:
     case EwOp::Tan: case EwOp::Tanh:
-      if (t == DType::Float32) return t;
-      return (t == DType::Bool || t == DType::Int32) && false ? DType::Float32 : DType::Float64;
-    case EwOp::Floor: case EwOp::Ceil:
-      return is_floating(t) ? t : t;
+      return t == DType::Float32 ? t : DType::Float64;
     case EwOp::Add: case EwOp::Sub: case EwOp::Mul: case EwOp::FloorDiv: case EwOp::Mod: case EwOp::Pow:
     case EwOp::Neg: case EwOp::Square: case EwOp::Abs: case EwOp::Sign:
       if (t == DType::Bool && op != EwOp::Abs && op != EwOp::Add && op != EwOp::Mul && op != EwOp::Minimum &&
@@ -117,7 +109,7 @@ Chunks broadcast_chunks(const Shape& out, const std::vector<const Expr*>& in) {
 
 Array elementwise(EwOp op, const std::vector<Array>& args, std::optional<DType> dtype = std::nullopt) {
   std::vector<const Expr*> in;
-  for (auto& a : args) in.push_back(&ex(a));
+  for (auto& a : args) in.push_back(&expr_of(a));
   if (op == EwOp::Where && in[0]->dtype != DType::Bool)
     throw DTypeError("where: the condition must be bool, got " + std::string(dtype_name(in[0]->dtype)));
   if ((op == EwOp::LogicalAnd || op == EwOp::LogicalOr || op == EwOp::LogicalNot) &&
@@ -135,7 +127,7 @@ Array elementwise(EwOp op, const std::vector<Array>& args, std::optional<DType> 
 // Scalars take the array's kind (NumPy's value-based casting): x_int + 1 stays integer,
 // x_float32 * 2.5 stays float32; a fractional scalar with an integer array gives float64.
 Array scalar_like(double v, const Array& other) {
-  const DType t = ex(other).dtype;
+  const DType t = expr_of(other).dtype;
   if (is_floating(t)) return scalar(v, t);
   if (v == static_cast<double>(static_cast<std::int64_t>(v))) return scalar(v, t == DType::Bool ? DType::Int64 : t);
   return scalar(v, DType::Float64);
@@ -151,15 +143,11 @@ ReduceOptions with_axes(std::optional<int> axis, int split_every) {
 }  // namespace
 
 // ---- Array accessors ------------------------------------------------------------------------
-DType Array::dtype() const { return ex(*this).dtype; }
-const Shape& Array::shape() const { return ex(*this).shape; }
-const Chunks& Array::chunks() const { return ex(*this).chunks; }
-const std::string& Array::name() const { return ex(*this).name; }
-std::int64_t Array::num_chunks() const {
-  std::int64_t n = 1;
-  for (const auto& c : chunks()) n *= static_cast<std::int64_t>(c.size());
-  return n;
-}
+DType Array::dtype() const { return expr_of(*this).dtype; }
+const Shape& Array::shape() const { return expr_of(*this).shape; }
+const Chunks& Array::chunks() const { return expr_of(*this).chunks; }
+const std::string& Array::name() const { return expr_of(*this).name; }
+std::int64_t Array::num_chunks() const { return shape_size(chunk_counts(chunks())); }
 
 // ---- creation -------------------------------------------------------------------------------
 Array full(Shape shape, double value, ChunkSpec chunks, DType dtype) {
@@ -183,7 +171,7 @@ Array from_block(const Block& block, ChunkSpec chunks) {
   if (block.memory_kind() != MemoryKind::Host) throw Error("from_block: the block must be in host memory");
   auto c = normalize_chunks(block.shape(), chunks);
   auto e = make_expr<SourceExpr>(ExprKind::Source, block.dtype(), block.shape(), c, "array");
-  const std::int64_t nchunks = [&] { std::int64_t n = 1; for (auto& a : c) n *= static_cast<std::int64_t>(a.size()); return n; }();
+  const std::int64_t nchunks = shape_size(chunk_counts(c));
   const int d = block.ndim();
   const auto strides = row_major_strides(block.shape());
   std::vector<std::vector<std::int64_t>> offs;
@@ -285,7 +273,7 @@ Array where(const Array& c, const Array& a, const Array& b) { return elementwise
 namespace {
 Array float_unary(EwOp op, const Array& a) {
   // Transcendentals of integers and bools compute in float64 (NumPy).
-  const DType t = ex(a).dtype;
+  const DType t = expr_of(a).dtype;
   return elementwise(op, {is_floating(t) ? a : a.astype(DType::Float64)});
 }
 }  // namespace
@@ -313,7 +301,7 @@ Array Array::astype(DType t) const {
 // ---- views ----------------------------------------------------------------------------------
 namespace {
 Array make_view(const Array& in, Shape shape, Chunks chunks, AffineMap map, const char* prefix) {
-  auto e = make_expr<ViewExpr>(ExprKind::View, ex(in).dtype, std::move(shape), std::move(chunks), prefix);
+  auto e = make_expr<ViewExpr>(ExprKind::View, expr_of(in).dtype, std::move(shape), std::move(chunks), prefix);
   e->input = in.expr();
   e->map = std::move(map);
   return Array(e);
@@ -321,7 +309,7 @@ Array make_view(const Array& in, Shape shape, Chunks chunks, AffineMap map, cons
 }  // namespace
 
 Array Array::operator[](const std::vector<Index>& index) const {
-  const Expr& e = ex(*this);
+  const Expr& e = expr_of(*this);
   const int nd = static_cast<int>(e.shape.size());
   int consumed = 0;
   for (const auto& ix : index)
@@ -403,7 +391,7 @@ Array Array::operator[](const std::vector<Index>& index) const {
 }
 
 Array Array::transpose(std::vector<int> axes) const {
-  const Expr& e = ex(*this);
+  const Expr& e = expr_of(*this);
   const int nd = static_cast<int>(e.shape.size());
   if (axes.empty()) {
     axes.resize(nd);
@@ -427,7 +415,7 @@ Array Array::transpose(std::vector<int> axes) const {
 }
 
 Array Array::broadcast_to(Shape shape) const {
-  const Expr& e = ex(*this);
+  const Expr& e = expr_of(*this);
   const int nd = static_cast<int>(e.shape.size());
   const int od = static_cast<int>(shape.size());
   if (od < nd) throw ShapeError("broadcast_to: cannot broadcast " + shape_to_string(e.shape) + " to " + shape_to_string(shape));
@@ -452,7 +440,7 @@ Array Array::broadcast_to(Shape shape) const {
 // ---- reductions -----------------------------------------------------------------------------
 namespace {
 Array reduce(const Array& in, ReduceKind kind, ReduceOptions o, const char* name) {
-  const Expr& e = ex(in);
+  const Expr& e = expr_of(in);
   const int nd = static_cast<int>(e.shape.size());
   std::vector<int> axes;
   if (o.axes.empty()) {

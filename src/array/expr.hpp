@@ -136,11 +136,16 @@ class Lowering {
   void lower_concatenate(const ConcatenateExpr& e, std::vector<Key>& keys);
   void lower_reshape(const ReshapeExpr& e, std::vector<Key>& keys);
   void lower_map_blocks(const MapBlocksExpr& e, std::vector<Key>& keys);
+  /** Chunk offsets of every axis of e (chunk_offsets per axis), computed once per expression. */
+  const std::vector<std::vector<std::int64_t>>& offsets(const Expr& e);
   friend class ProgramBuilder;
   Graph graph_;
-  std::vector<ExprPtr> keep_alive_;
   std::unordered_map<const Expr*, std::vector<Key>> memo_;
+  std::unordered_map<const Expr*, std::vector<std::vector<std::int64_t>>> offsets_;
 };
+
+/** The expression behind an Array; throws for a default-constructed one. */
+const Expr& expr_of(const Array& a);
 
 /** Row-major chunk index <-> chunk coordinates. */
 std::vector<std::int64_t> chunk_coords(const Chunks& chunks, std::int64_t flat);

@@ -32,6 +32,11 @@ std::int64_t chunk_flat(const Chunks& chunks, const std::vector<std::int64_t>& c
   return f;
 }
 
+const Expr& expr_of(const Array& a) {
+  if (!a.valid()) throw Error("operation on an empty (default-constructed) Array");
+  return *a.expr();
+}
+
 std::vector<std::int64_t> refine_axis_chunks(const std::vector<std::vector<std::int64_t>>& options) {
   std::vector<std::int64_t> bounds;
   for (const auto& o : options) {
@@ -47,12 +52,6 @@ std::vector<std::int64_t> refine_axis_chunks(const std::vector<std::vector<std::
 }
 
 namespace {
-
-std::int64_t num_chunks(const Chunks& c) {
-  std::int64_t n = 1;
-  for (auto& a : c) n *= static_cast<std::int64_t>(a.size());
-  return n;
-}
 
 CType ctype_of(DType t) { return is_floating(t) ? CType::F64 : CType::I64; }
 
@@ -221,9 +220,8 @@ class ProgramBuilder {
     bool single = true;
     bool empty_region = false;
     for (auto s : shape_) empty_region |= (s == 0);
-    std::vector<std::vector<std::int64_t>> offsets(id);
+    const auto& offsets = low_.offsets(*e);
     for (int k = 0; k < id; ++k) {
-      offsets[k] = chunk_offsets(e->chunks[k]);
       std::int64_t a = m.offset[k], b = m.offset[k];
       if (m.src[k] >= 0 && !empty_region) {
         const std::int64_t x0 = m.offset[k] + m.stride[k] * off_[m.src[k]];
@@ -275,10 +273,9 @@ Key Lowering::emit_assemble(const Expr& e, const std::vector<Key>& keys, const s
   Task t;
   t.key = unique_name("assemble-" + e.name);
   t.op = kAssembleOp;
-  std::vector<std::vector<std::int64_t>> offsets(id);
+  const auto& offsets = this->offsets(e);
   std::vector<std::int64_t> first(id), last(id);
   for (int k = 0; k < id; ++k) {
-    offsets[k] = chunk_offsets(e.chunks[k]);
     first[k] = find_chunk(offsets[k], lo[k]);
     last[k] = find_chunk(offsets[k], lo[k] + box[k] - 1);
   }
@@ -341,15 +338,21 @@ const std::vector<Key>& Lowering::lower(const ExprPtr& e) {
     case ExprKind::Reshape: lower_reshape(static_cast<const ReshapeExpr&>(*e), keys); break;
     case ExprKind::MapBlocks: lower_map_blocks(static_cast<const MapBlocksExpr&>(*e), keys); break;
   }
-  keep_alive_.push_back(e);
   return memo_[e.get()] = std::move(keys);
+}
+
+const std::vector<std::vector<std::int64_t>>& Lowering::offsets(const Expr& e) {
+  auto [it, inserted] = offsets_.try_emplace(&e);
+  if (inserted)
+    for (const auto& c : e.chunks) it->second.push_back(chunk_offsets(c));
+  return it->second;
 }
 
 void Lowering::lower_blockwise(const Expr& root, const Chunks& chunks, const std::string& name, std::vector<Key>& keys) {
   const int nd = static_cast<int>(root.shape.size());
   std::vector<std::vector<std::int64_t>> offsets;
   for (const auto& c : chunks) offsets.push_back(chunk_offsets(c));
-  const std::int64_t n = num_chunks(chunks);
+  const std::int64_t n = shape_size(chunk_counts(chunks));
   keys.reserve(n);
   for (std::int64_t f = 0; f < n; ++f) {
     const auto cc = chunk_coords(chunks, f);
@@ -381,11 +384,10 @@ void Lowering::lower_reduce(const ReduceExpr& e, std::vector<Key>& keys) {
   for (int a : e.axes) reduced[a] = 1;
   const bool is_arg = e.reduce == ReduceKind::ArgMin || e.reduce == ReduceKind::ArgMax;
   const auto full_strides = row_major_strides(in.shape);
-  std::vector<std::vector<std::int64_t>> offsets;
-  for (const auto& c : in.chunks) offsets.push_back(chunk_offsets(c));
+  const auto& offsets = this->offsets(in);
 
   // 1. One fused task per input chunk: evaluate the input's program and fold it into a partial.
-  const std::int64_t n = num_chunks(in.chunks);
+  const std::int64_t n = shape_size(chunk_counts(in.chunks));
   std::map<std::vector<std::int64_t>, std::vector<Key>> groups;  // output chunk -> partial keys
   const std::string partial_name = e.name + "-partial";
   for (std::int64_t f = 0; f < n; ++f) {

@@ -18,34 +18,23 @@ using namespace detail;
 
 namespace {
 
-const Expr& ex(const Array& a) {
-  if (!a.valid()) throw Error("operation on an empty (default-constructed) Array");
-  return *a.expr();
-}
-
 Array rechunk_to(const Array& a, Chunks chunks) {
-  if (ex(a).chunks == chunks) return a;
-  auto e = make_expr<RechunkExpr>(ExprKind::Rechunk, ex(a).dtype, ex(a).shape, std::move(chunks), "rechunk");
+  if (expr_of(a).chunks == chunks) return a;
+  auto e = make_expr<RechunkExpr>(ExprKind::Rechunk, expr_of(a).dtype, expr_of(a).shape, std::move(chunks), "rechunk");
   e->input = a.expr();
   return Array(e);
-}
-
-std::int64_t count_chunks(const Chunks& c) {
-  std::int64_t n = 1;
-  for (auto& a : c) n *= static_cast<std::int64_t>(a.size());
-  return n;
 }
 
 }  // namespace
 
 Array Array::rechunk(std::vector<std::int64_t> chunk) const {
-  const Expr& e = ex(*this);
+  const Expr& e = expr_of(*this);
   if (chunk.size() == 1 && e.shape.size() > 1) chunk.assign(e.shape.size(), chunk[0]);
   return rechunk_to(*this, regular_chunks(e.shape, chunk));
 }
 
 Array Array::reshape(Shape shape) const {
-  const Expr& e = ex(*this);
+  const Expr& e = expr_of(*this);
   // One -1 extent is inferred, as in NumPy.
   std::int64_t known = 1;
   int infer = -1;
@@ -78,13 +67,13 @@ Array Array::reshape(Shape shape) const {
 
 Array concatenate(const std::vector<Array>& arrays, int axis) {
   if (arrays.empty()) throw Error("concatenate: need at least one array");
-  const Expr& first = ex(arrays[0]);
+  const Expr& first = expr_of(arrays[0]);
   const int nd = static_cast<int>(first.shape.size());
   if (nd == 0) throw ShapeError("concatenate: zero-dimensional arrays cannot be concatenated");
   axis = normalize_axis(axis, nd);
   DType t = first.dtype;
   for (const auto& a : arrays) {
-    const Expr& e = ex(a);
+    const Expr& e = expr_of(a);
     if (static_cast<int>(e.shape.size()) != nd)
       throw ShapeError("concatenate: all arrays must have the same number of dimensions");
     for (int k = 0; k < nd; ++k)
@@ -98,7 +87,7 @@ Array concatenate(const std::vector<Array>& arrays, int axis) {
   for (int k = 0; k < nd; ++k) {
     if (k == axis) continue;
     std::vector<std::vector<std::int64_t>> opts;
-    for (const auto& a : arrays) opts.push_back(ex(a).chunks[k]);
+    for (const auto& a : arrays) opts.push_back(expr_of(a).chunks[k]);
     chunks[k] = refine_axis_chunks(opts);
   }
   Shape shape = first.shape;
@@ -106,11 +95,11 @@ Array concatenate(const std::vector<Array>& arrays, int axis) {
   auto out = std::make_shared<ConcatenateExpr>(ExprKind::Concatenate, t, Shape{}, Chunks{}, unique_name("concatenate"));
   for (const auto& a : arrays) {
     Chunks c = chunks;
-    c[axis] = ex(a).chunks[axis];
+    c[axis] = expr_of(a).chunks[axis];
     Array in = a.dtype() == t ? a : a.astype(t);
     out->inputs.push_back(rechunk_to(in, c).expr());
-    shape[axis] += ex(a).shape[axis];
-    for (auto n : ex(a).chunks[axis]) chunks[axis].push_back(n);
+    shape[axis] += expr_of(a).shape[axis];
+    for (auto n : expr_of(a).chunks[axis]) chunks[axis].push_back(n);
   }
   out->shape = std::move(shape);
   out->chunks = std::move(chunks);
@@ -120,13 +109,13 @@ Array concatenate(const std::vector<Array>& arrays, int axis) {
 
 Array stack(const std::vector<Array>& arrays, int axis) {
   if (arrays.empty()) throw Error("stack: need at least one array");
-  const int nd = static_cast<int>(ex(arrays[0]).shape.size());
+  const int nd = static_cast<int>(expr_of(arrays[0]).shape.size());
   axis = normalize_axis(axis, nd + 1);
   std::vector<Array> expanded;
   for (const auto& a : arrays) {
-    if (ex(a).shape != ex(arrays[0]).shape)
-      throw ShapeError("stack: all arrays must have the same shape, got " + shape_to_string(ex(arrays[0]).shape) +
-                       " and " + shape_to_string(ex(a).shape));
+    if (expr_of(a).shape != expr_of(arrays[0]).shape)
+      throw ShapeError("stack: all arrays must have the same shape, got " + shape_to_string(expr_of(arrays[0]).shape) +
+                       " and " + shape_to_string(expr_of(a).shape));
     std::vector<Index> ix;
     for (int k = 0; k < axis; ++k) ix.emplace_back(all());
     ix.emplace_back(newaxis);
@@ -168,12 +157,12 @@ Array map_blocks(const std::string& op, const std::vector<Array>& inputs, DType 
   if (inputs.empty()) throw Error("map_blocks: need at least one input");
   if (!OpRegistry::global().contains(op))
     throw UnknownOperationError("map_blocks: unknown operation '" + op + "' (register it with TESSERA_REGISTER_FUNCTION)");
-  const Expr& first = ex(inputs[0]);
+  const Expr& first = expr_of(inputs[0]);
   std::vector<ExprPtr> ins;
   for (const auto& a : inputs) {
-    if (ex(a).shape != first.shape)
+    if (expr_of(a).shape != first.shape)
       throw ShapeError("map_blocks: inputs must have one shape, got " + shape_to_string(first.shape) + " and " +
-                       shape_to_string(ex(a).shape));
+                       shape_to_string(expr_of(a).shape));
     ins.push_back(rechunk_to(a, first.chunks).expr());
   }
   Chunks chunks = out_chunks ? *out_chunks : first.chunks;
@@ -201,7 +190,7 @@ void check_chunk(const Value& v, const Expr& e, const std::vector<std::int64_t>&
 }  // namespace
 
 Block Array::compute(Executor& executor) const {
-  const Expr& e = ex(*this);
+  const Expr& e = expr_of(*this);
   std::vector<Key> keys;
   Graph g = to_graph(&keys);
   const auto values = executor.get(g, keys);
@@ -223,7 +212,7 @@ Block Array::compute(Executor& executor) const {
 }
 
 Array Array::persist(Executor& executor) const {
-  const Expr& e = ex(*this);
+  const Expr& e = expr_of(*this);
   std::vector<Key> keys;
   Graph g = to_graph(&keys);
   auto values = executor.get(g, keys);
@@ -240,7 +229,7 @@ void Lowering::lower_concatenate(const ConcatenateExpr& e, std::vector<Key>& key
   // No tasks: the output's chunks are the inputs' chunks, re-indexed.
   std::vector<const std::vector<Key>*> in_keys;
   for (const auto& i : e.inputs) in_keys.push_back(&lower(i));
-  const std::int64_t n = count_chunks(e.chunks);
+  const std::int64_t n = shape_size(chunk_counts(e.chunks));
   keys.resize(n);
   for (std::int64_t f = 0; f < n; ++f) {
     auto cc = chunk_coords(e.chunks, f);
@@ -257,7 +246,7 @@ void Lowering::lower_concatenate(const ConcatenateExpr& e, std::vector<Key>& key
 
 void Lowering::lower_reshape(const ReshapeExpr& e, std::vector<Key>& keys) {
   const auto& in = lower(e.input);
-  const std::int64_t n = count_chunks(e.chunks);
+  const std::int64_t n = shape_size(chunk_counts(e.chunks));
   for (std::int64_t f = 0; f < n; ++f) {
     const auto cc = chunk_coords(e.chunks, f);
     Shape s(cc.size());
@@ -294,7 +283,7 @@ void Lowering::lower_matmul(const MatmulExpr& e, std::vector<Key>& keys) {
 void Lowering::lower_map_blocks(const MapBlocksExpr& e, std::vector<Key>& keys) {
   std::vector<const std::vector<Key>*> in;
   for (const auto& i : e.inputs) in.push_back(&lower(i));
-  const std::int64_t n = count_chunks(e.chunks);
+  const std::int64_t n = shape_size(chunk_counts(e.chunks));
   for (std::int64_t f = 0; f < n; ++f) {
     Task t;
     t.key = chunk_key(e.name, chunk_coords(e.chunks, f));

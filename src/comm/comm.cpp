@@ -59,10 +59,7 @@ void Inbox::push(Message msg) {
     return;
   }
   queue_.push_back(std::move(msg));
-  if (on_message_ && !draining_) {
-    draining_ = true;
-    CommRuntime::instance().post([self = shared_from_this()] { self->drain(); });
-  }
+  if (on_message_) schedule_drain_locked();
   lk.unlock();
   cv_.notify_one();
 }
@@ -72,10 +69,7 @@ void Inbox::push_close(std::exception_ptr reason) {
   if (closed_) return;
   closed_ = true;
   reason_ = std::move(reason);
-  if ((on_message_ || on_close_) && !draining_) {
-    draining_ = true;
-    CommRuntime::instance().post([self = shared_from_this()] { self->drain(); });
-  }
+  if (on_message_ || on_close_) schedule_drain_locked();
   lk.unlock();
   cv_.notify_all();
 }
@@ -85,10 +79,13 @@ void Inbox::set_handlers(Comm::MessageHandler on_message, Comm::CloseHandler on_
   if (close_delivered_) return;
   on_message_ = std::move(on_message);
   on_close_ = std::move(on_close);
-  if ((!queue_.empty() || closed_) && (on_message_ || on_close_) && !draining_) {
-    draining_ = true;
-    CommRuntime::instance().post([self = shared_from_this()] { self->drain(); });
-  }
+  if ((!queue_.empty() || closed_) && (on_message_ || on_close_)) schedule_drain_locked();
+}
+
+void Inbox::schedule_drain_locked() {
+  if (draining_) return;
+  draining_ = true;
+  CommRuntime::instance().post([self = shared_from_this()] { self->drain(); });
 }
 
 void Inbox::drain() {

@@ -27,6 +27,7 @@ class Inbox : public std::enable_shared_from_this<Inbox> {
 
  private:
   void drain();  // on the I/O thread: hands queued messages (then the close) to the handlers
+  void schedule_drain_locked();  // with mu_ held: posts one drain() unless one is pending
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Message> queue_;
