@@ -40,6 +40,9 @@ class TaskError : public Error {
  public:
   TaskError(std::string key, std::string message)
       : Error("task " + key + " failed: " + message), key_(std::move(key)), message_(std::move(message)) {}
+  /** @brief With the full text already composed (e.g. by the scheduler: "task K failed because..."). */
+  TaskError(std::string key, std::string message, const std::string& what)
+      : Error(what), key_(std::move(key)), message_(std::move(message)) {}
   const std::string& key() const noexcept { return key_; }
   /** @brief The task's own message, without the key prefix. */
   const std::string& task_message() const noexcept { return message_; }

@@ -1,0 +1,70 @@
+#pragma once
+/**
+ * @file LocalCluster: a scheduler plus N workers on this machine, like dask's LocalCluster.
+ *
+ * With processes (the default) each worker is its own process: this program itself when it
+ * called tessera::init() (so its registered functions are there), else the tessera-worker
+ * binary. Without processes the workers are threads of this process (tests, debugging). The
+ * destructor closes everything and reaps every process it started, even after an error.
+ */
+#include <csignal>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tessera::distributed {
+
+class Scheduler;
+
+struct LocalClusterOptions {
+  int n_workers = 2;
+  int threads_per_worker = 1;
+  bool processes = true;
+  std::string protocol = "tcp";      ///< "tcp", or "inproc" (threads only)
+  std::string host = "127.0.0.1";
+  int scheduler_port = 0;            ///< 0: any free port
+  std::string resources;             ///< per worker, e.g. "GPU=1 MEM=10e9"
+  std::string memory_limit = "0";    ///< per worker, Dask forms: "0" (none), "auto", "4GB", "0.5"
+  std::string local_directory;       ///< spill directory root (default: system temp)
+  std::vector<std::string> preload;  ///< shared libraries every worker process loads
+  std::string worker_program;        ///< default: see above; TESSERA_WORKER_PROGRAM overrides
+  std::vector<std::string> worker_args;  ///< extra flags for each worker process
+  /** @brief Extra environment per worker index (e.g. CUDA_VISIBLE_DEVICES), processes only. */
+  std::vector<std::map<std::string, std::string>> worker_env;
+  std::string token;                 ///< default: a random one
+  double worker_ttl = 300;           ///< seconds of silence before the scheduler drops a worker
+  double heartbeat_interval = 0.5;   ///< seconds
+  double timeout = 60;               ///< seconds to wait for the workers to register
+  std::string log_level;             ///< for worker processes (default: TESSERA_LOG_LEVEL or warning)
+};
+
+class LocalCluster {
+ public:
+  explicit LocalCluster(LocalClusterOptions options = {});
+  ~LocalCluster();
+  LocalCluster(const LocalCluster&) = delete;
+  LocalCluster& operator=(const LocalCluster&) = delete;
+
+  const std::string& scheduler_address() const;
+  const std::string& token() const;
+  Scheduler& scheduler();
+  const LocalClusterOptions& options() const;
+  /** @brief Process ids of the worker processes (empty for thread workers). */
+  std::vector<int> worker_pids() const;
+  /** @brief Sends a signal to worker process i (tests: SIGKILL one mid-run). */
+  void signal_worker(std::size_t i, int signal = SIGKILL);
+  /** @brief Starts one more worker (same options); returns its index. */
+  std::size_t add_worker();
+  /** @brief Closes workers and scheduler and reaps every process. Idempotent. */
+  void close();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/** @brief The worker program a LocalCluster starts, as an argv prefix (program [+ mode flag]). */
+std::vector<std::string> default_worker_command();
+
+}  // namespace tessera::distributed

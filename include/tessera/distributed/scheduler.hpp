@@ -1,0 +1,54 @@
+#pragma once
+/**
+ * @file Scheduler: the scheduler server. It listens for workers and clients, feeds their
+ * messages to a SchedulerState and sends the resulting actions. See docs/distributed.md.
+ */
+#include <memory>
+#include <string>
+
+#include "tessera/distributed/scheduler_state.hpp"
+
+namespace tessera::distributed {
+
+struct SchedulerOptions {
+  std::string address = "tcp://127.0.0.1:8786";  ///< where to listen; port 0 picks a free one
+  std::string token;                              ///< shared secret every peer must present
+  std::string scheduler_file;                     ///< write {"address": ...} JSON here when listening
+  double idle_timeout = 0;   ///< seconds without clients or tasks before closing; 0 = never
+  double tick_interval = 0.1;  ///< seconds between Ticks (heartbeat checks, work stealing)
+  SchedulerConfig state;       ///< the state machine's tunables (worker_ttl, saturation, ...)
+};
+
+/**
+ * @brief The scheduler server. Starts listening in the constructor; runs on the comm layer's
+ * I/O thread plus one ticker thread; stops (closing every connection) in stop() or the
+ * destructor.
+ */
+class Scheduler {
+ public:
+  explicit Scheduler(SchedulerOptions options);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  /** @brief The address it listens on ("tcp://127.0.0.1:8786"). */
+  const std::string& address() const;
+  /** @brief Blocks until stop() or the idle timeout closed the scheduler. */
+  void wait();
+  /** @brief Tells workers to close, closes every connection, stops listening. Idempotent. */
+  void stop(bool close_workers = true);
+  bool stopped() const;
+  /** @brief Snapshot of the workers as the state machine sees them. */
+  std::vector<WorkerSummary> workers() const;
+  /** @brief Tasks known to the scheduler (not forgotten). */
+  std::size_t task_count() const;
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+/** @brief Reads the address from a scheduler file, waiting up to timeout_s for it to appear. */
+std::string read_scheduler_file(const std::string& path, double timeout_s = 0);
+
+}  // namespace tessera::distributed

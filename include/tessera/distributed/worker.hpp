@@ -1,0 +1,70 @@
+#pragma once
+/**
+ * @file Worker: the worker server. It registers with the scheduler, runs tasks on its threads,
+ * fetches inputs straight from peer workers, serves its data to peers and clients, and
+ * spills to disk near its memory limit. See docs/distributed.md.
+ */
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tessera::distributed {
+
+struct WorkerOptions {
+  std::string scheduler_address;        ///< "tcp://127.0.0.1:8786"
+  std::string listen_address = "tcp://127.0.0.1:0";  ///< for peers and clients; port 0 = any free
+  std::string name;                      ///< default: the listen address
+  int nthreads = 1;
+  std::map<std::string, double> resources;  ///< e.g. {"GPU", 1}
+  std::size_t memory_limit = 0;          ///< bytes of results held in memory; 0 = no limit
+  double memory_target = 0.6;            ///< spill least-recently-used results above this fraction
+  double memory_pause = 0.8;             ///< stop starting tasks above this fraction
+  std::string local_directory;           ///< spill directory (default: the system temp directory)
+  std::string token;
+  double heartbeat_interval = 0.5;       ///< seconds
+  double death_timeout = 60;             ///< seconds to keep trying to reach the scheduler at start
+  std::map<std::string, std::string> extra;  ///< shown in scheduler_info() (e.g. the GPU it holds)
+};
+
+/** @brief Counters of one worker, for tests and benchmarks. */
+struct WorkerStats {
+  std::size_t executed = 0;
+  std::size_t failed = 0;
+  std::size_t fetched_keys = 0;
+  std::size_t fetched_bytes = 0;
+  std::size_t served_keys = 0;
+  std::size_t memory_bytes = 0;
+  std::size_t spilled_bytes = 0;
+  std::size_t spilled = 0;  ///< values written to disk so far
+  bool paused = false;
+};
+
+/**
+ * @brief The worker server. The constructor connects and registers (throws CommError when the
+ * scheduler cannot be reached within death_timeout); the worker then runs until the scheduler
+ * tells it to close, the scheduler connection is lost, or close() is called.
+ */
+class Worker {
+ public:
+  explicit Worker(WorkerOptions options);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  /** @brief The address peers and clients reach it at. */
+  const std::string& address() const;
+  /** @brief Blocks until the worker has closed; returns why. */
+  std::string wait();
+  /** @brief Leaves the cluster cleanly (the scheduler does not count it as a failure). */
+  void close();
+  bool closed() const;
+  WorkerStats stats() const;
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace tessera::distributed

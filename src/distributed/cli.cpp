@@ -1,0 +1,299 @@
+// The command lines of tessera-scheduler and tessera-worker (also reached through
+// tessera::init() when an application runs as its own worker). Flags follow Dask's
+// `dask scheduler` / `dask worker` where the meaning is the same.
+#include <dlfcn.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "data_store.hpp"
+#include "tessera/distributed/scheduler.hpp"
+#include "tessera/distributed/worker.hpp"
+#include "tessera/init.hpp"
+
+extern char** environ;
+
+namespace tessera {
+namespace {
+
+std::atomic<bool> g_initialized{false};
+
+// The library already logs to stderr (src/core/logging.cpp); this sets the level.
+void setup_logging(const std::string& level_flag) {
+  std::string level = level_flag;
+  if (level.empty())
+    if (const char* e = std::getenv("TESSERA_LOG_LEVEL")) level = e;
+  if (level.empty()) level = "info";
+  if (level == "warn") level = "warning";
+  auto lvl = spdlog::level::from_str(level);
+  if (lvl == spdlog::level::off && level != "off")
+    throw CLI::ValidationError("--log-level", "unknown level '" + level_flag + "' (trace, debug, info, warning, error)");
+  spdlog::set_level(lvl);
+}
+
+void preload(const std::vector<std::string>& libs) {
+  for (const auto& lib : libs) {
+    // RTLD_GLOBAL: a plugin may register ops that other plugins use.
+    void* h = ::dlopen(lib.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (!h) throw Error(std::string("--preload ") + lib + ": " + ::dlerror());
+    spdlog::info("preloaded {}", lib);
+  }
+}
+
+// Stops `stop` on SIGINT or SIGTERM; runs on its own thread with the signals blocked elsewhere.
+template <typename F>
+std::thread signal_thread(F stop) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return std::thread([set, stop]() mutable {
+    int sig = 0;
+    sigwait(&set, &sig);
+    if (sig != SIGUSR1) spdlog::info("received signal {}, closing", sig);
+    stop();
+  });
+}
+
+// A worker started by a LocalCluster dies with it, even when the parent is SIGKILLed.
+void die_with_parent() {
+  const char* p = std::getenv("TESSERA_PARENT_PID");
+  if (!p) return;
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (std::to_string(::getppid()) != p) std::_Exit(1);  // the parent is already gone
+}
+
+std::string host_of(const std::string& address) {
+  auto s = address.find("://");
+  std::string rest = s == std::string::npos ? address : address.substr(s + 3);
+  auto colon = rest.rfind(':');
+  return colon == std::string::npos ? rest : rest.substr(0, colon);
+}
+
+}  // namespace
+
+bool initialized_as_app() noexcept { return g_initialized.load(); }
+
+void init(int argc, char** argv) {
+  g_initialized = true;
+  if (argc >= 2 && std::string(argv[1]) == kWorkerModeFlag) {
+    std::fflush(stdout);
+    std::exit(distributed::worker_main(argc - 1, argv + 1));
+  }
+}
+
+namespace distributed {
+
+int scheduler_main(int argc, char** argv) {
+  CLI::App app{"tessera-scheduler: the Tessera scheduler (like `dask scheduler`)", "tessera-scheduler"};
+  std::string host = "127.0.0.1", protocol = "tcp", scheduler_file, log_level, dashboard, token;
+  int port = 8786;
+  double idle_timeout = 0, worker_ttl = 300;
+  std::vector<std::string> preloads;
+  app.add_option("--host", host, "Address to listen on (0.0.0.0 for every interface)")->capture_default_str();
+  app.add_option("--port", port, "Port to listen on (0 picks a free one)")->capture_default_str();
+  app.add_option("--protocol", protocol, "Transport: tcp")->capture_default_str();
+  app.add_option("--scheduler-file", scheduler_file, "Write the scheduler's address to this JSON file");
+  app.add_option("--preload", preloads, "Shared library to load at start (repeatable)");
+  app.add_option("--idle-timeout", idle_timeout, "Close after this many seconds with no clients and no tasks");
+  app.add_option("--worker-ttl", worker_ttl, "Remove a worker silent for this many seconds")->capture_default_str();
+  app.add_option("--dashboard-address", dashboard, "Accepted for compatibility; there is no dashboard yet");
+  app.add_option("--token", token, "Shared secret peers must present (default: $TESSERA_TOKEN)");
+  app.add_option("--log-level", log_level, "trace, debug, info, warning, error (default: $TESSERA_LOG_LEVEL or info)");
+  try {
+    app.parse(argc, argv);
+    setup_logging(log_level);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    if (token.empty())
+      if (const char* t = std::getenv("TESSERA_TOKEN")) token = t;
+    if (!dashboard.empty()) spdlog::warn("--dashboard-address: Tessera has no dashboard yet; ignored");
+    preload(preloads);
+    SchedulerOptions so;
+    so.address = protocol + "://" + host + ":" + std::to_string(port);
+    so.token = token;
+    so.scheduler_file = scheduler_file;
+    so.idle_timeout = idle_timeout;
+    so.state.worker_ttl = worker_ttl;
+    // Signals are blocked before any thread starts, so only signal_thread receives them.
+    Scheduler* ptr = nullptr;
+    std::atomic<bool> ready{false};
+    std::thread sig = signal_thread([&] {
+      while (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      if (ptr) ptr->stop(true);
+    });
+    try {
+      Scheduler sched(so);
+      ptr = &sched;
+      ready = true;
+      std::cout << "tessera-scheduler listening at " << sched.address() << std::endl;
+      sched.wait();
+      ::kill(::getpid(), SIGUSR1);  // release the signal thread
+      sig.join();
+    } catch (...) {
+      ready = true;
+      ::kill(::getpid(), SIGUSR1);
+      sig.join();
+      throw;
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    spdlog::error("tessera-scheduler: {}", e.what());
+    return 1;
+  }
+}
+
+namespace {
+
+// --nworkers N > 1: run N single-worker processes of this same command and wait for them.
+int run_nworkers(int argc, char** argv, int nworkers, const std::string& name) {
+  std::vector<pid_t> pids;
+  std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  ::setenv("TESSERA_PARENT_PID", std::to_string(::getpid()).c_str(), 1);  // children die with us
+  for (int i = 0; i < nworkers; ++i) {
+    std::vector<std::string> args{self};
+    if (std::string(argv[0]) == kWorkerModeFlag) args.push_back(kWorkerModeFlag);
+    for (int a = 1; a < argc; ++a) {
+      std::string s = argv[a];
+      if (s == "--nworkers" || s == "--name") {
+        ++a;
+        continue;
+      }
+      if (s.rfind("--nworkers=", 0) == 0 || s.rfind("--name=", 0) == 0) continue;
+      args.push_back(s);
+    }
+    args.insert(args.end(), {"--nworkers", "1", "--name", (name.empty() ? "worker" : name) + "-" + std::to_string(i)});
+    std::vector<char*> cargs;
+    for (auto& s : args) cargs.push_back(s.data());
+    cargs.push_back(nullptr);
+    pid_t pid;
+    if (int rc = posix_spawn(&pid, self.c_str(), nullptr, nullptr, cargs.data(), environ); rc != 0) {
+      spdlog::error("tessera-worker: cannot start worker {}: {}", i, std::strerror(rc));
+      for (pid_t p : pids) ::kill(p, SIGTERM);
+      return 1;
+    }
+    pids.push_back(pid);
+  }
+  std::thread sig = signal_thread([pids] {
+    for (pid_t p : pids) ::kill(p, SIGTERM);
+  });
+  int worst = 0;
+  for (pid_t p : pids) {
+    int status = 0;
+    ::waitpid(p, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) worst = 1;
+  }
+  ::kill(::getpid(), SIGUSR1);
+  sig.join();
+  return worst;
+}
+
+}  // namespace
+
+int worker_main(int argc, char** argv) {
+  die_with_parent();
+  CLI::App app{"tessera-worker: a Tessera worker (like `dask worker`)", "tessera-worker"};
+  std::string scheduler, scheduler_file, name, resources, memory_limit = "auto", local_directory, log_level, token;
+  std::string host, listen_address, protocol = "tcp";
+  int nthreads = 0, nworkers = 1, worker_port = 0;
+  double death_timeout = 60, heartbeat = 0.5;
+  std::vector<std::string> preloads;
+  app.add_option("scheduler", scheduler, "Scheduler address, e.g. tcp://127.0.0.1:8786");
+  app.add_option("--scheduler-file", scheduler_file, "Read the scheduler's address from this file");
+  app.add_option("--nthreads", nthreads, "Threads running tasks (default: cores / nworkers)");
+  app.add_option("--nworkers", nworkers, "Worker processes to start")->capture_default_str();
+  app.add_option("--resources", resources, "Abstract resources, e.g. \"GPU=2 MEM=10e9\"");
+  app.add_option("--memory-limit", memory_limit,
+                 "Bytes of results held in memory before spilling: auto, 0 (none), 4GB, 0.5 (of RAM)")
+      ->capture_default_str();
+  app.add_option("--name", name, "Worker name (default: its address)");
+  app.add_option("--preload", preloads, "Shared library with task functions to load (repeatable)");
+  app.add_option("--local-directory", local_directory, "Directory for spilled data (default: system temp)");
+  app.add_option("--death-timeout", death_timeout, "Seconds to wait for the scheduler before giving up")
+      ->capture_default_str();
+  app.add_option("--host", host, "Interface to listen on for peers (default: as the scheduler's)");
+  app.add_option("--worker-port", worker_port, "Port to listen on for peers (0 = any free)");
+  app.add_option("--listen-address", listen_address, "Full listen address, e.g. tcp://0.0.0.0:9000");
+  app.add_option("--protocol", protocol, "Transport: tcp")->capture_default_str();
+  app.add_option("--heartbeat-interval", heartbeat, "Seconds between heartbeats")->capture_default_str();
+  app.add_option("--token", token, "Shared secret (default: $TESSERA_TOKEN)");
+  app.add_option("--log-level", log_level, "trace, debug, info, warning, error (default: $TESSERA_LOG_LEVEL or info)");
+  try {
+    app.parse(argc, argv);
+    setup_logging(log_level);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    if (nworkers > 1) return run_nworkers(argc, argv, nworkers, name);
+    if (nworkers < 1) throw Error("--nworkers must be at least 1");
+    if (scheduler.empty() && scheduler_file.empty())
+      throw Error("give the scheduler address (tcp://host:port) or --scheduler-file");
+    if (scheduler.empty()) scheduler = read_scheduler_file(scheduler_file, death_timeout);
+    if (token.empty())
+      if (const char* t = std::getenv("TESSERA_TOKEN")) token = t;
+    preload(preloads);
+    unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    WorkerOptions wo;
+    wo.scheduler_address = scheduler;
+    if (listen_address.empty()) {
+      if (host.empty()) {
+        std::string sh = host_of(scheduler);
+        host = (sh == "127.0.0.1" || sh == "localhost") ? "127.0.0.1" : "0.0.0.0";
+      }
+      listen_address = protocol + "://" + host + ":" + std::to_string(worker_port);
+    }
+    wo.listen_address = listen_address;
+    wo.name = name;
+    wo.nthreads = nthreads > 0 ? nthreads : static_cast<int>(std::max(1u, cores / static_cast<unsigned>(nworkers)));
+    if (!resources.empty()) wo.resources = parse_resources(resources);
+    wo.memory_limit = parse_memory_limit(memory_limit, system_memory(), nworkers);
+    wo.local_directory = local_directory;
+    wo.token = token;
+    wo.heartbeat_interval = heartbeat;
+    wo.death_timeout = death_timeout;
+    std::shared_ptr<Worker> worker;
+    std::atomic<bool> ready{false};
+    std::thread sig = signal_thread([&] {
+      while (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      if (worker) worker->close();
+    });
+    std::string reason;
+    try {
+      worker = std::make_shared<Worker>(wo);
+      ready = true;
+      reason = worker->wait();
+    } catch (...) {
+      ready = true;
+      ::kill(::getpid(), SIGUSR1);
+      sig.join();
+      throw;
+    }
+    ::kill(::getpid(), SIGUSR1);
+    sig.join();
+    worker.reset();
+    spdlog::info("tessera-worker: closed ({})", reason);
+    return 0;
+  } catch (const std::exception& e) {
+    spdlog::error("tessera-worker: {}", e.what());
+    return 1;
+  }
+}
+
+}  // namespace distributed
+}  // namespace tessera

@@ -1,0 +1,262 @@
+#include "tessera/distributed/local_cluster.hpp"
+
+#include <dlfcn.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "tessera/core/error.hpp"
+#include "tessera/distributed/scheduler.hpp"
+#include "tessera/distributed/worker.hpp"
+#include "tessera/init.hpp"
+#include "data_store.hpp"
+
+extern char** environ;
+
+namespace tessera::distributed {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string random_token() {
+  std::random_device rd;
+  char buf[33];
+  for (int i = 0; i < 4; ++i) std::snprintf(buf + 8 * i, 9, "%08x", rd());
+  return buf;
+}
+
+// Where libtessera.so lives, to find tessera-worker next to it (build tree: build/src and
+// build/bin; install tree: lib/ and bin/).
+std::filesystem::path library_dir() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&default_worker_command), &info) && info.dli_fname)
+    return std::filesystem::path(info.dli_fname).parent_path();
+  return {};
+}
+
+struct Child {
+  pid_t pid = -1;
+  bool reaped = false;
+  int status = 0;
+};
+
+pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env_extra) {
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    std::string s(*e);
+    auto eq = s.find('=');
+    if (eq != std::string::npos && env_extra.count(s.substr(0, eq))) continue;
+    env_strings.push_back(std::move(s));
+  }
+  for (const auto& [k, v] : env_extra) env_strings.push_back(k + "=" + v);
+  std::vector<char*> args, envp;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  for (const auto& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  pid_t pid = -1;
+  int rc = posix_spawnp(&pid, args[0], nullptr, nullptr, args.data(), envp.data());
+  if (rc != 0) throw Error("cannot start worker program " + argv[0] + ": " + std::strerror(rc));
+  return pid;
+}
+
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+  return "stopped";
+}
+
+}  // namespace
+
+std::vector<std::string> default_worker_command() {
+  if (const char* p = std::getenv("TESSERA_WORKER_PROGRAM"); p && *p) return {p};
+  if (initialized_as_app()) {
+    std::error_code ec;
+    auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (!ec) return {self.string(), kWorkerModeFlag};
+  }
+  auto dir = library_dir();
+  if (!dir.empty()) {
+    for (auto candidate : {dir / ".." / "bin" / "tessera-worker", dir / "tessera-worker"}) {
+      std::error_code ec;
+      if (std::filesystem::exists(candidate, ec)) return {std::filesystem::weakly_canonical(candidate).string()};
+    }
+  }
+  return {"tessera-worker"};  // from PATH
+}
+
+struct LocalCluster::Impl {
+  LocalClusterOptions opt;
+  std::unique_ptr<Scheduler> scheduler;
+  std::string address;
+  std::vector<Child> children;
+  std::vector<std::unique_ptr<Worker>> threads;
+  std::vector<std::string> worker_cmd;
+  bool closed = false;
+
+  void start_process_worker(std::size_t i) {
+    std::vector<std::string> argv = worker_cmd;
+    argv.push_back(address);
+    argv.insert(argv.end(), {"--nthreads", std::to_string(opt.threads_per_worker), "--name",
+                             "worker-" + std::to_string(i), "--memory-limit", opt.memory_limit, "--death-timeout",
+                             std::to_string(static_cast<int>(std::max(10.0, opt.timeout))), "--heartbeat-interval",
+                             std::to_string(opt.heartbeat_interval), "--host", opt.host});
+    if (!opt.resources.empty()) argv.insert(argv.end(), {"--resources", opt.resources});
+    if (!opt.local_directory.empty()) argv.insert(argv.end(), {"--local-directory", opt.local_directory});
+    for (const auto& p : opt.preload) argv.insert(argv.end(), {"--preload", p});
+    std::string level = opt.log_level;
+    if (level.empty())
+      if (const char* e = std::getenv("TESSERA_LOG_LEVEL")) level = e;
+    argv.insert(argv.end(), {"--log-level", level.empty() ? "warning" : level});
+    argv.insert(argv.end(), opt.worker_args.begin(), opt.worker_args.end());
+    std::map<std::string, std::string> env;
+    env["TESSERA_TOKEN"] = opt.token;
+    env["TESSERA_PARENT_PID"] = std::to_string(::getpid());  // the worker dies with us
+    if (i < opt.worker_env.size())
+      for (const auto& [k, v] : opt.worker_env[i]) env[k] = v;
+    Child c;
+    c.pid = spawn(argv, env);
+    children.push_back(c);
+  }
+
+  void start_thread_worker(std::size_t i) {
+    WorkerOptions w;
+    w.scheduler_address = address;
+    w.listen_address = opt.protocol == "inproc" ? "inproc://" : opt.protocol + "://" + opt.host + ":0";
+    w.name = "worker-" + std::to_string(i);
+    w.nthreads = opt.threads_per_worker;
+    if (!opt.resources.empty()) w.resources = parse_resources(opt.resources);
+    w.memory_limit = parse_memory_limit(opt.memory_limit, system_memory(), opt.n_workers);
+    w.local_directory = opt.local_directory;
+    w.token = opt.token;
+    w.heartbeat_interval = opt.heartbeat_interval;
+    w.death_timeout = opt.timeout;
+    threads.push_back(std::make_unique<Worker>(w));
+  }
+
+  // Reaps children that exited; returns a description of the first one that did.
+  std::string reap_exited() {
+    std::string first;
+    for (std::size_t i = 0; i < children.size(); ++i) {
+      Child& c = children[i];
+      if (c.reaped) continue;
+      int status = 0;
+      if (::waitpid(c.pid, &status, WNOHANG) == c.pid) {
+        c.reaped = true;
+        c.status = status;
+        if (first.empty()) first = "worker process " + std::to_string(i) + " (pid " + std::to_string(c.pid) + ") " +
+                                   describe_status(status);
+      }
+    }
+    return first;
+  }
+
+  void wait_for_workers(std::size_t n) {
+    auto deadline = Clock::now() + std::chrono::duration<double>(opt.timeout);
+    while (scheduler->workers().size() < n) {
+      if (std::string dead = reap_exited(); !dead.empty())
+        throw Error("LocalCluster: " + dead + " before registering (see its messages on stderr)");
+      if (Clock::now() > deadline)
+        throw Error("LocalCluster: only " + std::to_string(scheduler->workers().size()) + " of " + std::to_string(n) +
+                    " workers registered within " + std::to_string(opt.timeout) + " s");
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
+  void close() {
+    if (closed) return;
+    closed = true;
+    if (scheduler) scheduler->stop(true);  // asks every worker to close
+    threads.clear();
+    // Give worker processes a moment to exit on their own, then kill what is left.
+    auto deadline = Clock::now() + std::chrono::seconds(3);
+    while (Clock::now() < deadline) {
+      reap_exited();
+      bool all = true;
+      for (auto& c : children) all = all && c.reaped;
+      if (all) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    for (auto& c : children) {
+      if (c.reaped) continue;
+      ::kill(c.pid, SIGKILL);
+      ::waitpid(c.pid, &c.status, 0);
+      c.reaped = true;
+    }
+    scheduler.reset();
+  }
+};
+
+LocalCluster::LocalCluster(LocalClusterOptions options) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.opt = std::move(options);
+  if (m.opt.n_workers < 0) throw Error("LocalCluster: n_workers must be >= 0");
+  if (m.opt.threads_per_worker < 1) throw Error("LocalCluster: threads_per_worker must be >= 1");
+  if (m.opt.protocol == "inproc" && m.opt.processes)
+    throw Error("LocalCluster: the inproc protocol needs processes = false");
+  if (m.opt.token.empty()) m.opt.token = random_token();
+  SchedulerOptions so;
+  so.address = m.opt.protocol == "inproc"
+                   ? "inproc://"
+                   : m.opt.protocol + "://" + m.opt.host + ":" + std::to_string(m.opt.scheduler_port);
+  so.token = m.opt.token;
+  so.state.worker_ttl = m.opt.worker_ttl;
+  m.scheduler = std::make_unique<Scheduler>(so);
+  m.address = m.scheduler->address();
+  try {
+    if (m.opt.processes) {
+      m.worker_cmd = m.opt.worker_program.empty() ? default_worker_command()
+                                                  : std::vector<std::string>{m.opt.worker_program};
+      for (int i = 0; i < m.opt.n_workers; ++i) m.start_process_worker(static_cast<std::size_t>(i));
+    } else {
+      for (int i = 0; i < m.opt.n_workers; ++i) m.start_thread_worker(static_cast<std::size_t>(i));
+    }
+    m.wait_for_workers(static_cast<std::size_t>(m.opt.n_workers));
+  } catch (...) {
+    m.close();
+    throw;
+  }
+}
+
+LocalCluster::~LocalCluster() { impl_->close(); }
+
+const std::string& LocalCluster::scheduler_address() const { return impl_->address; }
+const std::string& LocalCluster::token() const { return impl_->opt.token; }
+Scheduler& LocalCluster::scheduler() {
+  if (!impl_->scheduler) throw Error("LocalCluster is closed");
+  return *impl_->scheduler;
+}
+const LocalClusterOptions& LocalCluster::options() const { return impl_->opt; }
+
+std::vector<int> LocalCluster::worker_pids() const {
+  std::vector<int> out;
+  for (const auto& c : impl_->children) out.push_back(c.pid);
+  return out;
+}
+
+void LocalCluster::signal_worker(std::size_t i, int signal) {
+  if (i >= impl_->children.size()) throw Error("LocalCluster: no worker process " + std::to_string(i));
+  if (!impl_->children[i].reaped) ::kill(impl_->children[i].pid, signal);
+}
+
+std::size_t LocalCluster::add_worker() {
+  Impl& m = *impl_;
+  std::size_t before = m.scheduler->workers().size();
+  std::size_t i = m.opt.processes ? m.children.size() : m.threads.size();
+  if (m.opt.processes) m.start_process_worker(i);
+  else m.start_thread_worker(i);
+  m.wait_for_workers(before + 1);
+  return i;
+}
+
+void LocalCluster::close() { impl_->close(); }
+
+}  // namespace tessera::distributed

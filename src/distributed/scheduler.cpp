@@ -1,0 +1,462 @@
+#include "tessera/distributed/scheduler.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <unordered_map>
+
+#include <spdlog/spdlog.h>
+
+#include "rpc.hpp"
+#include "tessera/comm/comm.hpp"
+#include "wire.hpp"
+
+namespace tessera::distributed {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string random_id() {
+  std::random_device rd;
+  std::ostringstream os;
+  os << std::hex << rd() << rd();
+  return os.str();
+}
+
+// One connection as the scheduler sees it, with the events batched for it during one step.
+struct Conn {
+  enum class Role { Unknown, Worker, Client };
+  std::shared_ptr<comm::Comm> comm;
+  Role role = Role::Unknown;
+  std::string id;  // worker address or client name
+  bool leaving = false;  // the worker said it is closing on purpose
+  wire::WorkerHello hello;
+  std::vector<wire::SchedulerToWorker> to_worker;
+  std::vector<wire::SchedulerToClient> to_client;
+  bool dirty = false;
+};
+
+void write_scheduler_file(const std::string& path, const std::string& address, const std::string& id) {
+  namespace fs = std::filesystem;
+  fs::path p(path);
+  if (p.has_parent_path()) fs::create_directories(p.parent_path());
+  fs::path tmp = p;
+  tmp += ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp);
+    if (!out) throw Error("cannot write scheduler file " + path);
+    out << "{\n  \"type\": \"Scheduler\",\n  \"id\": \"" << id << "\",\n  \"address\": \"" << address
+        << "\",\n  \"pid\": " << ::getpid() << "\n}\n";
+  }
+  fs::rename(tmp, p);  // atomic: readers never see half a file
+}
+
+}  // namespace
+
+std::string read_scheduler_file(const std::string& path, double timeout_s) {
+  auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+  while (true) {
+    std::ifstream in(path);
+    if (in) {
+      std::stringstream ss;
+      ss << in.rdbuf();
+      std::smatch m;
+      std::string text = ss.str();
+      static const std::regex re("\"address\"\\s*:\\s*\"([^\"]+)\"");
+      if (std::regex_search(text, m, re)) return m[1];
+      throw Error("scheduler file " + path + " has no \"address\" entry");
+    }
+    if (Clock::now() >= deadline)
+      throw Error("scheduler file " + path + " does not exist" +
+                  (timeout_s > 0 ? " (waited " + std::to_string(timeout_s) + " s)" : std::string()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
+  SchedulerOptions opt;
+  std::string id = random_id();
+  Clock::time_point start = Clock::now();
+
+  mutable std::mutex mu;  // guards everything below
+  SchedulerState state;
+  std::set<std::shared_ptr<Conn>> conns;
+  std::unordered_map<std::string, std::shared_ptr<Conn>> workers;  // by address
+  std::unordered_map<std::string, std::shared_ptr<Conn>> clients;  // by client name
+  std::vector<Conn*> dirty;
+  std::vector<SchedulerAction> actions;
+  double idle_since = 0;
+
+  std::unique_ptr<comm::Listener> listener;
+  std::string address;
+  std::thread ticker;
+  std::condition_variable cv;
+  bool stopping = false, stopped = false;
+
+  explicit Impl(SchedulerOptions o) : opt(std::move(o)), state(opt.state) {}
+
+  double now() const { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+  // ---- the state machine ------------------------------------------------------------------------
+  void handle(SchedulerEvent e) {
+    actions.clear();
+    state.handle(std::move(e), actions);
+    for (auto& a : actions) route(std::move(a));
+  }
+
+  Conn* worker_conn(const std::string& address) {
+    auto it = workers.find(address);
+    return it == workers.end() ? nullptr : it->second.get();
+  }
+  Conn* client_conn(const std::string& name) {
+    auto it = clients.find(name);
+    return it == clients.end() ? nullptr : it->second.get();
+  }
+  void to_worker(const std::string& address, wire::SchedulerToWorker e) {
+    if (Conn* c = worker_conn(address)) {
+      c->to_worker.push_back(std::move(e));
+      mark(c);
+    }
+  }
+  void to_client(const std::string& name, wire::SchedulerToClient e) {
+    if (Conn* c = client_conn(name)) {
+      c->to_client.push_back(std::move(e));
+      mark(c);
+    }
+  }
+  void mark(Conn* c) {
+    if (!c->dirty) {
+      c->dirty = true;
+      dirty.push_back(c);
+    }
+  }
+
+  void route(SchedulerAction a) {
+    std::visit(
+        [&](auto& x) {
+          using T = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<T, ComputeTask> || std::is_same_v<T, FreeKeys> ||
+                        std::is_same_v<T, StealRequest>) {
+            std::string w = x.worker;
+            to_worker(w, std::move(x));
+          } else if constexpr (std::is_same_v<T, KeyInMemory>) {
+            wire::KeyReady r{x.key, x.nbytes, x.type, state.who_has(x.key)};
+            to_client(x.client, std::move(r));
+          } else if constexpr (std::is_same_v<T, KeyErred> || std::is_same_v<T, OperationUnavailable> ||
+                               std::is_same_v<T, KeyCancelled>) {
+            std::string c = x.client;
+            to_client(c, std::move(x));
+          } else if constexpr (std::is_same_v<T, LogEvent>) {
+            if (x.topic == "worker" || x.topic == "client")
+              spdlog::info("scheduler: {}", x.message);
+            else
+              spdlog::debug("scheduler: [{}] {}", x.topic, x.message);
+          }
+        },
+        a);
+  }
+
+  // Sends what this step produced, one batch message per connection.
+  void flush() {
+    for (Conn* c : dirty) {
+      c->dirty = false;
+      if (!c->to_worker.empty()) {
+        c->comm->send(wire::batch_message(wire::kSchedulerEvents, c->to_worker), nullptr);
+        c->to_worker.clear();
+      }
+      if (!c->to_client.empty()) {
+        c->comm->send(wire::batch_message(wire::kClientUpdates, c->to_client), nullptr);
+        c->to_client.clear();
+      }
+    }
+    dirty.clear();
+  }
+
+  wire::ClusterInfo info() const {
+    wire::ClusterInfo ci;
+    ci.address = address;
+    ci.id = id;
+    ci.uptime = now();
+    ci.tasks = state.task_count();
+    auto counts = state.status_counts();
+    for (std::size_t s = 0; s < counts.size(); ++s)
+      if (counts[s]) ci.task_states.push_back({task_status_name(static_cast<TaskStatus>(s)), counts[s]});
+    for (auto& w : state.workers()) {
+      wire::WorkerInfo wi;
+      if (auto it = workers.find(w.address); it != workers.end()) {
+        const auto& h = it->second->hello;
+        wi.pid = h.pid;
+        wi.host = h.host;
+        wi.local_directory = h.local_directory;
+        wi.extra = h.extra;
+        wi.ops = h.add.ops;
+      }
+      wi.summary = std::move(w);
+      ci.workers.push_back(std::move(wi));
+    }
+    return ci;
+  }
+
+  // ---- connections ----------------------------------------------------------------------------------
+  void on_accept(std::shared_ptr<comm::Comm> c) {
+    auto conn = std::make_shared<Conn>();
+    conn->comm = c;
+    {
+      std::lock_guard lock(mu);
+      if (stopping) {
+        c->close();
+        return;
+      }
+      conns.insert(conn);
+    }
+    std::weak_ptr<Impl> weak = shared_from_this();
+    c->set_handlers(
+        [weak, conn](comm::Message m) {
+          if (auto self = weak.lock()) self->on_message(conn, std::move(m));
+        },
+        [weak, conn](std::exception_ptr reason) {
+          if (auto self = weak.lock()) self->on_close(conn, reason);
+        });
+  }
+
+  void on_message(const std::shared_ptr<Conn>& conn, comm::Message m) {
+    bool bad = false;
+    std::string why;
+    {
+      std::lock_guard lock(mu);
+      if (stopping) return;
+      try {
+        dispatch(*conn, m);
+      } catch (const std::exception& e) {
+        bad = true;
+        why = e.what();
+      }
+      flush();
+    }
+    if (bad) {
+      spdlog::warn("scheduler: closing connection from {}: bad message '{}': {}", conn->comm->peer_address(), m.op,
+                   why);
+      conn->comm->close();
+    }
+  }
+
+  void dispatch(Conn& c, comm::Message& m) {
+    const std::string& op = m.op;
+    if (op == wire::kWorkerEvents && c.role == Conn::Role::Worker) {
+      for (auto& e : wire::batch_events<wire::WorkerToScheduler>(m)) {
+        std::visit(
+            [&](auto& x) {
+              using T = std::decay_t<decltype(x)>;
+              // A worker speaks only for itself.
+              if constexpr (std::is_same_v<T, Heartbeat>) {
+                x.address = c.id;
+                x.now = now();
+              } else if constexpr (std::is_same_v<T, WorkerStatusChange>) {
+                x.address = c.id;
+              } else {
+                x.worker = c.id;
+              }
+              handle(std::move(x));
+            },
+            e);
+      }
+    } else if (op == wire::kClientEvents && c.role == Conn::Role::Client) {
+      for (auto& e : wire::batch_events<wire::ClientToScheduler>(m)) {
+        std::visit(
+            [&](auto& x) {
+              using T = std::decay_t<decltype(x)>;
+              x.client = c.id;
+              if constexpr (std::is_same_v<T, UpdateGraph>) x.now = now();
+              handle(std::move(x));
+            },
+            e);
+      }
+    } else if (op == wire::kRegisterWorker && c.role == Conn::Role::Unknown) {
+      c.hello = m.get<wire::WorkerHello>("worker");
+      AddWorker add = c.hello.add;
+      if (add.address.empty()) throw Error("register-worker without an address");
+      add.now = now();
+      c.role = Conn::Role::Worker;
+      c.id = add.address;
+      if (auto old = workers.find(c.id); old != workers.end() && old->second.get() != &c) {
+        spdlog::warn("scheduler: worker {} registered again; dropping its old connection", c.id);
+        old->second->role = Conn::Role::Unknown;  // its close must not remove the new one
+      }
+      for (auto& sp : conns)
+        if (sp.get() == &c) workers[c.id] = sp;
+      comm::Message reply(wire::kRegistered);
+      reply.set("id", id);
+      c.comm->send(std::move(reply), nullptr);
+      handle(std::move(add));
+    } else if (op == wire::kRegisterClient && c.role == Conn::Role::Unknown) {
+      std::string name = m.get<std::string>("client");
+      if (name.empty() || clients.count(name)) name += "-" + random_id();
+      c.role = Conn::Role::Client;
+      c.id = name;
+      for (auto& sp : conns)
+        if (sp.get() == &c) clients[c.id] = sp;
+      handle(AddClient{name});
+      comm::Message reply(wire::kRegistered);
+      reply.set("client", name);
+      reply.set("info", info());
+      c.comm->send(std::move(reply), nullptr);
+    } else if (op == wire::kSchedulerInfo) {
+      comm::Message reply = make_reply(m);
+      reply.set("info", info());
+      c.comm->send(std::move(reply), nullptr);
+    } else if (op == wire::kWhoHas) {
+      auto keys = m.get<std::vector<Key>>("keys");
+      std::vector<WhoHas> out;
+      for (auto& k : keys) out.push_back(WhoHas{k, state.who_has(k), 0});
+      comm::Message reply = make_reply(m);
+      reply.set("who_has", out);
+      c.comm->send(std::move(reply), nullptr);
+    } else if (op == wire::kUnregister && c.role == Conn::Role::Worker) {
+      c.leaving = true;
+    } else if (op == wire::kReply) {
+      // nothing is asked of peers yet
+    } else {
+      throw Error(c.role == Conn::Role::Unknown ? "expected register-worker or register-client first, got '" + op + "'"
+                                                : "unknown or misplaced message '" + op + "'");
+    }
+  }
+
+  void on_close(const std::shared_ptr<Conn>& conn, std::exception_ptr reason) {
+    std::string why = "connection closed";
+    try {
+      if (reason) std::rethrow_exception(reason);
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    std::lock_guard lock(mu);
+    conns.erase(conn);
+    if (stopping) return;
+    if (conn->role == Conn::Role::Worker) {
+      if (auto it = workers.find(conn->id); it != workers.end() && it->second == conn) {
+        workers.erase(it);
+        handle(RemoveWorker{conn->id, conn->leaving ? "worker closed" : why, conn->leaving, now()});
+      }
+    } else if (conn->role == Conn::Role::Client) {
+      if (auto it = clients.find(conn->id); it != clients.end() && it->second == conn) {
+        clients.erase(it);
+        handle(RemoveClient{conn->id});
+      }
+    }
+    flush();
+  }
+
+  // ---- time -------------------------------------------------------------------------------------
+  void tick_loop() {
+    std::unique_lock lock(mu);
+    while (!stopping) {
+      cv.wait_for(lock, std::chrono::duration<double>(opt.tick_interval));
+      if (stopping) break;
+      double t = now();
+      handle(Tick{t});
+      flush();
+      if (opt.idle_timeout > 0) {
+        bool busy = !clients.empty() || state.task_count() > 0;
+        if (busy || idle_since == 0) idle_since = t;
+        if (!busy && t - idle_since > opt.idle_timeout) {
+          spdlog::info("scheduler: idle for {:.0f} s, closing", t - idle_since);
+          lock.unlock();
+          std::thread([self = shared_from_this()] { self->stop(true); }).detach();
+          return;
+        }
+      }
+    }
+  }
+
+  void stop(bool close_workers) {
+    std::vector<std::shared_ptr<Conn>> to_close;
+    {
+      std::lock_guard lock(mu);
+      if (stopping) return;
+      stopping = true;
+      to_close.assign(conns.begin(), conns.end());
+      conns.clear();
+      workers.clear();
+      clients.clear();
+    }
+    cv.notify_all();
+    if (listener) listener->stop();
+    std::vector<std::future<void>> sent;
+    if (close_workers)
+      for (auto& c : to_close)
+        if (c->role == Conn::Role::Worker) sent.push_back(c->comm->send(comm::Message(wire::kCloseWorker)));
+    for (auto& f : sent) f.wait_for(std::chrono::seconds(2));
+    for (auto& c : to_close) c->comm->close();
+    if (ticker.joinable() && ticker.get_id() != std::this_thread::get_id()) ticker.join();
+    {
+      std::lock_guard lock(mu);
+      stopped = true;
+    }
+    cv.notify_all();
+    if (!opt.scheduler_file.empty()) {
+      std::error_code ec;
+      std::filesystem::remove(opt.scheduler_file, ec);
+    }
+  }
+};
+
+Scheduler::Scheduler(SchedulerOptions options) : impl_(std::make_shared<Impl>(std::move(options))) {
+  comm::CommOptions co;
+  co.token = impl_->opt.token;
+  co.name = "scheduler";
+  std::weak_ptr<Impl> weak = impl_;
+  impl_->listener = comm::listen(
+      impl_->opt.address,
+      [weak](std::shared_ptr<comm::Comm> c) {
+        if (auto self = weak.lock()) self->on_accept(std::move(c));
+      },
+      co,
+      [](const std::string& peer, std::exception_ptr reason) {
+        try {
+          std::rethrow_exception(reason);
+        } catch (const std::exception& e) {
+          spdlog::warn("scheduler: refused connection from {}: {}", peer, e.what());
+        }
+      });
+  impl_->address = impl_->listener->address();
+  if (!impl_->opt.scheduler_file.empty())
+    write_scheduler_file(impl_->opt.scheduler_file, impl_->address, impl_->id);
+  impl_->ticker = std::thread([self = impl_.get()] { self->tick_loop(); });
+  spdlog::info("scheduler: listening at {}", impl_->address);
+}
+
+Scheduler::~Scheduler() { impl_->stop(true); }
+
+const std::string& Scheduler::address() const { return impl_->address; }
+
+void Scheduler::wait() {
+  std::unique_lock lock(impl_->mu);
+  impl_->cv.wait(lock, [&] { return impl_->stopped; });
+}
+
+void Scheduler::stop(bool close_workers) { impl_->stop(close_workers); }
+
+bool Scheduler::stopped() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->stopped;
+}
+
+std::vector<WorkerSummary> Scheduler::workers() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->state.workers();
+}
+
+std::size_t Scheduler::task_count() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->state.task_count();
+}
+
+}  // namespace tessera::distributed

@@ -1,0 +1,230 @@
+#pragma once
+/**
+ * @file The distributed layer's messages: op names, cereal encodings of the state machines'
+ * events, batches, and values carried as raw frames. See docs/protocol.md ("Cluster messages").
+ *
+ * Private to the library: the scheduler, worker and client servers are its only users.
+ */
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <cereal/types/map.hpp>
+#include <cereal/types/string.hpp>
+#include <cereal/types/unordered_map.hpp>
+#include <cereal/types/utility.hpp>
+#include <cereal/types/variant.hpp>
+#include <cereal/types/vector.hpp>
+
+#include "tessera/comm/message.hpp"
+#include "tessera/distributed/events.hpp"
+#include "tessera/distributed/scheduler_state.hpp"
+#include "tessera/ops/task_serialize.hpp"
+
+namespace tessera::distributed {
+
+// ---- cereal encodings of the events (ADL finds them in this namespace) -----------------------
+
+template <class A>
+void serialize(A& ar, Priority& p) {
+  ar(p.user, p.generation, p.order);
+}
+template <class A>
+void serialize(A& ar, WhoHas& w) {
+  ar(w.key, w.workers, w.nbytes);
+}
+template <class A>
+void serialize(A& ar, AddWorker& e) {
+  ar(e.address, e.name, e.nthreads, e.resources, e.memory_limit, e.ops, e.now);
+}
+template <class A>
+void serialize(A& ar, Heartbeat& e) {
+  ar(e.address, e.now, e.memory);
+}
+template <class A>
+void serialize(A& ar, WorkerStatusChange& e) {
+  ar(e.address, e.paused);
+}
+template <class A>
+void serialize(A& ar, UpdateGraph& e) {
+  ar(e.client, e.tasks, e.keys, e.order, e.now);
+}
+template <class A>
+void serialize(A& ar, TaskFinished& e) {
+  ar(e.worker, e.key, e.nbytes, e.type, e.start, e.stop);
+}
+template <class A>
+void serialize(A& ar, TaskErred& e) {
+  ar(e.worker, e.key, e.exception, e.traceback);
+}
+template <class A>
+void serialize(A& ar, AddKeys& e) {
+  ar(e.worker, e.keys);
+}
+template <class A>
+void serialize(A& ar, RemoveKeys& e) {
+  ar(e.worker, e.keys);
+}
+template <class A>
+void serialize(A& ar, MissingData& e) {
+  ar(e.worker, e.key, e.errant_worker);
+}
+template <class A>
+void serialize(A& ar, ReleaseKeys& e) {
+  ar(e.client, e.keys);
+}
+template <class A>
+void serialize(A& ar, CancelKeys& e) {
+  ar(e.client, e.keys, e.force);
+}
+template <class A>
+void serialize(A& ar, StealResponse& e) {
+  ar(e.worker, e.key, e.accepted);
+}
+template <class A>
+void serialize(A& ar, RetryKeys& e) {
+  ar(e.client, e.keys);
+}
+template <class A>
+void save(A& ar, const ComputeTask& e) {
+  ar(e.worker, e.key, *e.task, e.priority, e.who_has, e.resources);
+}
+template <class A>
+void load(A& ar, ComputeTask& e) {
+  auto task = std::make_shared<Task>();
+  ar(e.worker, e.key, *task, e.priority, e.who_has, e.resources);
+  e.task = std::move(task);
+}
+template <class A>
+void serialize(A& ar, FreeKeys& e) {
+  ar(e.worker, e.keys);
+}
+template <class A>
+void serialize(A& ar, StealRequest& e) {
+  ar(e.worker, e.key);
+}
+template <class A>
+void serialize(A& ar, KeyErred& e) {
+  ar(e.client, e.key, e.cause, e.message, e.traceback);
+}
+template <class A>
+void serialize(A& ar, OperationUnavailable& e) {
+  ar(e.client, e.key, e.op, e.message);
+}
+template <class A>
+void serialize(A& ar, KeyCancelled& e) {
+  ar(e.client, e.key);
+}
+template <class A>
+void serialize(A& ar, WorkerSummary& w) {
+  ar(w.address, w.name, w.nthreads, w.resources, w.resources_used, w.memory_limit, w.memory, w.nbytes,
+     w.processing, w.has_what, w.occupancy, w.paused, w.last_seen);
+}
+
+namespace wire {
+
+// ---- op names ---------------------------------------------------------------------------------
+// First message on a connection to the scheduler says who is calling.
+inline constexpr const char* kRegisterWorker = "register-worker";  // fields: worker (WorkerHello)
+inline constexpr const char* kRegisterClient = "register-client";  // fields: client (string)
+inline constexpr const char* kRegistered = "registered";           // reply; fields: info (ClusterInfo) or error
+// Batches of state-machine events, one direction each.
+inline constexpr const char* kWorkerEvents = "worker-events";        // worker -> scheduler
+inline constexpr const char* kSchedulerEvents = "scheduler-events";  // scheduler -> worker
+inline constexpr const char* kClientEvents = "client-events";        // client -> scheduler
+inline constexpr const char* kClientUpdates = "client-updates";      // scheduler -> client
+// Requests (field "id"), answered by kReply with the same "id" (and "error" on failure).
+inline constexpr const char* kReply = "reply";
+inline constexpr const char* kGetData = "get-data";            // -> worker: keys; reply: keys + values
+inline constexpr const char* kRun = "run";                     // -> worker: op, args; reply: value
+inline constexpr const char* kSchedulerInfo = "scheduler-info";  // -> scheduler; reply: info
+inline constexpr const char* kWhoHas = "who-has";              // -> scheduler: keys; reply: who_has
+// Notices.
+inline constexpr const char* kCloseWorker = "close-worker";  // scheduler -> worker: shut down cleanly
+inline constexpr const char* kUnregister = "unregister";     // worker -> scheduler: leaving on purpose
+
+/** @brief What a worker tells the scheduler when it registers (AddWorker plus descriptions). */
+struct WorkerHello {
+  AddWorker add;
+  int pid = 0;
+  std::string host;
+  std::string local_directory;
+  std::map<std::string, std::string> extra;  ///< e.g. "gpu": "NVIDIA H100 (0)"
+  template <class A>
+  void serialize(A& ar) {
+    ar(add, pid, host, local_directory, extra);
+  }
+};
+
+/** @brief One worker in scheduler_info(). */
+struct WorkerInfo {
+  WorkerSummary summary;
+  int pid = 0;
+  std::string host;
+  std::string local_directory;
+  std::map<std::string, std::string> extra;
+  std::vector<std::string> ops;
+  template <class A>
+  void serialize(A& ar) {
+    ar(summary, pid, host, local_directory, extra, ops);
+  }
+};
+
+/** @brief The scheduler's answer to kSchedulerInfo (and to a client's registration). */
+struct ClusterInfo {
+  std::string address;
+  std::string id;
+  double uptime = 0;
+  std::size_t tasks = 0;
+  std::vector<std::pair<std::string, std::size_t>> task_states;  ///< name, count
+  std::vector<WorkerInfo> workers;
+  template <class A>
+  void serialize(A& ar) {
+    ar(address, id, uptime, tasks, task_states, workers);
+  }
+};
+
+/** @brief Scheduler -> client: `key` is in memory on `workers`. */
+struct KeyReady {
+  Key key;
+  std::size_t nbytes = 0;
+  std::string type;
+  std::vector<std::string> workers;
+  template <class A>
+  void serialize(A& ar) {
+    ar(key, nbytes, type, workers);
+  }
+};
+
+using WorkerToScheduler = std::variant<TaskFinished, TaskErred, AddKeys, RemoveKeys, MissingData, StealResponse,
+                                       WorkerStatusChange, Heartbeat>;
+using SchedulerToWorker = std::variant<ComputeTask, FreeKeys, StealRequest>;
+using ClientToScheduler = std::variant<UpdateGraph, ReleaseKeys, CancelKeys, RetryKeys>;
+using SchedulerToClient = std::variant<KeyReady, KeyErred, OperationUnavailable, KeyCancelled>;
+
+/** @brief A message carrying a batch of events under "events". */
+template <typename Event>
+comm::Message batch_message(const char* op, const std::vector<Event>& events) {
+  comm::Message m(op);
+  m.set("events", events);
+  return m;
+}
+
+template <typename Event>
+std::vector<Event> batch_events(const comm::Message& m) {
+  return m.get<std::vector<Event>>("events");
+}
+
+/**
+ * @brief Stores values under "values": Blocks as frames (never copied), Objects in the header.
+ * Device blocks must have been copied to host by the caller.
+ */
+void put_values(comm::Message& m, const std::vector<Value>& values);
+/** @brief The values put_values stored (Blocks over the received frames, no copy). */
+std::vector<Value> get_values(const comm::Message& m);
+
+/** @brief A short type description of a value for the scheduler ("float64[2000,2000]", object type). */
+std::string value_type(const Value& v);
+
+}  // namespace wire
+}  // namespace tessera::distributed

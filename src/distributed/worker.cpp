@@ -1,0 +1,578 @@
+#include "tessera/distributed/worker.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include <spdlog/spdlog.h>
+
+#include "data_store.hpp"
+#include "rpc.hpp"
+#include "tessera/comm/comm.hpp"
+#include "tessera/distributed/worker_state.hpp"
+#include "tessera/ops/registry.hpp"
+#include "wire.hpp"
+
+namespace tessera::distributed {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string what_of(std::exception_ptr e) {
+  if (!e) return "closed";
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
+std::string host_name() {
+  char buf[256] = {0};
+  ::gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+// A connection to a peer worker, used to fetch its data. Requests wait while it connects.
+struct Peer {
+  std::shared_ptr<comm::Comm> comm;
+  RpcTable rpc;
+  std::vector<std::pair<comm::Message, RpcTable::Callback>> waiting;
+  bool failed = false;
+  std::string reason;
+};
+
+}  // namespace
+
+struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
+  WorkerOptions opt;
+  Clock::time_point started = Clock::now();
+  std::string address;
+  std::unique_ptr<comm::Listener> listener;
+  std::shared_ptr<comm::Comm> scheduler;
+
+  std::mutex mu;  // guards the state machine, the outbox and peers
+  WorkerState state;
+  std::vector<wire::WorkerToScheduler> outbox;
+  std::vector<WorkerAction> actions;
+  std::vector<GatherDep> gathers;  // issued after the lock is released
+  std::unordered_map<std::string, std::shared_ptr<Peer>> peers;
+
+  DataStore store;
+
+  std::mutex qmu;  // the execution queue
+  std::condition_variable qcv;
+  std::deque<Execute> queue;
+  std::vector<std::thread> threads;
+
+  std::thread heartbeat;
+  mutable std::mutex cmu;  // closing state
+  std::condition_variable ccv;
+  bool closing = false, closed = false;
+  std::string close_reason;
+
+  std::atomic<std::size_t> executed{0}, failed{0}, fetched_keys{0}, fetched_bytes{0}, served_keys{0};
+
+  static WorkerConfig state_config(const WorkerOptions& o) {
+    WorkerConfig c;
+    c.nthreads = std::max(1, o.nthreads);
+    c.resources = o.resources;
+    return c;
+  }
+  static DataStoreOptions store_options(const WorkerOptions& o) {
+    DataStoreOptions s;
+    s.memory_limit = o.memory_limit;
+    s.target = o.memory_target;
+    s.pause = o.memory_pause;
+    s.directory = o.local_directory;
+    return s;
+  }
+
+  explicit Impl(WorkerOptions o) : opt(std::move(o)), state(state_config(opt)), store(store_options(opt)) {}
+
+  double now() const { return std::chrono::duration<double>(Clock::now() - started).count(); }
+
+  // ---- the state machine ----------------------------------------------------------------------------
+  // Runs f under the lock, then sends the batched messages and starts the gathers it produced.
+  template <typename F>
+  void step(F&& f) {
+    std::vector<GatherDep> todo;
+    {
+      std::lock_guard lock(mu);
+      f();
+      if (!outbox.empty() && scheduler) {
+        scheduler->send(wire::batch_message(wire::kWorkerEvents, outbox), nullptr);
+        outbox.clear();
+      }
+      todo.swap(gathers);
+    }
+    for (auto& g : todo) start_gather(std::move(g));
+  }
+
+  void handle(WorkerEvent e) {
+    actions.clear();
+    state.handle(std::move(e), actions);
+    std::vector<WorkerAction> acts = std::move(actions);
+    for (auto& a : acts) route(std::move(a));
+  }
+
+  void route(WorkerAction a) {
+    std::visit(
+        [&](auto& x) {
+          using T = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<T, GatherDep>) {
+            gathers.push_back(std::move(x));
+          } else if constexpr (std::is_same_v<T, Execute>) {
+            {
+              std::lock_guard q(qmu);
+              queue.push_back(std::move(x));
+            }
+            qcv.notify_one();
+          } else if constexpr (std::is_same_v<T, ReleaseData>) {
+            store.erase(x.key);
+          } else {
+            outbox.push_back(std::move(x));
+          }
+        },
+        a);
+  }
+
+  // Pauses or resumes the state machine when the store crossed its pause threshold.
+  void check_memory() {
+    bool p = store.paused();
+    if (p != state.paused()) {
+      spdlog::info("worker {}: {} ({} bytes in memory, {} spilled)", address, p ? "paused" : "resumed",
+                   store.memory_bytes(), store.spilled_bytes());
+      handle(PauseWorker{p});
+    }
+  }
+
+  // ---- running tasks ------------------------------------------------------------------------------------
+  void exec_loop() {
+    while (true) {
+      Execute ex;
+      {
+        std::unique_lock q(qmu);
+        qcv.wait(q, [&] { return !queue.empty() || closing_now(); });
+        if (closing_now()) return;
+        ex = std::move(queue.front());
+        queue.pop_front();
+      }
+      run_task(ex);
+    }
+  }
+  bool closing_now() const {
+    std::lock_guard l(cmu);
+    return closing;
+  }
+
+  void run_task(const Execute& ex) {
+    const Task& task = *ex.task;
+    std::vector<Value> args;
+    args.reserve(task.args.size());
+    std::string missing;
+    for (const Arg& a : task.args) {
+      if (auto* r = std::get_if<KeyRef>(&a)) {
+        auto v = store.get(r->key);
+        if (!v) {
+          missing = r->key;
+          break;
+        }
+        args.push_back(std::move(*v));
+      } else {
+        args.push_back(std::get<Value>(a));
+      }
+    }
+    double t0 = now();
+    Value result;
+    std::string error;
+    if (!missing.empty()) {
+      error = "input " + missing + " of task " + task.key + " is not on worker " + address;
+    } else {
+      try {
+        OpContext ctx;
+        ctx.key = &task.key;
+        result = run_op(task.op, ctx, args);
+      } catch (const std::exception& e) {
+        error = e.what();
+      } catch (...) {
+        error = "unknown exception";
+      }
+    }
+    double t1 = now();
+    args.clear();
+    if (error.empty()) {
+      std::size_t nbytes = result.nbytes();
+      std::string type = wire::value_type(result);
+      store.put(task.key, std::move(result));
+      executed++;
+      step([&] {
+        handle(ExecuteSuccess{task.key, nbytes, std::move(type), t0, t1});
+        check_memory();
+      });
+    } else {
+      failed++;
+      spdlog::debug("worker {}: task {} raised: {}", address, task.key, error);
+      step([&] { handle(ExecuteFailure{task.key, error, "in operation '" + task.op + "' on worker " + address}); });
+    }
+  }
+
+  // ---- fetching from peers -------------------------------------------------------------------------------
+  void start_gather(GatherDep g) {
+    comm::Message req(wire::kGetData);
+    req.set("keys", g.keys);
+    std::weak_ptr<Impl> weak = shared_from_this();
+    std::string peer_addr = g.peer;
+    RpcTable::Callback cb = [weak, peer_addr](const comm::Message* reply, std::exception_ptr err) {
+      auto self = weak.lock();
+      if (!self) return;
+      if (err) {
+        std::string why = what_of(err);
+        spdlog::warn("worker {}: fetching from {} failed: {}", self->address, peer_addr, why);
+        self->step([&] { self->handle(GatherDepFailure{peer_addr, why}); });
+        return;
+      }
+      std::vector<std::pair<Key, std::size_t>> got;
+      try {
+        auto keys = reply->get<std::vector<Key>>("keys");
+        auto values = wire::get_values(*reply);
+        if (values.size() != keys.size()) throw Error("get-data reply has " + std::to_string(keys.size()) +
+                                                      " keys but " + std::to_string(values.size()) + " values");
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+          std::size_t nb = values[i].nbytes();
+          self->fetched_bytes += nb;
+          self->store.put(keys[i], std::move(values[i]));
+          got.push_back({keys[i], nb});
+        }
+        self->fetched_keys += keys.size();
+      } catch (const std::exception& e) {
+        std::string why = e.what();
+        self->step([&] { self->handle(GatherDepFailure{peer_addr, why}); });
+        return;
+      }
+      self->step([&] {
+        self->handle(GatherDepSuccess{peer_addr, std::move(got)});
+        self->check_memory();
+      });
+    };
+
+    std::shared_ptr<Peer> p;
+    bool connect = false;
+    {
+      std::lock_guard lock(mu);
+      auto& slot = peers[g.peer];
+      if (!slot || slot->failed) {
+        slot = std::make_shared<Peer>();
+        connect = true;
+      }
+      p = slot;
+      if (!p->comm) {
+        p->waiting.push_back({std::move(req), std::move(cb)});
+      }
+    }
+    if (p->comm) {
+      p->rpc.request(p->comm, std::move(req), std::move(cb));
+      return;
+    }
+    if (!connect) return;
+    comm::CommOptions co;
+    co.token = opt.token;
+    co.name = address;
+    comm::connect_async(g.peer, co, [weak, p, peer_addr](std::shared_ptr<comm::Comm> c, std::exception_ptr err) {
+      auto self = weak.lock();
+      if (!err && !self) err = std::make_exception_ptr(comm::CommClosedError("worker closed"));
+      std::vector<std::pair<comm::Message, RpcTable::Callback>> waiting;
+      {
+        std::unique_lock<std::mutex> lock;
+        if (self) lock = std::unique_lock(self->mu);
+        if (err) {
+          p->failed = true;
+          p->reason = what_of(err);
+        } else {
+          p->comm = c;
+        }
+        waiting.swap(p->waiting);
+      }
+      if (err && c) c->close();
+      if (err) {
+        for (auto& [m, cb] : waiting) cb(nullptr, err);
+        return;
+      }
+      c->set_handlers([p](comm::Message m) { p->rpc.complete(m); },
+                      [weak, p, peer_addr](std::exception_ptr reason) {
+                        if (auto s = weak.lock()) {
+                          std::lock_guard lock(s->mu);
+                          p->failed = true;
+                        }
+                        p->rpc.fail_all(reason ? reason
+                                               : std::make_exception_ptr(comm::CommClosedError("peer closed")));
+                      });
+      for (auto& [m, cb] : waiting) p->rpc.request(c, std::move(m), std::move(cb));
+    });
+  }
+
+  // ---- serving peers and clients ---------------------------------------------------------------------------
+  void on_accept(std::shared_ptr<comm::Comm> c) {
+    std::weak_ptr<Impl> weak = shared_from_this();
+    std::weak_ptr<comm::Comm> wc = c;
+    c->set_handlers(
+        [weak, wc](comm::Message m) {
+          auto self = weak.lock();
+          auto conn = wc.lock();
+          if (self && conn) self->serve(conn, m);
+        },
+        [weak, wc](std::exception_ptr) {
+          auto self = weak.lock();
+          if (!self) return;
+          std::lock_guard lock(self->mu);
+          std::erase_if(self->served_conns, [&](const auto& x) { return x == wc.lock() || x->is_closed(); });
+        });
+    // Held here so that shutdown() can close it; dropped when it closes.
+    std::lock_guard lock(mu);
+    served_conns.push_back(c);
+  }
+  std::vector<std::shared_ptr<comm::Comm>> served_conns;
+
+  void serve(const std::shared_ptr<comm::Comm>& c, const comm::Message& m) {
+    try {
+      if (m.op == wire::kGetData) {
+        auto keys = m.get<std::vector<Key>>("keys");
+        std::vector<Key> found;
+        std::vector<Value> values;
+        for (auto& k : keys)
+          if (auto v = store.get(k)) {
+            found.push_back(k);
+            values.push_back(std::move(*v));
+          }
+        served_keys += found.size();
+        comm::Message reply = make_reply(m);
+        reply.set("keys", found);
+        wire::put_values(reply, values);
+        c->send(std::move(reply), nullptr);
+      } else if (m.op == wire::kRun) {
+        auto op = m.get<std::string>("op");
+        auto args = wire::get_values(m);
+        comm::Message reply = make_reply(m);
+        try {
+          OpContext ctx;
+          Value v = run_op(op, ctx, args);
+          wire::put_values(reply, {v});
+        } catch (const std::exception& e) {
+          reply = make_error_reply(m, e.what());
+        }
+        c->send(std::move(reply), nullptr);
+      } else {
+        throw Error("unknown message '" + m.op + "'");
+      }
+    } catch (const std::exception& e) {
+      spdlog::warn("worker {}: closing connection from {}: {}", address, c->peer_address(), e.what());
+      if (m.has("id")) c->send(make_error_reply(m, e.what()), nullptr);
+      c->close();
+    }
+  }
+
+  // ---- the scheduler connection -------------------------------------------------------------------------------
+  void on_scheduler_message(const comm::Message& m) {
+    if (m.op == wire::kSchedulerEvents) {
+      auto events = wire::batch_events<wire::SchedulerToWorker>(m);
+      step([&] {
+        for (auto& e : events) std::visit([&](auto& x) { handle(WorkerEvent(std::move(x))); }, e);
+      });
+    } else if (m.op == wire::kCloseWorker) {
+      close_async("the scheduler asked it to close", false);
+    } else if (m.op == wire::kRegistered) {
+      registered.set_value();
+    } else {
+      spdlog::warn("worker {}: unexpected message '{}' from the scheduler", address, m.op);
+    }
+  }
+  std::promise<void> registered;
+
+  void close_async(std::string reason, bool tell_scheduler) {
+    std::thread([self = shared_from_this(), reason, tell_scheduler] { self->shutdown(reason, tell_scheduler); })
+        .detach();
+  }
+
+  void heartbeat_loop() {
+    std::unique_lock l(cmu);
+    while (!closing) {
+      ccv.wait_for(l, std::chrono::duration<double>(opt.heartbeat_interval));
+      if (closing) break;
+      l.unlock();
+      step([&] {
+        outbox.push_back(Heartbeat{address, now(), store.memory_bytes()});
+        check_memory();
+      });
+      l.lock();
+    }
+  }
+
+  void shutdown(const std::string& reason, bool tell_scheduler) {
+    {
+      std::lock_guard l(cmu);
+      if (closing) return;
+      closing = true;
+      close_reason = reason;
+    }
+    spdlog::info("worker {}: closing: {}", address, reason);
+    qcv.notify_all();
+    ccv.notify_all();
+    if (tell_scheduler && scheduler && !scheduler->is_closed())
+      scheduler->send(comm::Message(wire::kUnregister)).wait_for(std::chrono::seconds(2));
+    if (listener) listener->stop();
+    for (auto& t : threads)
+      if (t.joinable()) t.join();
+    if (heartbeat.joinable()) heartbeat.join();
+    std::vector<std::shared_ptr<comm::Comm>> to_close;
+    {
+      std::lock_guard lock(mu);
+      for (auto& [a, p] : peers)
+        if (p->comm) to_close.push_back(p->comm);
+      peers.clear();
+      to_close.insert(to_close.end(), served_conns.begin(), served_conns.end());
+      served_conns.clear();
+      if (scheduler) to_close.push_back(scheduler);
+    }
+    for (auto& c : to_close) c->close();
+    {
+      std::lock_guard l(cmu);
+      closed = true;
+    }
+    ccv.notify_all();
+  }
+
+  void start() {
+    comm::CommOptions co;
+    co.token = opt.token;
+    std::weak_ptr<Impl> weak = shared_from_this();
+    listener = comm::listen(
+        opt.listen_address,
+        [weak](std::shared_ptr<comm::Comm> c) {
+          if (auto self = weak.lock()) self->on_accept(std::move(c));
+        },
+        co,
+        [](const std::string& peer, std::exception_ptr reason) {
+          spdlog::warn("worker: refused connection from {}: {}", peer, what_of(reason));
+        });
+    address = listener->address();
+    co.name = opt.name.empty() ? address : opt.name;
+    auto deadline = Clock::now() + std::chrono::duration<double>(opt.death_timeout);
+    std::string last_error;
+    while (true) {
+      try {
+        scheduler = comm::connect(opt.scheduler_address, co);
+        break;
+      } catch (const comm::HandshakeError&) {
+        throw;
+      } catch (const comm::CommError& e) {
+        last_error = e.what();
+      }
+      if (Clock::now() >= deadline)
+        throw comm::CommError("worker: cannot reach the scheduler at " + opt.scheduler_address + " within " +
+                              std::to_string(opt.death_timeout) + " s: " + last_error);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    // Listening on every interface: tell peers the address this host reaches the scheduler from.
+    if (auto pos = address.find("0.0.0.0"); pos != std::string::npos) {
+      std::string local = scheduler->local_address();  // "tcp://10.0.0.5:41234"
+      auto s = local.find("://");
+      auto colon = local.rfind(':');
+      if (s != std::string::npos && colon != std::string::npos && colon > s + 3)
+        address.replace(pos, 7, local.substr(s + 3, colon - s - 3));
+    }
+    if (opt.name.empty()) opt.name = address;
+    {
+      // The state machine needs the address it is known by.
+      std::lock_guard lock(mu);
+      WorkerConfig wc = state_config(opt);
+      wc.address = address;
+      state = WorkerState(wc);
+    }
+    auto reg = registered.get_future();
+    scheduler->set_handlers(
+        [weak](comm::Message m) {
+          if (auto self = weak.lock()) self->on_scheduler_message(m);
+        },
+        [weak](std::exception_ptr reason) {
+          if (auto self = weak.lock()) self->close_async("lost the scheduler: " + what_of(reason), false);
+        });
+    wire::WorkerHello hello;
+    hello.add.address = address;
+    hello.add.name = opt.name;
+    hello.add.nthreads = std::max(1, opt.nthreads);
+    hello.add.resources = opt.resources;
+    hello.add.memory_limit = opt.memory_limit;
+    hello.add.ops = OpRegistry::global().names();
+    hello.pid = static_cast<int>(::getpid());
+    hello.host = host_name();
+    hello.local_directory = opt.local_directory;
+    hello.extra = opt.extra;
+    comm::Message m(wire::kRegisterWorker);
+    m.set("worker", hello);
+    scheduler->send(std::move(m));
+    if (reg.wait_for(std::chrono::duration<double>(std::max(5.0, opt.death_timeout))) != std::future_status::ready)
+      throw comm::CommError("worker: the scheduler at " + opt.scheduler_address + " did not answer registration");
+    for (int i = 0; i < std::max(1, opt.nthreads); ++i) threads.emplace_back([this] { exec_loop(); });
+    heartbeat = std::thread([this] { heartbeat_loop(); });
+    spdlog::info("worker {} ({}): registered with {}, {} threads", address, opt.name, opt.scheduler_address,
+                 opt.nthreads);
+  }
+};
+
+Worker::Worker(WorkerOptions options) : impl_(std::make_shared<Impl>(std::move(options))) {
+  try {
+    impl_->start();
+  } catch (...) {
+    impl_->shutdown("failed to start", false);
+    throw;
+  }
+}
+
+Worker::~Worker() {
+  impl_->shutdown("closed by its owner", true);
+  wait();
+}
+
+const std::string& Worker::address() const { return impl_->address; }
+
+std::string Worker::wait() {
+  std::unique_lock l(impl_->cmu);
+  impl_->ccv.wait(l, [&] { return impl_->closed; });
+  return impl_->close_reason;
+}
+
+void Worker::close() {
+  impl_->shutdown("closed by its owner", true);
+  wait();
+}
+
+bool Worker::closed() const {
+  std::lock_guard l(impl_->cmu);
+  return impl_->closed;
+}
+
+WorkerStats Worker::stats() const {
+  WorkerStats s;
+  s.executed = impl_->executed;
+  s.failed = impl_->failed;
+  s.fetched_keys = impl_->fetched_keys;
+  s.fetched_bytes = impl_->fetched_bytes;
+  s.served_keys = impl_->served_keys;
+  s.memory_bytes = impl_->store.memory_bytes();
+  s.spilled_bytes = impl_->store.spilled_bytes();
+  s.spilled = impl_->store.stats().spilled;
+  std::lock_guard lock(impl_->mu);
+  s.paused = impl_->state.paused();
+  return s;
+}
+
+}  // namespace tessera::distributed
