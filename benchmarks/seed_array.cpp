@@ -1,33 +1,46 @@
 // benchmarks/seed_array: the seed workload (x + 1)[::2, ::2].sum(), x = normal(10, 1), n x n in
 // chunk x chunk chunks. Prints one JSON line (contract in shared/design.md).
 //
-//   seed_array --n 20000 --chunk 2000 --scheduler threads|sync|distributed --device host|gpu
+//   seed_array --n 20000 --chunk 2000 --scheduler threads|sync|distributed|ADDRESS --device host|gpu
+//              [--workers 2 --threads 1 --protocol tcp]   (distributed: its own local cluster)
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <thread>
 
-#include <CLI/CLI.hpp>
-#include <tessera/tessera.hpp>
+#include "bench_cluster.hpp"
 
 int main(int argc, char** argv) {
+  tessera::init(argc, argv);
   std::int64_t n = 20000, chunk = 2000;
   std::string scheduler = "threads", device = "host";
   int repeat = 1;
+  bench::ClusterArgs cluster;
   CLI::App app{"seed_array benchmark"};
   app.add_option("--n", n, "array is n x n");
   app.add_option("--chunk", chunk, "chunks are chunk x chunk");
-  app.add_option("--scheduler", scheduler)->check(CLI::IsMember({"sync", "threads", "distributed"}));
+  app.add_option("--scheduler", scheduler, "sync, threads, distributed (a local cluster) or a scheduler address");
   app.add_option("--device", device)->check(CLI::IsMember({"host", "gpu"}));
   app.add_option("--repeat", repeat, "runs; the best time is reported");
+  bench::add_cluster_options(app, cluster);
   CLI11_PARSE(app, argc, argv);
-  if (scheduler == "distributed" || device == "gpu") {
-    std::fprintf(stderr, "seed_array: --scheduler distributed and --device gpu are not built yet (issues 3 and 4)\n");
+  if (device == "gpu") {
+    std::fprintf(stderr, "seed_array: --device gpu is not built yet (issue 4)\n");
+    return 2;
+  }
+  const bool distributed = scheduler == "distributed" || scheduler.find("://") != std::string::npos;
+  if (!distributed && scheduler != "sync" && scheduler != "threads") {
+    std::fprintf(stderr, "seed_array: --scheduler must be sync, threads, distributed or an address\n");
     return 2;
   }
 
   using namespace tessera;
-  auto& executor = local_executor(scheduler);
+  std::unique_ptr<distributed::Client> client;
+  if (distributed) {
+    if (scheduler != "distributed") cluster.scheduler = scheduler;
+    client = bench::connect(cluster);
+  }
+  Executor& executor = distributed ? static_cast<Executor&>(*client) : local_executor(scheduler);
   double best = 1e300, value = 0;
   for (int r = 0; r < repeat; ++r) {
     auto x = random::normal(0, 10.0, 1.0, {n, n}, {chunk, chunk});
@@ -39,10 +52,13 @@ int main(int argc, char** argv) {
   const double expected = kept * 11.0;
   std::printf(
       "{\"benchmark\": \"seed_array\", \"impl\": \"tessera\", \"n\": %lld, \"chunk\": %lld, \"scheduler\": \"%s\", "
-      "\"device\": \"%s\", \"threads\": %u, \"seconds\": %.6f, \"value\": %.6f, \"expected\": %.6f, "
-      "\"relative_error\": %.3e, \"elements_per_s\": %.4e}\n",
-      static_cast<long long>(n), static_cast<long long>(chunk), scheduler.c_str(), device.c_str(),
-      scheduler == "sync" ? 1u : std::thread::hardware_concurrency(), best, value, expected,
+      "\"device\": \"%s\", \"workers\": %d, \"threads\": %u, \"seconds\": %.6f, \"value\": %.6f, "
+      "\"expected\": %.6f, \"relative_error\": %.3e, \"elements_per_s\": %.4e}\n",
+      static_cast<long long>(n), static_cast<long long>(chunk), distributed ? "distributed" : scheduler.c_str(),
+      device.c_str(), distributed ? cluster.workers : 1,
+      distributed ? static_cast<unsigned>(cluster.threads)
+                  : (scheduler == "sync" ? 1u : std::thread::hardware_concurrency()),
+      best, value, expected,
       std::fabs(value - expected) / expected, kept / best);
   return 0;
 }

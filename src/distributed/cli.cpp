@@ -4,7 +4,6 @@
 #include <dlfcn.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,12 +67,18 @@ std::thread signal_thread(F stop) {
   });
 }
 
-// A worker started by a LocalCluster dies with it, even when the parent is SIGKILLed.
+// A process started by a LocalCluster dies with it, even when the parent is SIGKILLed. Not
+// PR_SET_PDEATHSIG: that fires when the *thread* that spawned us exits, and a cluster may be
+// created on a thread that ends long before the program does. A watchdog polls the parent.
 void die_with_parent() {
   const char* p = std::getenv("TESSERA_PARENT_PID");
   if (!p) return;
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (std::to_string(::getppid()) != p) std::_Exit(1);  // the parent is already gone
+  const pid_t parent = static_cast<pid_t>(std::atol(p));
+  if (::getppid() != parent) std::_Exit(1);  // the parent is already gone
+  std::thread([parent] {
+    while (::getppid() == parent) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::_Exit(1);
+  }).detach();
 }
 
 std::string host_of(const std::string& address) {
@@ -98,6 +103,7 @@ void init(int argc, char** argv) {
 namespace distributed {
 
 int scheduler_main(int argc, char** argv) {
+  die_with_parent();
   CLI::App app{"tessera-scheduler: the Tessera scheduler (like `dask scheduler`)", "tessera-scheduler"};
   std::string host = "127.0.0.1", protocol = "tcp", scheduler_file, log_level, dashboard, token;
   int port = 8786;

@@ -331,7 +331,8 @@ struct ClientImpl : std::enable_shared_from_this<ClientImpl> {
     return reply.get<wire::ClusterInfo>("info");
   }
 
-  std::vector<Future> submit_graph(std::vector<Task> tasks, const std::vector<Key>& outputs) {
+  std::vector<Future> submit_graph(std::vector<Task> tasks, const std::vector<Key>& outputs,
+                                   std::unordered_map<Key, std::int64_t> order = {}) {
     std::set<std::string> ops;
     Annotations scope = Annotate::current();
     for (auto& t : tasks) {
@@ -346,6 +347,7 @@ struct ClientImpl : std::enable_shared_from_this<ClientImpl> {
     u.client = id;
     u.tasks = std::move(tasks);
     u.keys = outputs;
+    u.order = std::move(order);
     {
       std::lock_guard lock(mu);
       check_open();
@@ -702,7 +704,8 @@ std::vector<Future> Client::compute(const Graph& graph, const std::vector<Key>& 
   std::vector<Task> tasks;
   tasks.reserve(graph.size());
   for (const auto& [k, t] : graph.tasks()) tasks.push_back(t);
-  return impl_->submit_graph(std::move(tasks), outputs);
+  // Ordered here, where the graph already is, rather than rebuilt on the scheduler.
+  return impl_->submit_graph(std::move(tasks), outputs, tessera::order(graph, outputs));
 }
 
 std::vector<Future> Client::persist(const Graph& graph, const std::vector<Key>& outputs) {

@@ -18,6 +18,8 @@
 #include "tessera/distributed/worker.hpp"
 #include "tessera/init.hpp"
 #include "data_store.hpp"
+#include "rpc.hpp"
+#include "tessera/comm/comm.hpp"
 
 extern char** environ;
 
@@ -96,6 +98,10 @@ std::vector<std::string> default_worker_command() {
 struct LocalCluster::Impl {
   LocalClusterOptions opt;
   std::unique_ptr<Scheduler> scheduler;
+  Child scheduler_child;  // when the scheduler runs as a process
+  std::string scheduler_file;
+  std::shared_ptr<comm::Comm> info_comm;  // asks a scheduler process how many workers it has
+  RpcTable info_rpc;
   std::string address;
   std::vector<Child> children;
   std::vector<std::unique_ptr<Worker>> threads;
@@ -159,13 +165,65 @@ struct LocalCluster::Impl {
     return first;
   }
 
+  void start_scheduler_process() {
+    auto dir = library_dir();
+    std::string program = "tessera-scheduler";
+    for (auto candidate : {dir / ".." / "bin" / "tessera-scheduler", dir / "tessera-scheduler"}) {
+      std::error_code ec;
+      if (!dir.empty() && std::filesystem::exists(candidate, ec)) {
+        program = std::filesystem::weakly_canonical(candidate).string();
+        break;
+      }
+    }
+    scheduler_file = (std::filesystem::temp_directory_path() /
+                      ("tessera-scheduler-" + std::to_string(::getpid()) + "-" + random_token().substr(0, 8) + ".json"))
+                         .string();
+    std::string level = opt.log_level;
+    if (level.empty())
+      if (const char* e = std::getenv("TESSERA_LOG_LEVEL")) level = e;
+    std::vector<std::string> argv{program, "--host", opt.host, "--port", std::to_string(opt.scheduler_port),
+                                  "--protocol", opt.protocol, "--scheduler-file", scheduler_file, "--worker-ttl",
+                                  std::to_string(opt.worker_ttl), "--log-level", level.empty() ? "warning" : level};
+    std::map<std::string, std::string> env{{"TESSERA_TOKEN", opt.token},
+                                           {"TESSERA_PARENT_PID", std::to_string(::getpid())}};
+    scheduler_child.pid = spawn(argv, env);
+    auto deadline = Clock::now() + std::chrono::duration<double>(opt.timeout);
+    while (true) {
+      std::error_code ec;
+      if (std::filesystem::exists(scheduler_file, ec)) {
+        address = read_scheduler_file(scheduler_file);
+        break;
+      }
+      int status = 0;
+      if (::waitpid(scheduler_child.pid, &status, WNOHANG) == scheduler_child.pid) {
+        scheduler_child.reaped = true;
+        throw Error("LocalCluster: the scheduler process " + describe_status(status) + " (see its messages on stderr)");
+      }
+      if (Clock::now() > deadline) throw Error("LocalCluster: the scheduler process did not start in time");
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    comm::CommOptions co;
+    co.token = opt.token;
+    info_comm = comm::connect(address, co);
+    info_comm->set_handlers([this](comm::Message m) { info_rpc.complete(m); },
+                            [this](std::exception_ptr e) { info_rpc.fail_all(e); });
+  }
+
+  std::size_t worker_count() {
+    if (scheduler) return scheduler->workers().size();
+    if (!info_comm) return 0;
+    auto reply = info_rpc.call(info_comm, comm::Message(wire::kSchedulerInfo), std::chrono::milliseconds(10000));
+    return reply.get<wire::ClusterInfo>("info").workers.size();
+  }
+
   void wait_for_workers(std::size_t n) {
     auto deadline = Clock::now() + std::chrono::duration<double>(opt.timeout);
-    while (scheduler->workers().size() < n) {
+    std::size_t have = 0;
+    while ((have = worker_count()) < n) {
       if (std::string dead = reap_exited(); !dead.empty())
         throw Error("LocalCluster: " + dead + " before registering (see its messages on stderr)");
       if (Clock::now() > deadline)
-        throw Error("LocalCluster: only " + std::to_string(scheduler->workers().size()) + " of " + std::to_string(n) +
+        throw Error("LocalCluster: only " + std::to_string(have) + " of " + std::to_string(n) +
                     " workers registered within " + std::to_string(opt.timeout) + " s");
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
@@ -175,6 +233,23 @@ struct LocalCluster::Impl {
     if (closed) return;
     closed = true;
     if (scheduler) scheduler->stop(true);  // asks every worker to close
+    if (info_comm) info_comm->close();
+    if (scheduler_child.pid > 0 && !scheduler_child.reaped) {
+      ::kill(scheduler_child.pid, SIGTERM);  // it asks every worker to close, then exits
+      auto deadline = Clock::now() + std::chrono::seconds(3);
+      while (Clock::now() < deadline &&
+             ::waitpid(scheduler_child.pid, &scheduler_child.status, WNOHANG) != scheduler_child.pid)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      if (Clock::now() >= deadline) {
+        ::kill(scheduler_child.pid, SIGKILL);
+        ::waitpid(scheduler_child.pid, &scheduler_child.status, 0);
+      }
+      scheduler_child.reaped = true;
+    }
+    if (!scheduler_file.empty()) {
+      std::error_code ec;
+      std::filesystem::remove(scheduler_file, ec);
+    }
     threads.clear();
     // Give worker processes a moment to exit on their own, then kill what is left.
     auto deadline = Clock::now() + std::chrono::seconds(3);
@@ -203,14 +278,24 @@ LocalCluster::LocalCluster(LocalClusterOptions options) : impl_(std::make_unique
   if (m.opt.protocol == "inproc" && m.opt.processes)
     throw Error("LocalCluster: the inproc protocol needs processes = false");
   if (m.opt.token.empty()) m.opt.token = random_token();
-  SchedulerOptions so;
-  so.address = m.opt.protocol == "inproc"
-                   ? "inproc://"
-                   : m.opt.protocol + "://" + m.opt.host + ":" + std::to_string(m.opt.scheduler_port);
-  so.token = m.opt.token;
-  so.state.worker_ttl = m.opt.worker_ttl;
-  m.scheduler = std::make_unique<Scheduler>(so);
-  m.address = m.scheduler->address();
+  try {
+    if (m.opt.scheduler_process) {
+      if (!m.opt.processes) throw Error("LocalCluster: scheduler_process needs processes = true");
+      m.start_scheduler_process();
+    } else {
+      SchedulerOptions so;
+      so.address = m.opt.protocol == "inproc"
+                       ? "inproc://"
+                       : m.opt.protocol + "://" + m.opt.host + ":" + std::to_string(m.opt.scheduler_port);
+      so.token = m.opt.token;
+      so.state.worker_ttl = m.opt.worker_ttl;
+      m.scheduler = std::make_unique<Scheduler>(so);
+      m.address = m.scheduler->address();
+    }
+  } catch (...) {
+    m.close();
+    throw;
+  }
   try {
     if (m.opt.processes) {
       m.worker_cmd = m.opt.worker_program.empty() ? default_worker_command()
@@ -231,9 +316,13 @@ LocalCluster::~LocalCluster() { impl_->close(); }
 const std::string& LocalCluster::scheduler_address() const { return impl_->address; }
 const std::string& LocalCluster::token() const { return impl_->opt.token; }
 Scheduler& LocalCluster::scheduler() {
-  if (!impl_->scheduler) throw Error("LocalCluster is closed");
+  if (!impl_->scheduler)
+    throw Error(impl_->opt.scheduler_process ? "LocalCluster: the scheduler runs as its own process"
+                                             : "LocalCluster is closed");
   return *impl_->scheduler;
 }
+int LocalCluster::scheduler_pid() const { return impl_->scheduler_child.reaped ? 0 : impl_->scheduler_child.pid; }
+std::size_t LocalCluster::worker_count() const { return impl_->worker_count(); }
 const LocalClusterOptions& LocalCluster::options() const { return impl_->opt; }
 
 std::vector<int> LocalCluster::worker_pids() const {
@@ -249,7 +338,7 @@ void LocalCluster::signal_worker(std::size_t i, int signal) {
 
 std::size_t LocalCluster::add_worker() {
   Impl& m = *impl_;
-  std::size_t before = m.scheduler->workers().size();
+  std::size_t before = m.worker_count();
   std::size_t i = m.opt.processes ? m.children.size() : m.threads.size();
   if (m.opt.processes) m.start_process_worker(i);
   else m.start_thread_worker(i);

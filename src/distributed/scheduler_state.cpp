@@ -164,8 +164,16 @@ struct SchedulerState::Impl {
     clients[it->second].alive = true;
     return it->second;
   }
-  int slots(const WorkerRec& w) const {
-    return std::max(1, static_cast<int>(std::ceil(w.nthreads * cfg.worker_saturation)));
+  // Root tasks a worker may hold at once. Normally nthreads * worker_saturation, as in Dask; for
+  // an op measured to be much shorter than a scheduler round trip, enough to keep each thread
+  // busy for root_queue_seconds, or the worker would idle between tasks (capped per thread).
+  int slots(const WorkerRec& w, std::int32_t op = -1) const {
+    int base = std::max(1, static_cast<int>(std::ceil(w.nthreads * cfg.worker_saturation)));
+    if (op >= 0 && op_samples[op] >= 2 && op_duration[op] > 0 && cfg.root_queue_seconds > 0) {
+      double per_thread = std::min(cfg.root_queue_seconds / op_duration[op], static_cast<double>(cfg.max_root_slots));
+      base = std::max(base, static_cast<int>(std::ceil(per_thread * w.nthreads)));
+    }
+    return base;
   }
   double load_key(const WorkerRec& w) const { return w.occupancy / w.nthreads; }
   void load_erase(Id wid) { by_load.erase({load_key(workers[wid]), wid}); }
@@ -289,7 +297,7 @@ struct SchedulerState::Impl {
         const WorkerRec& w = workers[it->second];
         if (!has_op(w, t.op)) continue;
         capable = true;
-        if (static_cast<int>(w.processing.size()) < slots(w)) {
+        if (static_cast<int>(w.processing.size()) < slots(w, t.op)) {
           chosen = it->second;
           return Decision::Assign;
         }
@@ -300,7 +308,7 @@ struct SchedulerState::Impl {
           const WorkerRec& w = workers[wid];
           if (!w.running() || !has_op(w, t.op)) continue;
           capable = true;
-          if (static_cast<int>(w.processing.size()) < slots(w)) {
+          if (static_cast<int>(w.processing.size()) < slots(w, t.op)) {
             chosen = wid;
             return Decision::Assign;
           }
@@ -650,10 +658,10 @@ struct SchedulerState::Impl {
     }
     std::size_t scanned = 0;
     auto it = root_queue.begin();
-    while (static_cast<int>(w.processing.size()) < slots(w) && it != root_queue.end() &&
-           scanned < cfg.scan_limit) {
+    while (it != root_queue.end() && scanned < cfg.scan_limit) {
       Id id = it->second;
       TaskRec& t = tasks[id];
+      if (static_cast<int>(w.processing.size()) >= slots(w, t.op)) break;
       if (!has_op(w, t.op)) {
         ++it;
         ++scanned;
@@ -901,14 +909,25 @@ struct SchedulerState::Impl {
     now = std::max(now, e.now);
     Id cid = client_id(e.client);
     std::int64_t gen = ++generation;
-    if (e.order.empty() && !e.tasks.empty()) {
+    // Without dependencies (client.map) submission order is graph order; otherwise order the
+    // graph here unless the client did.
+    bool flat = e.order.empty();
+    if (flat)
+      for (const auto& t : e.tasks)
+        if (!t.dependencies().empty()) {
+          flat = false;
+          break;
+        }
+    if (!flat && e.order.empty() && !e.tasks.empty()) {
       Graph g;
       for (const auto& t : e.tasks) g.set(t);
       e.order = tessera::order(g, e.keys);
     }
     std::vector<Id> fresh;
     fresh.reserve(e.tasks.size());
+    std::int64_t position = -1;
     for (auto& task : e.tasks) {
+      ++position;
       if (find_task(task.key) != kNone) continue;
       Id id;
       if (!free_ids.empty()) {
@@ -923,8 +942,12 @@ struct SchedulerState::Impl {
       t.state = TaskStatus::Released;
       t.op = intern(op_ids, op_names, task.op);
       const Annotations& a = task.annotations;
-      auto ord = e.order.find(task.key);
-      t.priority = Priority{-a.priority, gen, ord == e.order.end() ? 0 : ord->second};
+      std::int64_t ord = position;
+      if (!flat) {
+        auto it = e.order.find(task.key);
+        ord = it == e.order.end() ? 0 : it->second;
+      }
+      t.priority = Priority{-a.priority, gen, ord};
       t.retries = a.retries;
       t.suspicious = 0;
       t.restricted = !a.workers.empty();

@@ -103,19 +103,62 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
 
   // ---- the state machine ----------------------------------------------------------------------------
   // Runs f under the lock, then sends the batched messages and starts the gathers it produced.
+  // Runs f under the lock, then sends the batched messages and starts the gathers it produced.
+  // With `batch`, a finished task's report may wait (at most kBatchWindow seconds, flushed by
+  // flush_loop) while this worker has more tasks queued, so that a stream of short tasks costs
+  // one message per batch instead of one per task.
+  static constexpr double kBatchWindow = 0.0005;
+  static constexpr std::size_t kBatchMax = 512;
   template <typename F>
-  void step(F&& f) {
+  void step(F&& f, bool batch = false) {
     std::vector<GatherDep> todo;
     {
       std::lock_guard lock(mu);
+      bool was_empty = outbox.empty();
       f();
       if (!outbox.empty() && scheduler) {
-        scheduler->send(wire::batch_message(wire::kWorkerEvents, outbox), nullptr);
-        outbox.clear();
+        if (was_empty) outbox_since = now();
+        bool more_work;
+        {
+          std::lock_guard q(qmu);
+          more_work = !queue.empty();
+        }
+        if (batch && more_work && outbox.size() < kBatchMax && now() - outbox_since < kBatchWindow) {
+          if (!flush_armed) {
+            flush_armed = true;
+            fcv.notify_one();
+          }
+        } else {
+          send_outbox();
+        }
       }
       todo.swap(gathers);
     }
     for (auto& g : todo) start_gather(std::move(g));
+  }
+  void send_outbox() {  // under mu
+    scheduler->send(wire::batch_message(wire::kWorkerEvents, outbox), nullptr);
+    outbox.clear();
+    flush_armed = false;
+  }
+  double outbox_since = 0;
+  bool flush_armed = false;
+  std::condition_variable fcv;  // with mu: wakes flush_loop
+  std::thread flusher;
+
+  // Sends reports that step() held back once their batch window has passed.
+  void flush_loop() {
+    std::unique_lock lock(mu);
+    while (!closing_now()) {
+      fcv.wait_for(lock, std::chrono::milliseconds(100), [&] { return flush_armed || closing_now(); });
+      if (closing_now()) break;
+      if (!flush_armed) continue;
+      double due = outbox_since + kBatchWindow;
+      while (flush_armed && now() < due && !closing_now())
+        fcv.wait_for(lock, std::chrono::duration<double>(due - now()));
+      if (flush_armed && !outbox.empty() && scheduler) send_outbox();
+      flush_armed = false;
+    }
   }
 
   void handle(WorkerEvent e) {
@@ -215,10 +258,12 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
       std::string type = wire::value_type(result);
       store.put(task.key, std::move(result));
       executed++;
-      step([&] {
-        handle(ExecuteSuccess{task.key, nbytes, std::move(type), t0, t1});
-        check_memory();
-      });
+      step(
+          [&] {
+            handle(ExecuteSuccess{task.key, nbytes, std::move(type), t0, t1});
+            check_memory();
+          },
+          /*batch=*/true);
     } else {
       failed++;
       spdlog::debug("worker {}: task {} raised: {}", address, task.key, error);
@@ -426,12 +471,17 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     spdlog::info("worker {}: closing: {}", address, reason);
     qcv.notify_all();
     ccv.notify_all();
+    {
+      std::lock_guard lock(mu);
+      fcv.notify_all();
+    }
     if (tell_scheduler && scheduler && !scheduler->is_closed())
       scheduler->send(comm::Message(wire::kUnregister)).wait_for(std::chrono::seconds(2));
     if (listener) listener->stop();
     for (auto& t : threads)
       if (t.joinable()) t.join();
     if (heartbeat.joinable()) heartbeat.join();
+    if (flusher.joinable()) flusher.join();
     std::vector<std::shared_ptr<comm::Comm>> to_close;
     {
       std::lock_guard lock(mu);
@@ -523,6 +573,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
       throw comm::CommError("worker: the scheduler at " + opt.scheduler_address + " did not answer registration");
     for (int i = 0; i < std::max(1, opt.nthreads); ++i) threads.emplace_back([this] { exec_loop(); });
     heartbeat = std::thread([this] { heartbeat_loop(); });
+    flusher = std::thread([this] { flush_loop(); });
     spdlog::info("worker {} ({}): registered with {}, {} threads", address, opt.name, opt.scheduler_address,
                  opt.nthreads);
   }

@@ -21,6 +21,7 @@ struct LocalClusterOptions {
   int n_workers = 2;
   int threads_per_worker = 1;
   bool processes = true;
+  bool scheduler_process = false;    ///< run tessera-scheduler as a process (default: in this one)
   std::string protocol = "tcp";      ///< "tcp", or "inproc" (threads only)
   std::string host = "127.0.0.1";
   int scheduler_port = 0;            ///< 0: any free port
@@ -48,7 +49,12 @@ class LocalCluster {
 
   const std::string& scheduler_address() const;
   const std::string& token() const;
+  /** @brief The in-process scheduler; throws when it runs as its own process. */
   Scheduler& scheduler();
+  /** @brief Process id of the scheduler process (scheduler_process), else 0. */
+  int scheduler_pid() const;
+  /** @brief Workers registered with the scheduler now. */
+  std::size_t worker_count() const;
   const LocalClusterOptions& options() const;
   /** @brief Process ids of the worker processes (empty for thread workers). */
   std::vector<int> worker_pids() const;

@@ -28,6 +28,8 @@ const char* task_status_name(TaskStatus s) noexcept;
 struct SchedulerConfig {
   int allowed_failures = 3;          ///< a task processing on this many dying workers errs (KilledWorker)
   double worker_saturation = 1.1;    ///< root tasks in flight per worker: max(1, ceil(nthreads * this))
+  double root_queue_seconds = 0.002; ///< ...or, for measured ops, enough for this much work per thread
+  int max_root_slots = 256;          ///< cap on that, per thread
   double bandwidth = 100e6;          ///< bytes/s, for the transfer cost of placing a task
   double default_task_duration = 0.5;  ///< seconds, until an op has been measured
   double worker_ttl = 300;           ///< a worker silent this long (seconds) is removed on Tick

@@ -1,0 +1,44 @@
+#pragma once
+// Shared by the distributed benchmarks: the cluster flags of shared/design.md and a client
+// that owns its LocalCluster (a scheduler and --workers processes with --threads each, stopped
+// when the client goes) unless --scheduler names a running one.
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <tessera/tessera.hpp>
+
+namespace bench {
+
+struct ClusterArgs {
+  std::string scheduler;  // address of a running scheduler; empty: start a LocalCluster
+  int workers = 2;
+  int threads = 1;
+  std::string protocol = "tcp";
+  bool scheduler_process = false;
+};
+
+inline void add_cluster_options(CLI::App& app, ClusterArgs& a) {
+  app.add_option("--workers", a.workers, "worker processes of the local cluster");
+  app.add_option("--threads", a.threads, "threads per worker");
+  app.add_option("--protocol", a.protocol, "tcp (ucx: issue 5)")->check(CLI::IsMember({"tcp", "ucx"}));
+}
+
+inline std::unique_ptr<tessera::distributed::Client> connect(const ClusterArgs& a) {
+  using namespace tessera::distributed;
+  if (!a.scheduler.empty()) return std::make_unique<Client>(a.scheduler);
+  if (a.protocol == "ucx") throw tessera::Error("--protocol ucx is not built yet (issue 5)");
+  LocalClusterOptions o;
+  o.n_workers = a.workers;
+  o.threads_per_worker = a.threads;
+  o.protocol = a.protocol;
+  o.scheduler_process = a.scheduler_process;
+  return std::make_unique<Client>(std::make_shared<LocalCluster>(o));
+}
+
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace bench
