@@ -4,19 +4,14 @@
 //   distributed_submit                          # starts its own LocalCluster (2 workers)
 //   distributed_submit --scheduler tcp://127.0.0.1:8786   # or uses a running scheduler
 //
-// The task functions below are registered by name; the workers are copies of this program
-// (tessera::init), so they have them too.
+// The task functions (add_one, square) live in libtessera_example_tasks.so (example_tasks.cpp),
+// which this program links: its LocalCluster workers are copies of this program
+// (tessera::init), and tessera-worker processes load the library with --preload.
 #include <cstdio>
 #include <numeric>
 
 #include <CLI/CLI.hpp>
 #include <tessera/tessera.hpp>
-
-int add_one(int x) { return x + 1; }
-TESSERA_REGISTER_FUNCTION(add_one);
-
-double square(double x) { return x * x; }
-TESSERA_REGISTER_FUNCTION(square);
 
 int main(int argc, char** argv) {
   tessera::init(argc, argv);  // first: a worker copy of this program stops here

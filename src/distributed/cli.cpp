@@ -147,7 +147,7 @@ int scheduler_main(int argc, char** argv) {
       Scheduler sched(so);
       ptr = &sched;
       ready = true;
-      std::cout << "tessera-scheduler listening at " << sched.address() << std::endl;
+      std::cerr << "tessera-scheduler listening at " << sched.address() << std::endl;  // stdout stays clean
       sched.wait();
       ::kill(::getpid(), SIGUSR1);  // release the signal thread
       sig.join();

@@ -412,6 +412,7 @@ Scheduler::Scheduler(SchedulerOptions options) : impl_(std::make_shared<Impl>(st
   comm::CommOptions co;
   co.token = impl_->opt.token;
   co.name = "scheduler";
+  co.max_header_bytes = std::size_t{1} << 30;  // a client's million-task graph is one big header
   std::weak_ptr<Impl> weak = impl_;
   impl_->listener = comm::listen(
       impl_->opt.address,
