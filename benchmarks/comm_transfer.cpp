@@ -1,10 +1,21 @@
 // benchmarks/comm_transfer: the comm layer alone, between two processes on this host (tcp) or
 // two ends in one process (inproc). Prints JSON lines (contract in shared/design.md):
-//   {"benchmark":"comm_latency",...,"median_us":...}   small-message round trip
-//   {"benchmark":"comm_transfer",...,"gb_per_s":...}   one frame of --megabytes, one way
+//   {"benchmark":"comm_latency",...,"median_us":...}     small-message round trip
+//   {"benchmark":"comm_transfer",...,"gb_per_s":...}     one frame of --megabytes, one way
+//   {"benchmark":"socket_transfer",...,"gb_per_s":...}   the same bytes over a plain blocking
+//                                                        TCP socket pair between two processes
+//   {"benchmark":"memcpy_transfer",...,"gb_per_s":...}   memcpy of the same size, in one process
+// The three transfers run interleaved (comm, socket, memcpy; --repeat times) so that they share
+// whatever else the machine is doing; each reports its best and its median.
 //
 //   comm_transfer --protocol tcp|inproc --megabytes 256 --repeat 5 --round-trips 10000
+//   (--round-trips 0 skips the latency runs)
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,8 +36,9 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 // Answers "ping" with "pong" and a data message with "ack" (dropping its frames).
-std::unique_ptr<Listener> serve(const std::string& address, std::shared_ptr<std::promise<void>> closed) {
-  return listen(address, [closed](std::shared_ptr<Comm> comm) {
+// The process ends after `comms` connections have closed.
+std::unique_ptr<Listener> serve(const std::string& address, std::shared_ptr<std::promise<void>> closed, int comms) {
+  return listen(address, [closed, comms](std::shared_ptr<Comm> comm) {
     std::weak_ptr<Comm> weak = comm;
     comm->set_handlers(
         [weak](Message msg) {
@@ -34,10 +46,9 @@ std::unique_ptr<Listener> serve(const std::string& address, std::shared_ptr<std:
           if (!c) return;
           c->send(Message(msg.op == "ping" ? "pong" : "ack"), nullptr);
         },
-        [closed, comm](std::exception_ptr) {
-          // The benchmark's second comm closing ends the server process.
+        [closed, comm, comms](std::exception_ptr) {
           static int n = 0;
-          if (++n == 2) closed->set_value();
+          if (++n == comms) closed->set_value();
         });
   });
 }
@@ -45,6 +56,123 @@ std::unique_ptr<Listener> serve(const std::string& address, std::shared_ptr<std:
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// CPU time (all threads) of this process plus that of `other`, in seconds.
+double cpu_seconds(pid_t other) {
+  auto read = [](clockid_t c) {
+    timespec ts{};
+    if (::clock_gettime(c, &ts) != 0) return 0.0;
+    return static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
+  };
+  double t = read(CLOCK_PROCESS_CPUTIME_ID);
+  clockid_t c;
+  if (other > 0 && ::clock_getcpuclockid(other, &c) == 0) t += read(c);
+  return t;
+}
+
+bool write_all(int fd, const char* p, std::size_t n) {
+  while (n > 0) {
+    const auto k = ::send(fd, p, n, MSG_NOSIGNAL);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    p += k;
+    n -= static_cast<std::size_t>(k);
+  }
+  return true;
+}
+
+bool read_all(int fd, char* p, std::size_t n) {
+  while (n > 0) {
+    const auto k = ::read(fd, p, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    p += k;
+    n -= static_cast<std::size_t>(k);
+  }
+  return true;
+}
+
+/**
+ * The baseline: a plain blocking TCP connection on loopback to a forked process that reads
+ * each transfer with big read() calls into one warm buffer and answers one byte. Default
+ * socket buffers, TCP_NODELAY on both ends. Fork before any thread starts.
+ */
+class SocketBaseline {
+ public:
+  SocketBaseline(std::size_t bytes, int repeat) : bytes_(bytes) {
+    const int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (lfd < 0 || ::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(lfd, 1) != 0 ||
+        ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      throw std::runtime_error("socket baseline: cannot listen on 127.0.0.1");
+    child_ = ::fork();
+    if (child_ == 0) {
+      const int c = ::accept(lfd, nullptr, nullptr);
+      ::close(lfd);
+      const int one = 1;
+      ::setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      std::vector<char> buf(bytes_, 0);  // warm: every page touched once, before the transfers
+      for (int r = 0; r < repeat; ++r) {
+        if (!read_all(c, buf.data(), bytes_)) _exit(1);
+        if (!write_all(c, "k", 1)) _exit(1);
+      }
+      ::close(c);
+      _exit(0);
+    }
+    ::close(lfd);
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+      throw std::runtime_error("socket baseline: cannot connect");
+    const int one = 1;
+    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+  ~SocketBaseline() {
+    if (fd_ >= 0) ::close(fd_);
+    int status = 0;
+    if (child_ > 0 && ::waitpid(child_, &status, WNOHANG) == 0) {
+      ::usleep(100000);
+      if (::waitpid(child_, &status, WNOHANG) == 0) {
+        ::kill(child_, SIGKILL);
+        ::waitpid(child_, &status, 0);
+      }
+    }
+  }
+  pid_t pid() const noexcept { return child_; }
+  /** In another forked child (the comm server): let go of the parent's end, touch nothing else. */
+  void forget_in_child() {
+    ::close(fd_);
+    fd_ = -1;
+    child_ = -1;
+  }
+  /** Seconds for one transfer of bytes, until the receiver's one-byte answer is back. */
+  double transfer(const void* data) {
+    const auto t0 = Clock::now();
+    char k = 0;
+    if (!write_all(fd_, static_cast<const char*>(data), bytes_) || !read_all(fd_, &k, 1))
+      throw std::runtime_error("socket baseline: transfer failed");
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+
+ private:
+  std::size_t bytes_;
+  pid_t child_ = -1;
+  int fd_ = -1;
+};
+
+// cpu: CPU seconds of each transfer, sender and receiver processes together (the machine is
+// shared, so wall time also counts waiting for a core; CPU time says what the transfer costs).
+void print_transfer(const char* benchmark, const std::string& protocol, std::size_t bytes, int repeat,
+                    const std::vector<double>& secs, const std::vector<double>& cpu, const std::string& extra = "") {
+  const double best = *std::min_element(secs.begin(), secs.end());
+  std::printf(
+      "{\"benchmark\":\"%s\",\"protocol\":\"%s\",\"bytes\":%zu,\"repeat\":%d,\"seconds\":%.6f,"
+      "\"gb_per_s\":%.3f,\"median_gb_per_s\":%.3f,\"median_cpu_seconds\":%.4f%s}\n",
+      benchmark, protocol.c_str(), bytes, repeat, best, bytes / best / 1e9, bytes / median(secs) / 1e9,
+      median(cpu), extra.c_str());
 }
 
 }  // namespace
@@ -59,6 +187,17 @@ int main(int argc, char** argv) {
   app.add_option("--repeat", repeat, "transfers; best and median are reported");
   app.add_option("--round-trips", round_trips, "small-message round trips for latency");
   CLI11_PARSE(app, argc, argv);
+  if (repeat < 1) repeat = 1;
+  const auto bytes = static_cast<std::size_t>(megabytes * (1 << 20));
+
+  // Forked first, like the comm server below: no thread exists yet.
+  std::unique_ptr<SocketBaseline> baseline;
+  try {
+    baseline = std::make_unique<SocketBaseline>(bytes, repeat);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "comm_transfer: %s\n", e.what());
+    return 1;
+  }
 
   std::string address;
   pid_t child = -1;
@@ -70,8 +209,9 @@ int main(int argc, char** argv) {
     if (::pipe(fds) != 0) return 1;
     child = ::fork();
     if (child == 0) {
+      baseline->forget_in_child();
       ::close(fds[0]);
-      auto listener = serve("tcp://127.0.0.1:0", closed);
+      auto listener = serve("tcp://127.0.0.1:0", closed, round_trips > 0 ? 2 : 1);
       const auto& a = listener->address();
       if (::write(fds[1], a.data(), a.size()) < 0) _exit(1);
       ::close(fds[1]);
@@ -85,14 +225,14 @@ int main(int argc, char** argv) {
     if (n <= 0) return 1;
     address.assign(buf, static_cast<std::size_t>(n));
   } else {
-    local_server = serve("inproc://comm-bench", closed);
+    local_server = serve("inproc://comm-bench", closed, round_trips > 0 ? 2 : 1);
     address = local_server->address();
   }
 
   int rc = 0;
   try {
     // Latency, callbacks on the I/O thread (how the scheduler and workers use a comm).
-    {
+    if (round_trips > 0) {
       auto comm = connect(address);
       std::vector<double> us;
       us.reserve(round_trips);
@@ -118,7 +258,7 @@ int main(int argc, char** argv) {
     }
     // Latency and bandwidth from a user thread: send, then a blocking recv().
     auto comm = connect(address);
-    {
+    if (round_trips > 0) {
       std::vector<double> us;
       const auto start = Clock::now();
       for (int i = 0; i < round_trips; ++i) {
@@ -133,29 +273,38 @@ int main(int argc, char** argv) {
           "\"seconds\":%.6f,\"median_us\":%.2f}\n",
           protocol.c_str(), round_trips, seconds, median(us));
     }
-    const auto bytes = static_cast<std::size_t>(megabytes * (1 << 20));
     auto frame = Buffer::allocate_host(bytes);
     std::memset(frame->data(), 1, bytes);
-    std::vector<double> secs;
+    auto copy = Buffer::allocate_host(bytes);
+    std::memset(copy->data(), 0, bytes);
+    std::vector<double> secs, socket_secs, memcpy_secs, cpu, socket_cpu, memcpy_cpu;
     for (int r = 0; r < repeat; ++r) {
       Message msg("data");
       msg.add_frame(frame);
-      const auto t0 = Clock::now();
+      double c0 = cpu_seconds(child);
+      auto t0 = Clock::now();
       comm->send(std::move(msg), nullptr);
       comm->recv();  // the ack: the whole frame has arrived on the other side
       secs.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      cpu.push_back(cpu_seconds(child) - c0);
+
+      c0 = cpu_seconds(baseline->pid());
+      socket_secs.push_back(baseline->transfer(frame->data()));
+      socket_cpu.push_back(cpu_seconds(baseline->pid()) - c0);
+
+      c0 = cpu_seconds(-1);
+      t0 = Clock::now();
+      std::memcpy(copy->data(), frame->data(), bytes);
+      memcpy_secs.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      memcpy_cpu.push_back(cpu_seconds(-1) - c0);
     }
-    auto copy = Buffer::allocate_host(bytes);
-    std::memset(copy->data(), 0, bytes);
-    const auto m0 = Clock::now();
-    std::memcpy(copy->data(), frame->data(), bytes);
-    const double memcpy_s = std::chrono::duration<double>(Clock::now() - m0).count();
-    const double best = *std::min_element(secs.begin(), secs.end());
-    std::printf(
-        "{\"benchmark\":\"comm_transfer\",\"protocol\":\"%s\",\"bytes\":%zu,\"repeat\":%d,\"seconds\":%.6f,"
-        "\"gb_per_s\":%.3f,\"median_gb_per_s\":%.3f,\"memcpy_gb_per_s\":%.3f}\n",
-        protocol.c_str(), bytes, repeat, best, bytes / best / 1e9, bytes / median(secs) / 1e9,
-        bytes / memcpy_s / 1e9);
+    baseline.reset();
+    char memcpy_field[64];
+    std::snprintf(memcpy_field, sizeof memcpy_field, ",\"memcpy_gb_per_s\":%.3f",
+                  bytes / *std::min_element(memcpy_secs.begin(), memcpy_secs.end()) / 1e9);
+    print_transfer("comm_transfer", protocol, bytes, repeat, secs, cpu, memcpy_field);
+    print_transfer("socket_transfer", "tcp-socket-pair", bytes, repeat, socket_secs, socket_cpu);
+    print_transfer("memcpy_transfer", "memcpy", bytes, repeat, memcpy_secs, memcpy_cpu);
     comm->close();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "comm_transfer: %s\n", e.what());

@@ -24,6 +24,11 @@ class Inbox : public std::enable_shared_from_this<Inbox> {
 
   bool closed() const;
   std::string reason() const;
+  /** Messages waiting for recv() or a handler (taken in arrival order). Any thread. */
+  std::size_t queued() const {
+    std::lock_guard lk(mu_);
+    return queue_.size();
+  }
 
  private:
   void drain();  // on the I/O thread: hands queued messages (then the close) to the handlers

@@ -1,11 +1,21 @@
 // tcp:// transport: Boost.Asio sockets on the comm runtime's I/O thread.
+//
+// Small messages go through Asio (async_read_some into a 64 KiB buffer). The body of a large
+// message, and every write, use plain non-blocking recvmsg/sendmsg on the socket with no size
+// cap (Asio's composed read/write move at most 64 KiB per system call), waiting for readiness
+// with async_wait only when the socket has nothing (more) to give or take.
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <algorithm>
 #include <array>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
-
-#include <sys/mman.h>
-
-#include <cstdlib>
+#include <mutex>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -23,22 +33,118 @@ namespace {
 
 using tcp = asio::ip::tcp;
 using boost::system::error_code;
+using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kReadBuffer = 64 * 1024;    // small messages are parsed out of this
 constexpr std::size_t kDirectRead = 64 * 1024;    // a rest this large is read straight into place
 constexpr std::size_t kInlineHeader = 64 * 1024;  // headers this small share the preamble's buffer
 constexpr std::size_t kMaxIovecs = 64;            // buffers gathered into one write
+// Bytes one connection may move in a row before it lets the I/O thread run other handlers.
+constexpr std::size_t kIoBudget = std::size_t{64} << 20;
+// While waiting for the rest of a large message, wake up once this much has arrived.
+constexpr std::size_t kRcvLowat = std::size_t{1} << 20;
+// While paused by receive back-pressure, how often to look whether the owner took messages.
+constexpr auto kResumePoll = std::chrono::milliseconds(1);
 
-// A receive buffer of exactly n bytes. Large ones ask for transparent huge pages: first-touch
-// faults on fresh 4 KiB pages otherwise cost more than the copy out of the socket.
+/**
+ * Receive buffers of 2 MiB or more, recycled. A frame's Buffer comes back here when its last
+ * user drops it, and a later frame of about that size reuses its pages, already faulted in.
+ * Faulting in fresh memory (the kernel zeroes every page) cost about as much as the socket
+ * copy itself; huge pages (madvise) halve that, reuse removes it.
+ *
+ * Bounded: at most kPoolMaxBytes are kept, the least recently freed go first, and a buffer
+ * idle for kPoolIdle is returned to the system at the next allocation or release.
+ */
+class FramePool {
+ public:
+  static constexpr std::size_t kHuge = std::size_t{2} << 20;
+  static constexpr std::size_t kPoolMaxBytes = std::size_t{512} << 20;
+  static constexpr auto kPoolIdle = std::chrono::seconds(30);
+
+  static FramePool& instance() {
+    static auto* pool = new FramePool();  // never destroyed: Buffers may be freed during exit
+    return *pool;
+  }
+
+  Frame get(std::size_t n) {
+    const std::size_t rounded = (n + kHuge - 1) / kHuge * kHuge;
+    void* p = nullptr;
+    std::size_t capacity = 0;
+    std::vector<Entry> expired;
+    {
+      std::lock_guard lk(mu_);
+      expire_locked(Clock::now(), expired);
+      // Best fit, never more than a quarter larger than needed; among equals the most recently
+      // freed (its pages are the likeliest still in cache).
+      std::size_t best = free_.size();
+      for (std::size_t i = free_.size(); i-- > 0;) {
+        const auto c = free_[i].capacity;
+        if (c >= rounded && c - rounded <= rounded / 4 && (best == free_.size() || c < free_[best].capacity))
+          best = i;
+      }
+      if (best < free_.size()) {
+        p = free_[best].p;
+        capacity = free_[best].capacity;
+        bytes_ -= capacity;
+        free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(best));
+      }
+    }
+    release(expired);
+    if (!p) {
+      p = std::aligned_alloc(kHuge, rounded);
+      if (!p) throw std::bad_alloc();
+      ::madvise(p, rounded, MADV_HUGEPAGE);
+      capacity = rounded;
+    }
+    return Buffer::adopt(p, n, MemoryKind::Host, -1, [capacity](void* q, std::size_t) { instance().put(q, capacity); });
+  }
+
+ private:
+  struct Entry {
+    void* p;
+    std::size_t capacity;
+    Clock::time_point freed;
+  };
+
+  void put(void* p, std::size_t capacity) {
+    if (capacity > kPoolMaxBytes) return std::free(p);
+    std::vector<Entry> evicted;
+    {
+      std::lock_guard lk(mu_);
+      const auto now = Clock::now();
+      expire_locked(now, evicted);
+      free_.push_back({p, capacity, now});
+      bytes_ += capacity;
+      while (bytes_ > kPoolMaxBytes) {
+        bytes_ -= free_.front().capacity;
+        evicted.push_back(free_.front());
+        free_.erase(free_.begin());
+      }
+    }
+    release(evicted);
+  }
+
+  void expire_locked(Clock::time_point now, std::vector<Entry>& out) {
+    while (!free_.empty() && now - free_.front().freed > kPoolIdle) {
+      bytes_ -= free_.front().capacity;
+      out.push_back(free_.front());
+      free_.erase(free_.begin());
+    }
+  }
+
+  static void release(const std::vector<Entry>& entries) {
+    for (const auto& e : entries) std::free(e.p);
+  }
+
+  std::mutex mu_;
+  std::vector<Entry> free_;  // oldest first; a handful at most
+  std::size_t bytes_ = 0;
+};
+
+// A receive buffer of exactly n bytes, uninitialised.
 Frame allocate_frame(std::size_t n) {
-  constexpr std::size_t kHuge = std::size_t{2} << 20;
-  if (n < kHuge) return Buffer::allocate_host(n);
-  const std::size_t rounded = (n + kHuge - 1) / kHuge * kHuge;
-  void* p = std::aligned_alloc(kHuge, rounded);
-  if (!p) throw std::bad_alloc();
-  ::madvise(p, rounded, MADV_HUGEPAGE);
-  return Buffer::adopt(p, n, MemoryKind::Host, -1, [](void* q, std::size_t) { std::free(q); });
+  if (n < FramePool::kHuge) return Buffer::allocate_host(n);
+  return FramePool::instance().get(n);
 }
 
 std::string endpoint_address(const tcp::endpoint& ep) {
@@ -106,11 +212,13 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
   TcpConn(std::shared_ptr<asio::io_context> io, tcp::socket socket, const CommOptions& options,
           std::shared_ptr<Inbox> inbox, std::string peer)
       : io_(std::move(io)), socket_(std::move(socket)), options_(options), inbox_(std::move(inbox)),
-        peer_(std::move(peer)) {}
+        peer_(std::move(peer)), resume_timer_(*io_), close_timer_(*io_) {}
 
   const CommOptions& options() const noexcept { return options_; }
 
   void start() {
+    error_code ignored;
+    socket_.native_non_blocking(true, ignored);  // recvmsg/sendmsg below must never block
     rbuf_.resize(kReadBuffer);
     process();
   }
@@ -125,15 +233,31 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
     }
   }
 
-  /** Closes once what is queued has been written. */
+  /**
+   * Closes once what is queued has been written, or after close_timeout if the peer does not
+   * take it (then the connection is reset and those sends fail). Never waits itself.
+   */
   void close_local() {
     asio::post(*io_, [self = shared_from_this()] {
+      if (self->closed_ || self->closing_) return;
       self->closing_ = true;
-      if (!self->writing_) self->fail(nullptr, "closed locally");
+      if (!self->writing_) return self->fail(nullptr, "closed locally");
+      self->close_timer_.expires_after(self->options_.close_timeout);
+      self->close_timer_.async_wait([self](error_code ec) {
+        if (ec || self->closed_) return;
+        const std::string why = "closed locally; the peer did not take the queued messages within " +
+                                std::to_string(self->options_.close_timeout.count()) + " ms";
+        spdlog::warn("comm: {}: {}", self->peer_, why);
+        error_code ignored;
+        self->socket_.set_option(asio::socket_base::linger(true, 0), ignored);  // reset, drop the rest
+        self->fail(nullptr, why);
+      });
     });
   }
 
  private:
+  int fd() { return socket_.native_handle(); }
+
   // ---- writing -----------------------------------------------------------------------------
   void enqueue(Out out) {
     if (closed_ || closing_) {
@@ -155,30 +279,84 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
       queue_.pop_front();
     }
     // Buffers point into inflight_, which no longer moves.
-    wbufs_.clear();
+    wiov_.clear();
+    auto add = [&](const void* p, std::size_t n) {
+      if (n) wiov_.push_back({const_cast<void*>(p), n});
+    };
     for (const auto& o : inflight_) {
-      wbufs_.emplace_back(o.head.data(), o.head.size());
-      if (!o.header.empty()) wbufs_.emplace_back(o.header.data(), o.header.size());
-      for (const auto& f : o.frames)
-        if (f->size()) wbufs_.emplace_back(f->data(), f->size());
+      add(o.head.data(), o.head.size());
+      add(o.header.data(), o.header.size());
+      for (const auto& f : o.frames) add(f->data(), f->size());
     }
+    wnext_ = 0;
     writing_ = true;
-    asio::async_write(socket_, wbufs_, [self = shared_from_this()](error_code ec, std::size_t) {
-      self->on_write(ec);
-    });
+    write_some(/*from_enqueue=*/true);
+  }
+
+  // Writes until done, the socket is full (then waits for room) or the budget is spent.
+  void write_some(bool from_enqueue) {
+    std::size_t moved = 0;
+    while (wnext_ < wiov_.size()) {
+      if (moved >= kIoBudget) {
+        asio::post(*io_, [self = shared_from_this()] {
+          if (!self->closed_) self->write_some(false);
+        });
+        return;
+      }
+      msghdr mh{};
+      mh.msg_iov = wiov_.data() + wnext_;
+      mh.msg_iovlen = std::min<std::size_t>(wiov_.size() - wnext_, IOV_MAX);
+      const auto k = ::sendmsg(fd(), &mh, MSG_NOSIGNAL);
+      if (k < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+          socket_.async_wait(tcp::socket::wait_write, [self = shared_from_this()](error_code ec) {
+            if (self->closed_) return;
+            if (ec) return self->on_write(ec);
+            self->write_some(false);
+          });
+          return;
+        }
+        return on_write(error_code(errno, boost::system::system_category()));
+      }
+      moved += static_cast<std::size_t>(k);
+      advance(wiov_, wnext_, static_cast<std::size_t>(k));
+    }
+    // Sent. Completions never run inside send(): a caller may hold a lock its callback takes.
+    if (from_enqueue) asio::post(*io_, [self = shared_from_this()] { self->on_write({}); });
+    else on_write({});
+  }
+
+  // Drops n bytes from the front of iov[next...].
+  static void advance(std::vector<iovec>& iov, std::size_t& next, std::size_t n) {
+    while (n > 0 && next < iov.size()) {
+      auto& v = iov[next];
+      if (n >= v.iov_len) {
+        n -= v.iov_len;
+        ++next;
+      } else {
+        v.iov_base = static_cast<char*>(v.iov_base) + n;
+        v.iov_len -= n;
+        n = 0;
+      }
+    }
   }
 
   void on_write(error_code ec) {
+    if (!writing_) return;
     writing_ = false;
     auto sent = std::move(inflight_);
     inflight_.clear();
-    if (ec) {
+    wiov_.clear();
+    if (ec || closed_) {
       const std::string why = closed_ ? close_text_ : "write failed: " + ec.message();
       for (auto& o : sent) call_done(o.done, closed_error(peer_, why));
       fail(std::make_exception_ptr(CommClosedError("comm to " + peer_ + ": " + why)), why);
       return;
     }
     for (auto& o : sent) call_done(o.done, nullptr);
+    sent.clear();  // frames released before anything else runs
+    if (closed_) return;
     if (!queue_.empty()) start_write();
     else if (closing_) fail(nullptr, "closed locally");
   }
@@ -203,6 +381,7 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
     }
     socket_.async_read_some(asio::buffer(rbuf_.data() + rend_, rbuf_.size() - rend_),
                             [self = shared_from_this()](error_code ec, std::size_t n) {
+                              if (self->closed_) return;
                               if (ec) return self->on_read_error(ec, n);
                               self->rend_ += n;
                               self->process();
@@ -214,6 +393,7 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
     while (!closed_) {
       const std::size_t avail = rend_ - rbeg_;
       if (!in_body_) {
+        if (backlogged()) return pause();
         if (avail < wire::kPreambleFixedBytes) return read_more();
         if (!begin_message(avail)) return;  // failed, or needs more bytes (read issued)
         continue;
@@ -226,6 +406,38 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
       if (in_total_ - in_got_ >= kDirectRead) return read_direct();
       return read_more();
     }
+  }
+
+  // ---- receive back-pressure ---------------------------------------------------------------
+  // pending_ holds the size of each message pushed to the inbox and not yet known to be taken.
+  // The inbox hands messages out in order, so the oldest entries are the ones taken. Counting
+  // taken ones too, pending_ only overestimates the backlog: the inbox (a lock its reader may
+  // be waking up to take) is asked only when that estimate reaches a limit, or every
+  // kTrimEvery messages to keep pending_ short.
+  static constexpr std::size_t kTrimEvery = 64;
+
+  bool over_limits() const {
+    return (options_.max_queued_messages && pending_.size() >= options_.max_queued_messages) ||
+           (options_.max_queued_bytes && pending_bytes_ >= options_.max_queued_bytes);
+  }
+
+  bool backlogged() {
+    if (pending_.size() < kTrimEvery && !over_limits()) return false;
+    const std::size_t waiting = inbox_->queued();
+    while (pending_.size() > waiting) {
+      pending_bytes_ -= pending_.front();
+      pending_.pop_front();
+    }
+    return over_limits() && !inbox_->closed();  // once closed nobody takes them; reading notices the end
+  }
+
+  // Stops reading until the owner takes messages (polled: the inbox has no hook for it).
+  void pause() {
+    resume_timer_.expires_after(kResumePoll);
+    resume_timer_.async_wait([self = shared_from_this()](error_code ec) {
+      if (ec || self->closed_) return;
+      self->process();
+    });
   }
 
   // Validates the preamble in rbuf_ and allocates the message; false when not (yet) possible.
@@ -319,20 +531,62 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
     }
   }
 
-  // The rest of a large message goes with one scatter read straight into its buffers.
+  // The rest of a large message goes straight into its buffers: big scatter reads for as long
+  // as the socket has data, then a wait for more.
   void read_direct() {
-    rbufs_.clear();
+    riov_.clear();
     for (std::size_t i = tgt_; i < ntargets(); ++i) {
       const std::size_t off = i == tgt_ ? tgt_off_ : 0;
-      if (target_size(i) > off) rbufs_.emplace_back(target_data(i) + off, target_size(i) - off);
+      if (target_size(i) > off) riov_.push_back({target_data(i) + off, target_size(i) - off});
     }
-    asio::async_read(socket_, rbufs_, [self = shared_from_this()](error_code ec, std::size_t n) {
-      if (ec) return self->on_read_error(ec, n);
-      self->in_got_ = self->in_total_;
-      self->tgt_ = self->ntargets();
-      self->finish_message();
-      self->process();
-    });
+    rnext_ = 0;
+    read_direct_some();
+  }
+
+  void read_direct_some() {
+    std::size_t moved = 0;
+    while (rnext_ < riov_.size()) {
+      if (moved >= kIoBudget) {
+        asio::post(*io_, [self = shared_from_this()] {
+          if (!self->closed_) self->read_direct_some();
+        });
+        return;
+      }
+      msghdr mh{};
+      mh.msg_iov = riov_.data() + rnext_;
+      mh.msg_iovlen = std::min<std::size_t>(riov_.size() - rnext_, IOV_MAX);
+      const auto k = ::recvmsg(fd(), &mh, 0);
+      if (k < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+          set_rcvlowat(static_cast<int>(std::min<std::uint64_t>(in_total_ - in_got_, kRcvLowat)));
+          socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](error_code ec) {
+            if (self->closed_) return;
+            if (ec) return self->on_read_error(ec, 0);
+            self->read_direct_some();
+          });
+          return;
+        }
+        return on_read_error(error_code(errno, boost::system::system_category()), 0);
+      }
+      if (k == 0) return on_read_error(asio::error::eof, 0);
+      moved += static_cast<std::size_t>(k);
+      in_got_ += static_cast<std::size_t>(k);
+      advance(riov_, rnext_, static_cast<std::size_t>(k));
+    }
+    riov_.clear();
+    set_rcvlowat(1);
+    tgt_ = ntargets();
+    finish_message();
+    process();
+  }
+
+  // SO_RCVLOWAT: wake the reader of a large message only once this much has arrived (or the
+  // kernel needs the buffer drained), so each wake-up moves a big block, not one segment.
+  void set_rcvlowat(int v) {
+    if (v == rcvlowat_) return;
+    ::setsockopt(fd(), SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v);
+    rcvlowat_ = v;
   }
 
   void finish_message() {
@@ -346,7 +600,11 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
     msg.frames = std::move(in_frames_);
     in_frames_.clear();
     in_body_ = false;
+    std::size_t bytes = in_header_.size();
+    for (const auto& f : msg.frames) bytes += f->size();
     if (in_header_.capacity() > kReadBuffer) std::string().swap(in_header_);
+    pending_.push_back(bytes);
+    pending_bytes_ += bytes;
     inbox_->push(std::move(msg));
   }
 
@@ -384,6 +642,8 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
     if (closed_) return;
     closed_ = true;
     close_text_ = why;
+    resume_timer_.cancel();
+    close_timer_.cancel();
     error_code ignored;
     socket_.shutdown(tcp::socket::shutdown_both, ignored);
     socket_.close(ignored);
@@ -391,6 +651,15 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
     auto queued = std::move(queue_);
     queue_.clear();
     for (auto& o : queued) call_done(o.done, closed_error(peer_, why));
+    if (writing_) {  // a write was waiting for room: it fails now, not when Asio says so
+      writing_ = false;
+      auto inflight = std::move(inflight_);
+      inflight_.clear();
+      wiov_.clear();
+      for (auto& o : inflight) call_done(o.done, closed_error(peer_, why));
+    }
+    in_frames_.clear();
+    riov_.clear();
   }
 
   std::shared_ptr<asio::io_context> io_;
@@ -398,13 +667,15 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
   CommOptions options_;
   std::shared_ptr<Inbox> inbox_;
   std::string peer_;
+  asio::steady_timer resume_timer_, close_timer_;
   bool closed_ = false;
   bool closing_ = false;
   std::string close_text_;
   // write side
   std::deque<Out> queue_;
   std::vector<Out> inflight_;
-  std::vector<asio::const_buffer> wbufs_;
+  std::vector<iovec> wiov_;
+  std::size_t wnext_ = 0;
   bool writing_ = false;
   // read side
   std::vector<std::uint8_t> rbuf_;
@@ -414,7 +685,11 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
   std::vector<Frame> in_frames_;
   std::size_t tgt_ = 0, tgt_off_ = 0;
   std::uint64_t in_total_ = 0, in_got_ = 0;
-  std::vector<asio::mutable_buffer> rbufs_;
+  std::vector<iovec> riov_;
+  std::size_t rnext_ = 0;
+  std::deque<std::size_t> pending_;
+  std::size_t pending_bytes_ = 0;
+  int rcvlowat_ = 1;
 };
 
 class TcpComm final : public Comm {

@@ -56,6 +56,15 @@ struct CommOptions {
   std::chrono::milliseconds connect_timeout{5000};
   std::chrono::milliseconds handshake_timeout{5000};
   std::uint32_t protocol_version = 0;  ///< 0: this build's; set only to test refusals
+  /// Receive back-pressure (tcp://): while the messages waiting for recv() (or for handlers
+  /// not yet set) hold more than max_queued_bytes of frames and header, or number more than
+  /// max_queued_messages, the comm stops reading its socket; TCP flow control then holds the
+  /// sender back. A message is never split: one larger than the limit still arrives. 0: none.
+  std::size_t max_queued_bytes = std::size_t{256} << 20;
+  std::size_t max_queued_messages = 1u << 16;
+  /// How long a closed tcp:// comm keeps writing what was queued before close() to a peer that
+  /// reads too slowly; then it drops the connection and those sends fail. close() never waits.
+  std::chrono::milliseconds close_timeout{2000};
 };
 
 /** @brief What the peer said in the handshake. */
