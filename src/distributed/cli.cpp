@@ -2,6 +2,7 @@
 // tessera::init() when an application runs as its own worker). Flags follow Dask's
 // `dask scheduler` / `dask worker` where the meaning is the same.
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -37,7 +38,7 @@ void setup_logging(const std::string& level_flag) {
   if (level == "warn") level = "warning";
   auto lvl = spdlog::level::from_str(level);
   if (lvl == spdlog::level::off && level != "off")
-    throw CLI::ValidationError("--log-level", "unknown level '" + level_flag + "' (trace, debug, info, warning, error)");
+    throw CLI::ValidationError("--log-level", "unknown level '" + level + "' (trace, debug, info, warning, error)");
   spdlog::set_level(lvl);
 }
 
@@ -50,22 +51,48 @@ void preload(const std::vector<std::string>& libs) {
   }
 }
 
-// Stops `stop` on SIGINT or SIGTERM; runs on its own thread with the signals blocked elsewhere.
-template <typename F>
-std::thread signal_thread(F stop) {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGUSR1);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  return std::thread([set, stop]() mutable {
-    int sig = 0;
-    sigwait(&set, &sig);
-    if (sig != SIGUSR1) spdlog::info("received signal {}, closing", sig);
-    stop();
-  });
+// Calls on_signal(sig) on a watcher thread for SIGINT and SIGTERM. A handler writing to a
+// pipe, not sigwait() with blocked signals: threads started before main (OpenBLAS's pool)
+// would not have them blocked and would take the default action (die) instead.
+int g_signal_pipe[2] = {-1, -1};
+extern "C" void tessera_on_term_signal(int sig) {
+  unsigned char c = static_cast<unsigned char>(sig);
+  [[maybe_unused]] auto n = ::write(g_signal_pipe[1], &c, 1);
 }
+
+class SignalWatcher {
+ public:
+  explicit SignalWatcher(std::function<void(int)> on_signal) {
+    if (::pipe2(g_signal_pipe, O_CLOEXEC) != 0) throw Error("cannot create the signal pipe");
+    struct sigaction sa {};
+    sa.sa_handler = tessera_on_term_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    ::sigaction(SIGINT, &sa, nullptr);
+    ::sigaction(SIGTERM, &sa, nullptr);
+    thread_ = std::thread([on_signal = std::move(on_signal)] {
+      unsigned char c = 0;
+      while (::read(g_signal_pipe[0], &c, 1) == 1 && c != 0) {
+        spdlog::info("received signal {}, closing", static_cast<int>(c));
+        on_signal(c);
+      }
+    });
+  }
+  ~SignalWatcher() {
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    unsigned char stop = 0;
+    [[maybe_unused]] auto n = ::write(g_signal_pipe[1], &stop, 1);
+    thread_.join();
+    ::close(g_signal_pipe[0]);
+    ::close(g_signal_pipe[1]);
+  }
+  SignalWatcher(const SignalWatcher&) = delete;
+  SignalWatcher& operator=(const SignalWatcher&) = delete;
+
+ private:
+  std::thread thread_;
+};
 
 // A process started by a LocalCluster dies with it, even when the parent is SIGKILLed. Not
 // PR_SET_PDEATHSIG: that fires when the *thread* that spawned us exits, and a cluster may be
@@ -113,7 +140,9 @@ int scheduler_main(int argc, char** argv) {
   app.add_option("--port", port, "Port to listen on (0 picks a free one)")->capture_default_str();
   app.add_option("--protocol", protocol, "Transport: tcp")->capture_default_str();
   app.add_option("--scheduler-file", scheduler_file, "Write the scheduler's address to this JSON file");
-  app.add_option("--preload", preloads, "Shared library to load at start (repeatable)");
+  app.add_option("--preload", preloads, "Shared library to load at start (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--idle-timeout", idle_timeout, "Close after this many seconds with no clients and no tasks");
   app.add_option("--worker-ttl", worker_ttl, "Remove a worker silent for this many seconds")->capture_default_str();
   app.add_option("--dashboard-address", dashboard, "Accepted for compatibility; there is no dashboard yet");
@@ -136,27 +165,10 @@ int scheduler_main(int argc, char** argv) {
     so.scheduler_file = scheduler_file;
     so.idle_timeout = idle_timeout;
     so.state.worker_ttl = worker_ttl;
-    // Signals are blocked before any thread starts, so only signal_thread receives them.
-    Scheduler* ptr = nullptr;
-    std::atomic<bool> ready{false};
-    std::thread sig = signal_thread([&] {
-      while (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      if (ptr) ptr->stop(true);
-    });
-    try {
-      Scheduler sched(so);
-      ptr = &sched;
-      ready = true;
-      std::cerr << "tessera-scheduler listening at " << sched.address() << std::endl;  // stdout stays clean
-      sched.wait();
-      ::kill(::getpid(), SIGUSR1);  // release the signal thread
-      sig.join();
-    } catch (...) {
-      ready = true;
-      ::kill(::getpid(), SIGUSR1);
-      sig.join();
-      throw;
-    }
+    Scheduler sched(so);
+    SignalWatcher signals([&](int) { sched.stop(true); });
+    std::cerr << "tessera-scheduler listening at " << sched.address() << std::endl;  // stdout stays clean
+    sched.wait();
     return 0;
   } catch (const std::exception& e) {
     spdlog::error("tessera-scheduler: {}", e.what());
@@ -167,7 +179,8 @@ int scheduler_main(int argc, char** argv) {
 namespace {
 
 // --nworkers N > 1: run N single-worker processes of this same command and wait for them.
-int run_nworkers(int argc, char** argv, int nworkers, const std::string& name) {
+int run_nworkers(int argc, char** argv, int nworkers, const std::string& name, int nthreads,
+                 const std::string& memory_limit) {
   std::vector<pid_t> pids;
   std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   ::setenv("TESSERA_PARENT_PID", std::to_string(::getpid()).c_str(), 1);  // children die with us
@@ -176,14 +189,21 @@ int run_nworkers(int argc, char** argv, int nworkers, const std::string& name) {
     if (std::string(argv[0]) == kWorkerModeFlag) args.push_back(kWorkerModeFlag);
     for (int a = 1; a < argc; ++a) {
       std::string s = argv[a];
-      if (s == "--nworkers" || s == "--name") {
+      if (s == "--nworkers" || s == "--name" || s == "--nthreads" || s == "--memory-limit") {
         ++a;
         continue;
       }
-      if (s.rfind("--nworkers=", 0) == 0 || s.rfind("--name=", 0) == 0) continue;
+      if (s.rfind("--nworkers=", 0) == 0 || s.rfind("--name=", 0) == 0 || s.rfind("--nthreads=", 0) == 0 ||
+          s.rfind("--memory-limit=", 0) == 0)
+        continue;
       args.push_back(s);
     }
-    args.insert(args.end(), {"--nworkers", "1", "--name", (name.empty() ? "worker" : name) + "-" + std::to_string(i)});
+    // Each child gets its share of the machine, as with dask worker --nworkers.
+    unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    int threads = nthreads > 0 ? nthreads : static_cast<int>(std::max(1u, cores / static_cast<unsigned>(nworkers)));
+    std::size_t limit = parse_memory_limit(memory_limit, system_memory(), nworkers);
+    args.insert(args.end(), {"--nworkers", "1", "--name", (name.empty() ? "worker" : name) + "-" + std::to_string(i),
+                             "--nthreads", std::to_string(threads), "--memory-limit", std::to_string(limit)});
     std::vector<char*> cargs;
     for (auto& s : args) cargs.push_back(s.data());
     cargs.push_back(nullptr);
@@ -195,17 +215,16 @@ int run_nworkers(int argc, char** argv, int nworkers, const std::string& name) {
     }
     pids.push_back(pid);
   }
-  std::thread sig = signal_thread([pids] {
-    for (pid_t p : pids) ::kill(p, SIGTERM);
+  SignalWatcher signals([pids](int sig) {
+    for (pid_t p : pids) ::kill(p, sig);
   });
   int worst = 0;
   for (pid_t p : pids) {
     int status = 0;
-    ::waitpid(p, &status, 0);
+    while (::waitpid(p, &status, 0) < 0 && errno == EINTR) {
+    }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) worst = 1;
   }
-  ::kill(::getpid(), SIGUSR1);
-  sig.join();
   return worst;
 }
 
@@ -228,7 +247,9 @@ int worker_main(int argc, char** argv) {
                  "Bytes of results held in memory before spilling: auto, 0 (none), 4GB, 0.5 (of RAM)")
       ->capture_default_str();
   app.add_option("--name", name, "Worker name (default: its address)");
-  app.add_option("--preload", preloads, "Shared library with task functions to load (repeatable)");
+  app.add_option("--preload", preloads, "Shared library with task functions to load (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--local-directory", local_directory, "Directory for spilled data (default: system temp)");
   app.add_option("--death-timeout", death_timeout, "Seconds to wait for the scheduler before giving up")
       ->capture_default_str();
@@ -246,7 +267,7 @@ int worker_main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
-    if (nworkers > 1) return run_nworkers(argc, argv, nworkers, name);
+    if (nworkers > 1) return run_nworkers(argc, argv, nworkers, name, nthreads, memory_limit);
     if (nworkers < 1) throw Error("--nworkers must be at least 1");
     if (scheduler.empty() && scheduler_file.empty())
       throw Error("give the scheduler address (tcp://host:port) or --scheduler-file");
@@ -273,25 +294,12 @@ int worker_main(int argc, char** argv) {
     wo.token = token;
     wo.heartbeat_interval = heartbeat;
     wo.death_timeout = death_timeout;
-    std::shared_ptr<Worker> worker;
-    std::atomic<bool> ready{false};
-    std::thread sig = signal_thread([&] {
-      while (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      if (worker) worker->close();
-    });
+    auto worker = std::make_shared<Worker>(wo);
     std::string reason;
-    try {
-      worker = std::make_shared<Worker>(wo);
-      ready = true;
+    {
+      SignalWatcher signals([&](int) { worker->close(); });
       reason = worker->wait();
-    } catch (...) {
-      ready = true;
-      ::kill(::getpid(), SIGUSR1);
-      sig.join();
-      throw;
     }
-    ::kill(::getpid(), SIGUSR1);
-    sig.join();
     worker.reset();
     spdlog::info("tessera-worker: closed ({})", reason);
     return 0;

@@ -332,6 +332,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     comm::CommOptions co;
     co.token = opt.token;
     co.name = address;
+    co.max_header_bytes = std::size_t{1} << 30;
     comm::connect_async(g.peer, co, [weak, p, peer_addr](std::shared_ptr<comm::Comm> c, std::exception_ptr err) {
       auto self = weak.lock();
       if (!err && !self) err = std::make_exception_ptr(comm::CommClosedError("worker closed"));
@@ -503,6 +504,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
   void start() {
     comm::CommOptions co;
     co.token = opt.token;
+    co.max_header_bytes = std::size_t{1} << 30;  // tasks may carry large literal values (scatter)
     std::weak_ptr<Impl> weak = shared_from_this();
     listener = comm::listen(
         opt.listen_address,
