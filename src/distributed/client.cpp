@@ -302,13 +302,24 @@ struct ClientImpl : std::enable_shared_from_this<ClientImpl> {
   }
 
   void on_lost(const std::string& why) {
+    // Every pending future ends: its waiters, done callbacks and AsCompleted see the error.
+    std::vector<std::pair<std::function<void(const Future&)>, Future>> fire;
     {
       std::lock_guard lock(mu);
       if (closed) return;
       closed = true;
       closed_reason = "lost the scheduler at " + address + ": " + why;
+      for (auto& [key, ks] : keys) {
+        if (ks.status != FutureStatus::Pending) continue;
+        ks.status = FutureStatus::Error;
+        ks.message = "task " + key + " failed: " + closed_reason;
+        ks.cause = key;
+        for (auto& cb : ks.callbacks) fire.push_back(std::move(cb));
+        ks.callbacks.clear();
+      }
     }
     cv.notify_all();
+    for (auto& [fn, f] : fire) run_callback(fn, f);
     rpc.fail_all(std::make_exception_ptr(comm::CommClosedError(closed_reason)));
   }
 

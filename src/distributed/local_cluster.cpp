@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
@@ -148,8 +149,9 @@ struct LocalCluster::Impl {
     threads.push_back(std::make_unique<Worker>(w));
   }
 
-  // Reaps children that exited; returns a description of the first one that did.
-  std::string reap_exited() {
+  // Reaps children that exited; returns a description of the first one (from index `from` on)
+  // that did.
+  std::string reap_exited(std::size_t from = 0) {
     std::string first;
     for (std::size_t i = 0; i < children.size(); ++i) {
       Child& c = children[i];
@@ -158,7 +160,7 @@ struct LocalCluster::Impl {
       if (::waitpid(c.pid, &status, WNOHANG) == c.pid) {
         c.reaped = true;
         c.status = status;
-        if (first.empty()) first = "worker process " + std::to_string(i) + " (pid " + std::to_string(c.pid) + ") " +
+        if (first.empty() && i >= from) first = "worker process " + std::to_string(i) + " (pid " + std::to_string(c.pid) + ") " +
                                    describe_status(status);
       }
     }
@@ -209,21 +211,32 @@ struct LocalCluster::Impl {
                             [this](std::exception_ptr e) { info_rpc.fail_all(e); });
   }
 
-  std::size_t worker_count() {
-    if (scheduler) return scheduler->workers().size();
-    if (!info_comm) return 0;
-    auto reply = info_rpc.call(info_comm, comm::Message(wire::kSchedulerInfo), std::chrono::milliseconds(10000));
-    return reply.get<wire::ClusterInfo>("info").workers.size();
+  std::vector<std::string> worker_names() {
+    std::vector<std::string> out;
+    if (scheduler) {
+      for (auto& w : scheduler->workers()) out.push_back(w.name);
+    } else if (info_comm) {
+      auto reply = info_rpc.call(info_comm, comm::Message(wire::kSchedulerInfo), std::chrono::milliseconds(10000));
+      for (auto& w : reply.get<wire::ClusterInfo>("info").workers) out.push_back(w.summary.name);
+    }
+    return out;
   }
+  std::size_t worker_count() { return worker_names().size(); }
 
-  void wait_for_workers(std::size_t n) {
+  // Waits until the workers named worker-<from> .. worker-<to - 1> are registered; fails when
+  // one of those children exits first (older children may have died on purpose).
+  void wait_for_workers(std::size_t from, std::size_t to) {
     auto deadline = Clock::now() + std::chrono::duration<double>(opt.timeout);
-    std::size_t have = 0;
-    while ((have = worker_count()) < n) {
-      if (std::string dead = reap_exited(); !dead.empty())
+    while (true) {
+      auto names = worker_names();
+      std::size_t have = 0;
+      for (std::size_t i = from; i < to; ++i)
+        if (std::find(names.begin(), names.end(), "worker-" + std::to_string(i)) != names.end()) have++;
+      if (have == to - from) return;
+      if (std::string dead = reap_exited(from); !dead.empty())
         throw Error("LocalCluster: " + dead + " before registering (see its messages on stderr)");
       if (Clock::now() > deadline)
-        throw Error("LocalCluster: only " + std::to_string(have) + " of " + std::to_string(n) +
+        throw Error("LocalCluster: only " + std::to_string(have) + " of " + std::to_string(to - from) +
                     " workers registered within " + std::to_string(opt.timeout) + " s");
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
@@ -304,7 +317,7 @@ LocalCluster::LocalCluster(LocalClusterOptions options) : impl_(std::make_unique
     } else {
       for (int i = 0; i < m.opt.n_workers; ++i) m.start_thread_worker(static_cast<std::size_t>(i));
     }
-    m.wait_for_workers(static_cast<std::size_t>(m.opt.n_workers));
+    m.wait_for_workers(0, static_cast<std::size_t>(m.opt.n_workers));
   } catch (...) {
     m.close();
     throw;
@@ -338,11 +351,10 @@ void LocalCluster::signal_worker(std::size_t i, int signal) {
 
 std::size_t LocalCluster::add_worker() {
   Impl& m = *impl_;
-  std::size_t before = m.worker_count();
   std::size_t i = m.opt.processes ? m.children.size() : m.threads.size();
   if (m.opt.processes) m.start_process_worker(i);
   else m.start_thread_worker(i);
-  m.wait_for_workers(before + 1);
+  m.wait_for_workers(i, i + 1);
   return i;
 }
 

@@ -363,6 +363,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
       double t = now();
       handle(Tick{t});
       flush();
+      drop_removed_workers(lock);
       if (opt.idle_timeout > 0) {
         bool busy = !clients.empty() || state.task_count() > 0;
         if (busy || idle_since == 0) idle_since = t;
@@ -374,6 +375,34 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
         }
       }
     }
+  }
+
+  // A worker the state machine removed on its own (no heartbeat within worker_ttl) may still
+  // be connected (stopped, or cut off): close its connection, so that a process that wakes
+  // up leaves instead of lingering unknown, and tell the other workers, whose transfers from
+  // it would otherwise wait forever. Called with the lock held; releases it while closing.
+  void drop_removed_workers(std::unique_lock<std::mutex>& lock) {
+    std::set<std::string> alive;
+    for (const auto& w : state.workers()) alive.insert(w.address);
+    std::vector<std::shared_ptr<Conn>> gone;
+    for (auto it = workers.begin(); it != workers.end();) {
+      if (alive.count(it->first)) {
+        ++it;
+        continue;
+      }
+      gone.push_back(it->second);
+      it = workers.erase(it);
+    }
+    if (gone.empty()) return;
+    for (auto& g : gone) {
+      spdlog::warn("scheduler: closing the connection of removed worker {}", g->id);
+      comm::Message m(wire::kPeerGone);
+      m.set("address", g->id);
+      for (auto& [a, c] : workers) c->comm->send(m, nullptr);
+    }
+    lock.unlock();
+    for (auto& g : gone) g->comm->close();
+    lock.lock();
   }
 
   void stop(bool close_workers) {

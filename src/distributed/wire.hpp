@@ -141,6 +141,7 @@ inline constexpr const char* kSchedulerInfo = "scheduler-info";  // -> scheduler
 inline constexpr const char* kWhoHas = "who-has";              // -> scheduler: keys; reply: who_has
 // Notices.
 inline constexpr const char* kCloseWorker = "close-worker";  // scheduler -> worker: shut down cleanly
+inline constexpr const char* kPeerGone = "peer-gone";  // scheduler -> workers: `address` was removed
 inline constexpr const char* kUnregister = "unregister";     // worker -> scheduler: leaving on purpose
 
 /** @brief What a worker tells the scheduler when it registers (AddWorker plus descriptions). */

@@ -433,6 +433,15 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
       step([&] {
         for (auto& e : events) std::visit([&](auto& x) { handle(WorkerEvent(std::move(x))); }, e);
       });
+    } else if (m.op == wire::kPeerGone) {
+      // Transfers from it fail now (GatherDepFailure) instead of waiting for a dead peer.
+      std::shared_ptr<comm::Comm> c;
+      {
+        std::lock_guard lock(mu);
+        if (auto it = peers.find(m.get<std::string>("address")); it != peers.end() && it->second->comm)
+          c = it->second->comm;
+      }
+      if (c) c->close();
     } else if (m.op == wire::kCloseWorker) {
       close_async("the scheduler asked it to close", false);
     } else if (m.op == wire::kRegistered) {
