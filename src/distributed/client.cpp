@@ -712,7 +712,7 @@ Client::Client(const std::string& address, ClientOptions options) : impl_(std::m
 Client::Client(const LocalCluster& cluster, ClientOptions options) : impl_(std::make_shared<detail::ClientImpl>()) {
   impl_->opt = std::move(options);
   if (impl_->opt.token.empty()) impl_->opt.token = cluster.token();
-  impl_->connect(cluster.scheduler_address());
+  impl_->connect(cluster.client_address());
 }
 
 Client::Client(std::shared_ptr<LocalCluster> cluster, ClientOptions options)

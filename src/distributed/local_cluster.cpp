@@ -104,6 +104,7 @@ struct LocalCluster::Impl {
   std::shared_ptr<comm::Comm> info_comm;  // asks a scheduler process how many workers it has
   RpcTable info_rpc;
   std::string address;
+  std::string client_address;  // inproc:// for clients in this process, when the scheduler is here
   std::vector<Child> children;
   std::vector<std::unique_ptr<Worker>> threads;
   std::vector<std::string> worker_cmd;
@@ -302,8 +303,11 @@ LocalCluster::LocalCluster(LocalClusterOptions options) : impl_(std::make_unique
                        : m.opt.protocol + "://" + m.opt.host + ":" + std::to_string(m.opt.scheduler_port);
       so.token = m.opt.token;
       so.state.worker_ttl = m.opt.worker_ttl;
+      if (m.opt.protocol != "inproc") so.also_listen = {"inproc://"};
       m.scheduler = std::make_unique<Scheduler>(so);
       m.address = m.scheduler->address();
+      auto others = m.scheduler->other_addresses();
+      m.client_address = others.empty() ? m.address : others.front();
     }
   } catch (...) {
     m.close();
@@ -328,6 +332,9 @@ LocalCluster::~LocalCluster() { impl_->close(); }
 
 const std::string& LocalCluster::scheduler_address() const { return impl_->address; }
 const std::string& LocalCluster::token() const { return impl_->opt.token; }
+const std::string& LocalCluster::client_address() const {
+  return impl_->client_address.empty() ? impl_->address : impl_->client_address;
+}
 Scheduler& LocalCluster::scheduler() {
   if (!impl_->scheduler)
     throw Error(impl_->opt.scheduler_process ? "LocalCluster: the scheduler runs as its own process"

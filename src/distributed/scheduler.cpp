@@ -97,6 +97,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
   double idle_since = 0;
 
   std::unique_ptr<comm::Listener> listener;
+  std::vector<std::unique_ptr<comm::Listener>> other_listeners;
   std::string address;
   std::thread ticker;
   std::condition_variable cv;
@@ -418,6 +419,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
     }
     cv.notify_all();
     if (listener) listener->stop();
+    for (auto& l : other_listeners) l->stop();
     std::vector<std::future<void>> sent;
     if (close_workers)
       for (auto& c : to_close)
@@ -443,19 +445,18 @@ Scheduler::Scheduler(SchedulerOptions options) : impl_(std::make_shared<Impl>(st
   co.name = "scheduler";
   co.max_header_bytes = std::size_t{1} << 30;  // a client's million-task graph is one big header
   std::weak_ptr<Impl> weak = impl_;
-  impl_->listener = comm::listen(
-      impl_->opt.address,
-      [weak](std::shared_ptr<comm::Comm> c) {
-        if (auto self = weak.lock()) self->on_accept(std::move(c));
-      },
-      co,
-      [](const std::string& peer, std::exception_ptr reason) {
-        try {
-          std::rethrow_exception(reason);
-        } catch (const std::exception& e) {
-          spdlog::warn("scheduler: refused connection from {}: {}", peer, e.what());
-        }
-      });
+  auto on_comm = [weak](std::shared_ptr<comm::Comm> c) {
+    if (auto self = weak.lock()) self->on_accept(std::move(c));
+  };
+  auto on_error = [](const std::string& peer, std::exception_ptr reason) {
+    try {
+      std::rethrow_exception(reason);
+    } catch (const std::exception& e) {
+      spdlog::warn("scheduler: refused connection from {}: {}", peer, e.what());
+    }
+  };
+  impl_->listener = comm::listen(impl_->opt.address, on_comm, co, on_error);
+  for (const auto& a : impl_->opt.also_listen) impl_->other_listeners.push_back(comm::listen(a, on_comm, co, on_error));
   impl_->address = impl_->listener->address();
   if (!impl_->opt.scheduler_file.empty())
     write_scheduler_file(impl_->opt.scheduler_file, impl_->address, impl_->id);
@@ -466,6 +467,12 @@ Scheduler::Scheduler(SchedulerOptions options) : impl_(std::make_shared<Impl>(st
 Scheduler::~Scheduler() { impl_->stop(true); }
 
 const std::string& Scheduler::address() const { return impl_->address; }
+
+std::vector<std::string> Scheduler::other_addresses() const {
+  std::vector<std::string> out;
+  for (const auto& l : impl_->other_listeners) out.push_back(l->address());
+  return out;
+}
 
 void Scheduler::wait() {
   std::unique_lock lock(impl_->mu);

@@ -48,6 +48,11 @@ class LocalCluster {
   LocalCluster& operator=(const LocalCluster&) = delete;
 
   const std::string& scheduler_address() const;
+  /**
+   * @brief Where a client in this process should connect: an inproc:// address of the
+   * in-process scheduler (no sockets between them), else scheduler_address().
+   */
+  const std::string& client_address() const;
   const std::string& token() const;
   /** @brief The in-process scheduler; throws when it runs as its own process. */
   Scheduler& scheduler();

@@ -5,6 +5,7 @@
  */
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tessera/distributed/scheduler_state.hpp"
 
@@ -12,6 +13,8 @@ namespace tessera::distributed {
 
 struct SchedulerOptions {
   std::string address = "tcp://127.0.0.1:8786";  ///< where to listen; port 0 picks a free one
+  /** @brief More addresses to listen on, e.g. "inproc://" for clients in this process. */
+  std::vector<std::string> also_listen;
   std::string token;                              ///< shared secret every peer must present
   std::string scheduler_file;                     ///< write {"address": ...} JSON here when listening
   double idle_timeout = 0;   ///< seconds without clients or tasks before closing; 0 = never
@@ -33,6 +36,8 @@ class Scheduler {
 
   /** @brief The address it listens on ("tcp://127.0.0.1:8786"). */
   const std::string& address() const;
+  /** @brief The bound addresses of also_listen, in order. */
+  std::vector<std::string> other_addresses() const;
   /** @brief Blocks until stop() or the idle timeout closed the scheduler. */
   void wait();
   /** @brief Tells workers to close, closes every connection, stops listening. Idempotent. */
