@@ -1,0 +1,298 @@
+#pragma once
+// Helpers for the integration tests of the distributed runtime (cluster_test.cpp,
+// process_test.cpp): polling with a deadline, child processes that are always reaped, a scratch
+// directory, raw sockets for the robustness tests, and a scan of /proc for leftover processes.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tessera/distributed/local_cluster.hpp"
+
+extern char** environ;
+
+namespace tessera_test {
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+/** @brief Polls pred every poll_ms until it holds or timeout_s passed; returns the last answer. */
+inline bool wait_until(const std::function<bool()>& pred, double timeout_s, int poll_ms = 10) {
+  auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+  while (true) {
+    if (pred()) return true;
+    if (Clock::now() >= deadline) return pred();
+    std::this_thread::sleep_for(std::chrono::milliseconds(poll_ms));
+  }
+}
+
+/** @brief "tcp://127.0.0.1:4567" -> 4567 (0 when there is no port). */
+inline int port_of(const std::string& address) {
+  auto colon = address.rfind(':');
+  if (colon == std::string::npos) return 0;
+  try {
+    return std::stoi(address.substr(colon + 1));
+  } catch (...) {
+    return 0;
+  }
+}
+
+/** @brief <build>/bin, found from the test binary at <build>/tests/tessera_tests. */
+inline std::filesystem::path build_bin_dir() {
+  auto self = std::filesystem::read_symlink("/proc/self/exe");
+  return self.parent_path().parent_path() / "bin";
+}
+
+/** @brief A fresh directory under the system temp directory, removed with everything in it. */
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device rd;
+    std::ostringstream os;
+    os << "tessera-it-" << ::getpid() << "-" << std::hex << rd() << rd();
+    path_ = std::filesystem::temp_directory_path() / os.str();
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::string str() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/**
+ * @brief Child processes started with posix_spawn. The destructor SIGKILLs and reaps every one
+ * still there, so a failing test (an ASSERT that returns early) leaves nothing behind.
+ */
+class Children {
+ public:
+  Children() = default;
+  Children(const Children&) = delete;
+  Children& operator=(const Children&) = delete;
+  ~Children() { kill_all(); }
+
+  /** @brief Starts argv[0] (a path) with the current environment plus `env`. */
+  pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {}) {
+    std::vector<std::string> env_strings;
+    for (char** e = environ; *e; ++e) {
+      std::string s(*e);
+      auto eq = s.find('=');
+      if (eq != std::string::npos && env.count(s.substr(0, eq))) continue;
+      env_strings.push_back(std::move(s));
+    }
+    for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+    std::vector<char*> args, envp;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    for (const auto& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+    pid_t pid = -1;
+    int rc = ::posix_spawn(&pid, args[0], nullptr, nullptr, args.data(), envp.data());
+    if (rc != 0) throw std::runtime_error("posix_spawn " + argv[0] + ": " + std::strerror(rc));
+    kids_.push_back({pid, false, 0});
+    return pid;
+  }
+
+  /** @brief The wait status once pid exited within timeout_s; nullopt if it is still running. */
+  std::optional<int> wait_exit(pid_t pid, double timeout_s) {
+    Kid* k = find(pid);
+    if (!k) return std::nullopt;
+    if (k->reaped) return k->status;
+    auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+    while (true) {
+      int status = 0;
+      pid_t r = ::waitpid(pid, &status, WNOHANG);
+      if (r == pid) {
+        k->reaped = true;
+        k->status = status;
+        return status;
+      }
+      if (Clock::now() >= deadline) return std::nullopt;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
+  bool running(pid_t pid) {
+    Kid* k = find(pid);
+    if (!k || k->reaped) return false;
+    return !wait_exit(pid, 0).has_value();
+  }
+
+  void kill_all() {
+    for (auto& k : kids_) {
+      if (k.reaped) continue;
+      ::kill(k.pid, SIGKILL);
+      ::waitpid(k.pid, &k.status, 0);
+      k.reaped = true;
+    }
+  }
+
+ private:
+  struct Kid {
+    pid_t pid;
+    bool reaped;
+    int status;
+  };
+  Kid* find(pid_t pid) {
+    for (auto& k : kids_)
+      if (k.pid == pid) return &k;
+    return nullptr;
+  }
+  std::vector<Kid> kids_;
+};
+
+inline std::string describe_status(int status) {
+  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+  return "status " + std::to_string(status);
+}
+
+/** @brief Pids (other than this process) whose command line contains `needle`; zombies excluded. */
+inline std::vector<int> processes_with(const std::string& needle) {
+  std::vector<int> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    int pid = std::stoi(name);
+    if (pid == ::getpid()) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    auto rp = line.rfind(')');
+    if (rp != std::string::npos && rp + 2 < line.size() && line[rp + 2] == 'Z') continue;  // zombie
+    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (auto& c : cmd)
+      if (c == '\0') c = ' ';
+    if (cmd.find(needle) != std::string::npos) out.push_back(pid);
+  }
+  return out;
+}
+
+/** @brief Whether a process is alive (not a zombie). */
+inline bool process_alive(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return false;
+  std::string line;
+  std::getline(stat, line);
+  auto rp = line.rfind(')');
+  return !(rp != std::string::npos && rp + 2 < line.size() && line[rp + 2] == 'Z');
+}
+
+/** @brief The process state letter from /proc/PID/stat ('R', 'S', 'T', 'Z', ...), or '?'. */
+inline char process_state(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!stat || !std::getline(stat, line)) return '?';
+  auto rp = line.rfind(')');
+  return (rp != std::string::npos && rp + 2 < line.size()) ? line[rp + 2] : '?';
+}
+
+/** @brief A blocking TCP socket to 127.0.0.1:port with a receive timeout; closed on destruction. */
+class RawSocket {
+ public:
+  explicit RawSocket(int port, double recv_timeout_s = 3.0) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd_ < 0) throw std::runtime_error("socket() failed");
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      ::close(fd_);
+      fd_ = -1;
+      throw std::runtime_error("connect to port " + std::to_string(port) + " failed");
+    }
+    timeval tv{};
+    tv.tv_sec = static_cast<long>(recv_timeout_s);
+    tv.tv_usec = static_cast<long>((recv_timeout_s - static_cast<double>(tv.tv_sec)) * 1e6);
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  ~RawSocket() { close(); }
+  RawSocket(const RawSocket&) = delete;
+  RawSocket& operator=(const RawSocket&) = delete;
+
+  void close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  /** @brief Writes everything; false when the peer already closed (EPIPE/ECONNRESET). */
+  bool send_all(const void* data, std::size_t n) {
+    const char* p = static_cast<const char*>(data);
+    while (n > 0) {
+      ssize_t w = ::send(fd_, p, n, MSG_NOSIGNAL);
+      if (w <= 0) return false;
+      p += w;
+      n -= static_cast<std::size_t>(w);
+    }
+    return true;
+  }
+  bool send_all(const std::vector<std::uint8_t>& v) { return send_all(v.data(), v.size()); }
+  bool send_all(const std::string& s) { return send_all(s.data(), s.size()); }
+  /** @brief Reads exactly n bytes; false on EOF, error or timeout. */
+  bool recv_exact(void* data, std::size_t n) {
+    char* p = static_cast<char*>(data);
+    while (n > 0) {
+      ssize_t r = ::recv(fd_, p, n, 0);
+      if (r <= 0) return false;
+      p += r;
+      n -= static_cast<std::size_t>(r);
+    }
+    return true;
+  }
+  /**
+   * @brief Reads (and discards) until the peer closes. True when EOF or a reset came within
+   * timeout_s; false when the connection was still open at the deadline.
+   */
+  bool closed_by_peer(double timeout_s) {
+    auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+    char buf[4096];
+    while (Clock::now() < deadline) {
+      ssize_t r = ::recv(fd_, buf, sizeof buf, 0);
+      if (r == 0) return true;
+      if (r < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
+        return true;  // ECONNRESET and the like
+      }
+    }
+    return false;
+  }
+  int fd() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace tessera_test
