@@ -620,6 +620,8 @@ TEST(ClusterBinaries, SigtermWithLibraryThreads) {
     auto client = Client::from_scheduler_file(sfile, client_options(token));
     ASSERT_TRUE(client->wait_for_workers(2, 10s));
     client->close();
+    // (Not at once: see SigtermRightAfterRegistration for the moment right after registering.)
+    std::this_thread::sleep_for(200ms);
     ::kill(w1, SIGTERM);  // SIGTERM to a worker
     expect_exit_zero(kids, w1, "tessera-worker after SIGTERM");
     ::kill(sched, SIGTERM);  // SIGTERM to the scheduler, which closes w2
@@ -628,6 +630,58 @@ TEST(ClusterBinaries, SigtermWithLibraryThreads) {
     EXPECT_FALSE(std::filesystem::exists(sfile)) << "the scheduler removes its file when it stops";
   }
   EXPECT_TRUE(wait_until([&] { return processes_with(dir.str()).empty(); }, 3));
+}
+
+TEST(ClusterBinaries, SigtermRightAfterRegistration) {
+  // A worker is visible to clients as soon as it registers; a SIGTERM from then on must close it
+  // cleanly (the scheduler then does not count it as a failure of the tasks it ran). Likewise a
+  // scheduler whose file exists. Here SIGTERM follows the registration (and the file) at once.
+  Binaries bins;
+  if (!bins.found) GTEST_SKIP() << "tessera-scheduler / tessera-worker not built next to the tests";
+  tessera_test::TempDir dir;
+  const std::string token = "early-sigterm-token";
+  Children kids;
+  int unclean_workers = 0, unclean_schedulers = 0;
+  std::string last;
+  for (int round = 0; round < 25; ++round) {
+    const std::string sfile = (dir.path() / ("s" + std::to_string(round) + ".json")).string();
+    pid_t sched = kids.spawn({bins.scheduler, "--port", "0", "--scheduler-file", sfile, "--token", token,
+                              "--log-level", "error"},
+                             child_env());
+    ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(sfile); }, 5, 1));
+    auto client = Client::from_scheduler_file(sfile, client_options(token));
+    pid_t worker = kids.spawn({bins.worker, "--scheduler-file", sfile, "--nthreads", "1", "--token", token,
+                               "--memory-limit", "0", "--log-level", "error"},
+                              child_env());
+    ASSERT_TRUE(wait_until([&] { return client->scheduler_info().workers.size() == 1; }, 10, 0));
+    ::kill(worker, SIGTERM);
+    auto st = kids.wait_exit(worker, 5);
+    ASSERT_TRUE(st.has_value());
+    if (!(WIFEXITED(*st) && WEXITSTATUS(*st) == 0)) {
+      ++unclean_workers;
+      last = "worker " + tessera_test::describe_status(*st);
+    }
+    client->close();
+    client.reset();
+    // A scheduler signalled as soon as its file appears.
+    const std::string sfile2 = (dir.path() / ("t" + std::to_string(round) + ".json")).string();
+    pid_t sched2 = kids.spawn({bins.scheduler, "--port", "0", "--scheduler-file", sfile2, "--token", token,
+                               "--log-level", "error"},
+                              child_env());
+    ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(sfile2); }, 5, 0));
+    ::kill(sched2, SIGTERM);
+    st = kids.wait_exit(sched2, 5);
+    ASSERT_TRUE(st.has_value());
+    if (!(WIFEXITED(*st) && WEXITSTATUS(*st) == 0)) {
+      ++unclean_schedulers;
+      last = "scheduler " + tessera_test::describe_status(*st);
+    }
+    ::kill(sched, SIGTERM);
+    kids.wait_exit(sched, 5);
+  }
+  EXPECT_EQ(unclean_workers, 0) << "workers that died of a SIGTERM sent right after they registered (last: " << last
+                                << ")";
+  EXPECT_EQ(unclean_schedulers, 0) << "schedulers that died of a SIGTERM sent right after their file appeared";
 }
 
 }  // namespace
