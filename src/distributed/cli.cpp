@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <mutex>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -165,10 +166,28 @@ int scheduler_main(int argc, char** argv) {
     so.scheduler_file = scheduler_file;
     so.idle_timeout = idle_timeout;
     so.state.worker_ttl = worker_ttl;
+    // The watcher comes first, so that a signal during start-up is not the default action
+    // (death); it stops the scheduler as soon as there is one.
+    std::mutex mu;
+    Scheduler* live = nullptr;
+    bool stop_requested = false;
+    SignalWatcher signals([&](int) {
+      std::lock_guard lock(mu);
+      if (live) live->stop(true);
+      else stop_requested = true;
+    });
     Scheduler sched(so);
-    SignalWatcher signals([&](int) { sched.stop(true); });
+    {
+      std::lock_guard lock(mu);
+      live = &sched;
+      if (stop_requested) sched.stop(true);
+    }
     std::cerr << "tessera-scheduler listening at " << sched.address() << std::endl;  // stdout stays clean
     sched.wait();
+    {
+      std::lock_guard lock(mu);
+      live = nullptr;
+    }
     return 0;
   } catch (const std::exception& e) {
     spdlog::error("tessera-scheduler: {}", e.what());
@@ -294,11 +313,30 @@ int worker_main(int argc, char** argv) {
     wo.token = token;
     wo.heartbeat_interval = heartbeat;
     wo.death_timeout = death_timeout;
-    auto worker = std::make_shared<Worker>(wo);
+    // As for the scheduler: a signal while connecting closes the worker once it exists.
+    std::mutex mu;
+    std::shared_ptr<Worker> worker;
+    bool stop_requested = false;
     std::string reason;
     {
-      SignalWatcher signals([&](int) { worker->close(); });
-      reason = worker->wait();
+      SignalWatcher signals([&](int) {
+        std::shared_ptr<Worker> w;
+        {
+          std::lock_guard lock(mu);
+          w = worker;
+          if (!w) stop_requested = true;
+        }
+        if (w) w->close();
+      });
+      auto w = std::make_shared<Worker>(wo);
+      bool stop_now;
+      {
+        std::lock_guard lock(mu);
+        worker = w;
+        stop_now = stop_requested;
+      }
+      if (stop_now) w->close();
+      reason = w->wait();
     }
     worker.reset();
     spdlog::info("tessera-worker: closed ({})", reason);
