@@ -108,7 +108,10 @@ class Comm {
   /** @brief Routes messages (and the close) to callbacks on the I/O thread. */
   void set_handlers(MessageHandler on_message, CloseHandler on_close = {});
 
-  /** @brief Closes the connection (idempotent); queued sends fail. */
+  /**
+   * @brief Closes the connection (idempotent). Messages already queued get up to
+   * CommOptions::close_timeout to go out; then the connection is reset and they fail.
+   */
   virtual void close() = 0;
   /** @brief True once closed by either side or by an error. */
   bool is_closed() const;
