@@ -45,17 +45,24 @@ CommRuntime::~CommRuntime() {
 
 // ---- Inbox ---------------------------------------------------------------------------------
 
+namespace {
+// Runs a message handler; an exception from it is logged, never lets the I/O thread die.
+void deliver(const Comm::MessageHandler& handler, Message msg) {
+  try {
+    handler(std::move(msg));
+  } catch (const std::exception& e) {
+    spdlog::error("comm: message handler threw: {}", e.what());
+  }
+}
+}  // namespace
+
 void Inbox::push(Message msg) {
   std::unique_lock lk(mu_);
   if (closed_) return;
   if (on_message_ && queue_.empty() && !draining_) {
     auto handler = on_message_;
     lk.unlock();
-    try {
-      handler(std::move(msg));
-    } catch (const std::exception& e) {
-      spdlog::error("comm: message handler threw: {}", e.what());
-    }
+    deliver(handler, std::move(msg));
     return;
   }
   queue_.push_back(std::move(msg));
@@ -96,11 +103,7 @@ void Inbox::drain() {
       queue_.pop_front();
       auto handler = on_message_;
       lk.unlock();
-      try {
-        handler(std::move(msg));
-      } catch (const std::exception& e) {
-        spdlog::error("comm: message handler threw: {}", e.what());
-      }
+      deliver(handler, std::move(msg));
       continue;
     }
     if (queue_.empty() && closed_ && !close_delivered_ && (on_message_ || on_close_)) {

@@ -4,7 +4,6 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,11 +18,10 @@
 #include <spdlog/spdlog.h>
 
 #include "data_store.hpp"
+#include "util.hpp"
 #include "tessera/distributed/scheduler.hpp"
 #include "tessera/distributed/worker.hpp"
 #include "tessera/init.hpp"
-
-extern char** environ;
 
 namespace tessera {
 namespace {
@@ -41,6 +39,21 @@ void setup_logging(const std::string& level_flag) {
   if (lvl == spdlog::level::off && level != "off")
     throw CLI::ValidationError("--log-level", "unknown level '" + level + "' (trace, debug, info, warning, error)");
   spdlog::set_level(lvl);
+}
+
+// --preload, --token and --log-level mean the same for both binaries.
+void add_shared_flags(CLI::App& app, std::vector<std::string>& preloads, std::string& token, std::string& log_level) {
+  app.add_option("--preload", preloads, "Shared library to load at start, e.g. task functions (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--token", token, "Shared secret peers must present (default: $TESSERA_TOKEN)");
+  app.add_option("--log-level", log_level, "trace, debug, info, warning, error (default: $TESSERA_LOG_LEVEL or info)");
+}
+
+// A worker's default threads when nworkers share this machine.
+int threads_per_worker(int nworkers) {
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<int>(std::max(1u, cores / static_cast<unsigned>(std::max(1, nworkers))));
 }
 
 void preload(const std::vector<std::string>& libs) {
@@ -141,14 +154,10 @@ int scheduler_main(int argc, char** argv) {
   app.add_option("--port", port, "Port to listen on (0 picks a free one)")->capture_default_str();
   app.add_option("--protocol", protocol, "Transport: tcp")->capture_default_str();
   app.add_option("--scheduler-file", scheduler_file, "Write the scheduler's address to this JSON file");
-  app.add_option("--preload", preloads, "Shared library to load at start (repeatable)")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--idle-timeout", idle_timeout, "Close after this many seconds with no clients and no tasks");
   app.add_option("--worker-ttl", worker_ttl, "Remove a worker silent for this many seconds")->capture_default_str();
   app.add_option("--dashboard-address", dashboard, "Accepted for compatibility; there is no dashboard yet");
-  app.add_option("--token", token, "Shared secret peers must present (default: $TESSERA_TOKEN)");
-  app.add_option("--log-level", log_level, "trace, debug, info, warning, error (default: $TESSERA_LOG_LEVEL or info)");
+  add_shared_flags(app, preloads, token, log_level);
   try {
     app.parse(argc, argv);
     setup_logging(log_level);
@@ -156,8 +165,7 @@ int scheduler_main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
-    if (token.empty())
-      if (const char* t = std::getenv("TESSERA_TOKEN")) token = t;
+    token = token_or_env(token);
     if (!dashboard.empty()) spdlog::warn("--dashboard-address: Tessera has no dashboard yet; ignored");
     preload(preloads);
     SchedulerOptions so;
@@ -202,7 +210,6 @@ int run_nworkers(int argc, char** argv, int nworkers, const std::string& name, i
                  const std::string& memory_limit) {
   std::vector<pid_t> pids;
   std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  ::setenv("TESSERA_PARENT_PID", std::to_string(::getpid()).c_str(), 1);  // children die with us
   for (int i = 0; i < nworkers; ++i) {
     std::vector<std::string> args{self};
     if (std::string(argv[0]) == kWorkerModeFlag) args.push_back(kWorkerModeFlag);
@@ -218,21 +225,17 @@ int run_nworkers(int argc, char** argv, int nworkers, const std::string& name, i
       args.push_back(s);
     }
     // Each child gets its share of the machine, as with dask worker --nworkers.
-    unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    int threads = nthreads > 0 ? nthreads : static_cast<int>(std::max(1u, cores / static_cast<unsigned>(nworkers)));
+    int threads = nthreads > 0 ? nthreads : threads_per_worker(nworkers);
     std::size_t limit = parse_memory_limit(memory_limit, system_memory(), nworkers);
     args.insert(args.end(), {"--nworkers", "1", "--name", (name.empty() ? "worker" : name) + "-" + std::to_string(i),
                              "--nthreads", std::to_string(threads), "--memory-limit", std::to_string(limit)});
-    std::vector<char*> cargs;
-    for (auto& s : args) cargs.push_back(s.data());
-    cargs.push_back(nullptr);
-    pid_t pid;
-    if (int rc = posix_spawn(&pid, self.c_str(), nullptr, nullptr, cargs.data(), environ); rc != 0) {
-      spdlog::error("tessera-worker: cannot start worker {}: {}", i, std::strerror(rc));
+    try {
+      pids.push_back(spawn_process(args, {{"TESSERA_PARENT_PID", std::to_string(::getpid())}}));  // die with us
+    } catch (const std::exception& e) {
+      spdlog::error("tessera-worker: cannot start worker {}: {}", i, e.what());
       for (pid_t p : pids) ::kill(p, SIGTERM);
       return 1;
     }
-    pids.push_back(pid);
   }
   SignalWatcher signals([pids](int sig) {
     for (pid_t p : pids) ::kill(p, sig);
@@ -266,9 +269,6 @@ int worker_main(int argc, char** argv) {
                  "Bytes of results held in memory before spilling: auto, 0 (none), 4GB, 0.5 (of RAM)")
       ->capture_default_str();
   app.add_option("--name", name, "Worker name (default: its address)");
-  app.add_option("--preload", preloads, "Shared library with task functions to load (repeatable)")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--local-directory", local_directory, "Directory for spilled data (default: system temp)");
   app.add_option("--death-timeout", death_timeout, "Seconds to wait for the scheduler before giving up")
       ->capture_default_str();
@@ -277,8 +277,7 @@ int worker_main(int argc, char** argv) {
   app.add_option("--listen-address", listen_address, "Full listen address, e.g. tcp://0.0.0.0:9000");
   app.add_option("--protocol", protocol, "Transport: tcp")->capture_default_str();
   app.add_option("--heartbeat-interval", heartbeat, "Seconds between heartbeats")->capture_default_str();
-  app.add_option("--token", token, "Shared secret (default: $TESSERA_TOKEN)");
-  app.add_option("--log-level", log_level, "trace, debug, info, warning, error (default: $TESSERA_LOG_LEVEL or info)");
+  add_shared_flags(app, preloads, token, log_level);
   try {
     app.parse(argc, argv);
     setup_logging(log_level);
@@ -291,10 +290,8 @@ int worker_main(int argc, char** argv) {
     if (scheduler.empty() && scheduler_file.empty())
       throw Error("give the scheduler address (tcp://host:port) or --scheduler-file");
     if (scheduler.empty()) scheduler = read_scheduler_file(scheduler_file, death_timeout);
-    if (token.empty())
-      if (const char* t = std::getenv("TESSERA_TOKEN")) token = t;
+    token = token_or_env(token);
     preload(preloads);
-    unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     WorkerOptions wo;
     wo.scheduler_address = scheduler;
     if (listen_address.empty()) {
@@ -306,7 +303,7 @@ int worker_main(int argc, char** argv) {
     }
     wo.listen_address = listen_address;
     wo.name = name;
-    wo.nthreads = nthreads > 0 ? nthreads : static_cast<int>(std::max(1u, cores / static_cast<unsigned>(nworkers)));
+    wo.nthreads = nthreads > 0 ? nthreads : threads_per_worker(nworkers);
     if (!resources.empty()) wo.resources = parse_resources(resources);
     wo.memory_limit = parse_memory_limit(memory_limit, system_memory(), nworkers);
     wo.local_directory = local_directory;

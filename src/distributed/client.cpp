@@ -6,7 +6,6 @@
 #include <deque>
 #include <future>
 #include <mutex>
-#include <random>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -15,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "rpc.hpp"
+#include "util.hpp"
 #include "tessera/comm/comm.hpp"
 #include "tessera/distributed/local_cluster.hpp"
 #include "tessera/distributed/scheduler.hpp"
@@ -36,23 +36,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string random_hex(int n) {
-  static thread_local std::mt19937_64 rng(std::random_device{}() ^
-                                           std::hash<std::thread::id>{}(std::this_thread::get_id()));
-  static const char* digits = "0123456789abcdef";
-  std::string s(static_cast<std::size_t>(n), '0');
-  for (auto& c : s) c = digits[rng() & 15];
-  return s;
-}
-
-std::string what_of(std::exception_ptr e) {
-  try {
-    if (e) std::rethrow_exception(e);
-  } catch (const std::exception& x) {
-    return x.what();
-  }
-  return "closed";
-}
 
 // The annotations of the enclosing Annotate scopes, innermost last.
 thread_local std::vector<Annotations> annotate_stack;
@@ -125,14 +108,13 @@ struct ClientImpl : std::enable_shared_from_this<ClientImpl> {
     comm::CommOptions co;
     co.token = opt.token;
     co.name = id.empty() ? "client" : id;
-    co.max_header_bytes = std::size_t{1} << 30;  // a million-task graph is a big header
+    co.max_header_bytes = kClusterMaxHeaderBytes;
     return co;
   }
 
   void connect(const std::string& addr) {
     address = addr;
-    if (opt.token.empty())
-      if (const char* t = std::getenv("TESSERA_TOKEN")) opt.token = t;
+    opt.token = token_or_env(opt.token);
     auto deadline = Clock::now() + std::chrono::duration<double>(opt.timeout);
     std::string last;
     while (true) {
@@ -162,7 +144,7 @@ struct ClientImpl : std::enable_shared_from_this<ClientImpl> {
           self->on_message(m);
         },
         [weak](std::exception_ptr reason) {
-          if (auto self = weak.lock()) self->on_lost(what_of(reason));
+          if (auto self = weak.lock()) self->on_lost(describe_exception(reason));
         });
     comm::Message hello(wire::kRegisterClient);
     hello.set("client", "client-" + random_hex(8));

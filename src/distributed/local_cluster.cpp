@@ -1,7 +1,6 @@
 #include "tessera/distributed/local_cluster.hpp"
 
 #include <dlfcn.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,7 +8,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <random>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -20,21 +18,14 @@
 #include "tessera/init.hpp"
 #include "data_store.hpp"
 #include "rpc.hpp"
+#include "util.hpp"
 #include "tessera/comm/comm.hpp"
-
-extern char** environ;
 
 namespace tessera::distributed {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string random_token() {
-  std::random_device rd;
-  char buf[33];
-  for (int i = 0; i < 4; ++i) std::snprintf(buf + 8 * i, 9, "%08x", rd());
-  return buf;
-}
 
 // Where libtessera.so lives, to find tessera-worker next to it (build tree: build/src and
 // build/bin; install tree: lib/ and bin/).
@@ -51,25 +42,6 @@ struct Child {
   int status = 0;
 };
 
-pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env_extra) {
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) {
-    std::string s(*e);
-    auto eq = s.find('=');
-    if (eq != std::string::npos && env_extra.count(s.substr(0, eq))) continue;
-    env_strings.push_back(std::move(s));
-  }
-  for (const auto& [k, v] : env_extra) env_strings.push_back(k + "=" + v);
-  std::vector<char*> args, envp;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  for (const auto& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  pid_t pid = -1;
-  int rc = posix_spawnp(&pid, args[0], nullptr, nullptr, args.data(), envp.data());
-  if (rc != 0) throw Error("cannot start worker program " + argv[0] + ": " + std::strerror(rc));
-  return pid;
-}
 
 std::string describe_status(int status) {
   if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
@@ -131,7 +103,7 @@ struct LocalCluster::Impl {
     if (i < opt.worker_env.size())
       for (const auto& [k, v] : opt.worker_env[i]) env[k] = v;
     Child c;
-    c.pid = spawn(argv, env);
+    c.pid = spawn_process(argv, env);
     children.push_back(c);
   }
 
@@ -179,7 +151,7 @@ struct LocalCluster::Impl {
       }
     }
     scheduler_file = (std::filesystem::temp_directory_path() /
-                      ("tessera-scheduler-" + std::to_string(::getpid()) + "-" + random_token().substr(0, 8) + ".json"))
+                      ("tessera-scheduler-" + std::to_string(::getpid()) + "-" + random_hex(8) + ".json"))
                          .string();
     std::string level = opt.log_level;
     if (level.empty())
@@ -189,7 +161,7 @@ struct LocalCluster::Impl {
                                   std::to_string(opt.worker_ttl), "--log-level", level.empty() ? "warning" : level};
     std::map<std::string, std::string> env{{"TESSERA_TOKEN", opt.token},
                                            {"TESSERA_PARENT_PID", std::to_string(::getpid())}};
-    scheduler_child.pid = spawn(argv, env);
+    scheduler_child.pid = spawn_process(argv, env);
     auto deadline = Clock::now() + std::chrono::duration<double>(opt.timeout);
     while (true) {
       std::error_code ec;
@@ -207,6 +179,7 @@ struct LocalCluster::Impl {
     }
     comm::CommOptions co;
     co.token = opt.token;
+    co.max_header_bytes = kClusterMaxHeaderBytes;
     info_comm = comm::connect(address, co);
     info_comm->set_handlers([this](comm::Message m) { info_rpc.complete(m); },
                             [this](std::exception_ptr e) { info_rpc.fail_all(e); });
@@ -291,7 +264,7 @@ LocalCluster::LocalCluster(LocalClusterOptions options) : impl_(std::make_unique
   if (m.opt.threads_per_worker < 1) throw Error("LocalCluster: threads_per_worker must be >= 1");
   if (m.opt.protocol == "inproc" && m.opt.processes)
     throw Error("LocalCluster: the inproc protocol needs processes = false");
-  if (m.opt.token.empty()) m.opt.token = random_token();
+  if (m.opt.token.empty()) m.opt.token = random_hex(32);
   try {
     if (m.opt.scheduler_process) {
       if (!m.opt.processes) throw Error("LocalCluster: scheduler_process needs processes = true");

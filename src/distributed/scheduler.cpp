@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <random>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -17,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "rpc.hpp"
+#include "util.hpp"
 #include "tessera/comm/comm.hpp"
 #include "wire.hpp"
 
@@ -25,12 +25,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string random_id() {
-  std::random_device rd;
-  std::ostringstream os;
-  os << std::hex << rd() << rd();
-  return os.str();
-}
 
 // One connection as the scheduler sees it, with the events batched for it during one step.
 struct Conn {
@@ -84,7 +78,7 @@ std::string read_scheduler_file(const std::string& path, double timeout_s) {
 
 struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
   SchedulerOptions opt;
-  std::string id = random_id();
+  std::string id = random_hex(16);
   Clock::time_point start = Clock::now();
 
   mutable std::mutex mu;  // guards everything below
@@ -300,7 +294,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
       handle(std::move(add));
     } else if (op == wire::kRegisterClient && c.role == Conn::Role::Unknown) {
       std::string name = m.get<std::string>("client");
-      if (name.empty() || clients.count(name)) name += "-" + random_id();
+      if (name.empty() || clients.count(name)) name += "-" + random_hex(16);
       c.role = Conn::Role::Client;
       c.id = name;
       for (auto& sp : conns)
@@ -443,7 +437,7 @@ Scheduler::Scheduler(SchedulerOptions options) : impl_(std::make_shared<Impl>(st
   comm::CommOptions co;
   co.token = impl_->opt.token;
   co.name = "scheduler";
-  co.max_header_bytes = std::size_t{1} << 30;  // a client's million-task graph is one big header
+  co.max_header_bytes = kClusterMaxHeaderBytes;
   std::weak_ptr<Impl> weak = impl_;
   auto on_comm = [weak](std::shared_ptr<comm::Comm> c) {
     if (auto self = weak.lock()) self->on_accept(std::move(c));

@@ -15,6 +15,7 @@
 
 #include "data_store.hpp"
 #include "rpc.hpp"
+#include "util.hpp"
 #include "tessera/comm/comm.hpp"
 #include "tessera/distributed/worker_state.hpp"
 #include "tessera/ops/registry.hpp"
@@ -25,16 +26,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string what_of(std::exception_ptr e) {
-  if (!e) return "closed";
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& x) {
-    return x.what();
-  } catch (...) {
-    return "unknown error";
-  }
-}
 
 std::string host_name() {
   char buf[256] = {0};
@@ -48,7 +39,6 @@ struct Peer {
   RpcTable rpc;
   std::vector<std::pair<comm::Message, RpcTable::Callback>> waiting;
   bool failed = false;
-  std::string reason;
 };
 
 }  // namespace
@@ -118,12 +108,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
       f();
       if (!outbox.empty() && scheduler) {
         if (was_empty) outbox_since = now();
-        bool more_work;
-        {
-          std::lock_guard q(qmu);
-          more_work = !queue.empty();
-        }
-        if (batch && more_work && outbox.size() < kBatchMax && now() - outbox_since < kBatchWindow) {
+        if (batch && outbox.size() < kBatchMax && now() - outbox_since < kBatchWindow && more_work_queued()) {
           if (!flush_armed) {
             flush_armed = true;
             fcv.notify_one();
@@ -135,6 +120,10 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
       todo.swap(gathers);
     }
     for (auto& g : todo) start_gather(std::move(g));
+  }
+  bool more_work_queued() {
+    std::lock_guard q(qmu);
+    return !queue.empty();
   }
   void send_outbox() {  // under mu
     scheduler->send(wire::batch_message(wire::kWorkerEvents, outbox), nullptr);
@@ -281,7 +270,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
       auto self = weak.lock();
       if (!self) return;
       if (err) {
-        std::string why = what_of(err);
+        std::string why = describe_exception(err);
         spdlog::warn("worker {}: fetching from {} failed: {}", self->address, peer_addr, why);
         self->step([&] { self->handle(GatherDepFailure{peer_addr, why}); });
         return;
@@ -332,7 +321,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     comm::CommOptions co;
     co.token = opt.token;
     co.name = address;
-    co.max_header_bytes = std::size_t{1} << 30;
+    co.max_header_bytes = kClusterMaxHeaderBytes;
     comm::connect_async(g.peer, co, [weak, p, peer_addr](std::shared_ptr<comm::Comm> c, std::exception_ptr err) {
       auto self = weak.lock();
       if (!err && !self) err = std::make_exception_ptr(comm::CommClosedError("worker closed"));
@@ -342,7 +331,6 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
         if (self) lock = std::unique_lock(self->mu);
         if (err) {
           p->failed = true;
-          p->reason = what_of(err);
         } else {
           p->comm = c;
         }
@@ -513,7 +501,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
   void start() {
     comm::CommOptions co;
     co.token = opt.token;
-    co.max_header_bytes = std::size_t{1} << 30;  // tasks may carry large literal values (scatter)
+    co.max_header_bytes = kClusterMaxHeaderBytes;
     std::weak_ptr<Impl> weak = shared_from_this();
     listener = comm::listen(
         opt.listen_address,
@@ -522,7 +510,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
         },
         co,
         [](const std::string& peer, std::exception_ptr reason) {
-          spdlog::warn("worker: refused connection from {}: {}", peer, what_of(reason));
+          spdlog::warn("worker: refused connection from {}: {}", peer, describe_exception(reason));
         });
     address = listener->address();
     co.name = opt.name.empty() ? address : opt.name;
@@ -564,7 +552,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
           if (auto self = weak.lock()) self->on_scheduler_message(m);
         },
         [weak](std::exception_ptr reason) {
-          if (auto self = weak.lock()) self->close_async("lost the scheduler: " + what_of(reason), false);
+          if (auto self = weak.lock()) self->close_async("lost the scheduler: " + describe_exception(reason), false);
         });
     wire::WorkerHello hello;
     hello.add.address = address;

@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,9 +28,9 @@
 #include <thread>
 #include <vector>
 
+#include "distributed/util.hpp"
 #include "tessera/distributed/local_cluster.hpp"
 
-extern char** environ;
 
 namespace tessera_test {
 
@@ -104,22 +103,7 @@ class Children {
 
   /** @brief Starts argv[0] (a path) with the current environment plus `env`. */
   pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {}) {
-    std::vector<std::string> env_strings;
-    for (char** e = environ; *e; ++e) {
-      std::string s(*e);
-      auto eq = s.find('=');
-      if (eq != std::string::npos && env.count(s.substr(0, eq))) continue;
-      env_strings.push_back(std::move(s));
-    }
-    for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-    std::vector<char*> args, envp;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    for (const auto& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
-    envp.push_back(nullptr);
-    pid_t pid = -1;
-    int rc = ::posix_spawn(&pid, args[0], nullptr, nullptr, args.data(), envp.data());
-    if (rc != 0) throw std::runtime_error("posix_spawn " + argv[0] + ": " + std::strerror(rc));
+    pid_t pid = tessera::distributed::spawn_process(argv, env);
     kids_.push_back({pid, false, 0});
     return pid;
   }

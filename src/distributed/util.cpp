@@ -1,0 +1,63 @@
+#include "util.hpp"
+
+#include <spawn.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "tessera/core/error.hpp"
+
+extern char** environ;
+
+namespace tessera::distributed {
+
+std::string describe_exception(std::exception_ptr e) {
+  if (!e) return "closed";
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
+std::string random_hex(int n) {
+  static thread_local std::mt19937_64 rng(std::random_device{}() ^
+                                           std::hash<std::thread::id>{}(std::this_thread::get_id()));
+  static const char* digits = "0123456789abcdef";
+  std::string s(static_cast<std::size_t>(n), '0');
+  for (auto& c : s) c = digits[rng() & 15];
+  return s;
+}
+
+std::string token_or_env(std::string token) {
+  if (token.empty())
+    if (const char* t = std::getenv("TESSERA_TOKEN")) token = t;
+  return token;
+}
+
+pid_t spawn_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
+  if (argv.empty()) throw Error("spawn_process: empty command line");
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    std::string s(*e);
+    auto eq = s.find('=');
+    if (eq != std::string::npos && env.count(s.substr(0, eq))) continue;
+    env_strings.push_back(std::move(s));
+  }
+  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> args, envp;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  for (const auto& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  pid_t pid = -1;
+  if (int rc = ::posix_spawnp(&pid, args[0], nullptr, nullptr, args.data(), envp.data()); rc != 0)
+    throw Error("cannot start " + argv[0] + ": " + std::strerror(rc));
+  return pid;
+}
+
+}  // namespace tessera::distributed

@@ -1,0 +1,34 @@
+#pragma once
+/** @file Small helpers shared by the distributed layer's servers, client and cluster. Private. */
+#include <sys/types.h>
+
+#include <cstddef>
+#include <exception>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tessera::distributed {
+
+/**
+ * @brief Header limit on cluster connections: one UpdateGraph carries a whole graph (about
+ * 500 bytes per task), and tasks may carry large literal values (scatter).
+ */
+inline constexpr std::size_t kClusterMaxHeaderBytes = std::size_t{1} << 30;
+
+/** @brief The exception's what(), for logs and messages ("closed" when null). */
+std::string describe_exception(std::exception_ptr e);
+
+/** @brief n random hex digits (ids, key prefixes, tokens). */
+std::string random_hex(int n);
+
+/** @brief `token`, or $TESSERA_TOKEN when it is empty. */
+std::string token_or_env(std::string token);
+
+/**
+ * @brief Starts argv[0] (searched in PATH when it has no slash) with this process's
+ * environment plus `env` (which overrides). Never forks. Throws Error when it cannot start.
+ */
+pid_t spawn_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {});
+
+}  // namespace tessera::distributed
