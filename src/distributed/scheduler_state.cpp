@@ -9,6 +9,7 @@
 
 #include "tessera/core/error.hpp"
 #include "tessera/graph/graph.hpp"
+#include "tessera/ops/registry.hpp"
 
 namespace tessera::distributed {
 
@@ -940,8 +941,10 @@ struct SchedulerState::Impl {
       TaskRec& t = tasks[id];
       t.key = task.key;
       t.state = TaskStatus::Released;
-      t.op = intern(op_ids, op_names, task.op);
       const Annotations& a = task.annotations;
+      // Device tasks need a worker with a GPU: such workers advertise "<op>@device" as well.
+      t.op = a.target == Target::Device ? intern(op_ids, op_names, task.op + kDeviceOpSuffix)
+                                        : intern(op_ids, op_names, task.op);
       std::int64_t ord = position;
       if (!flat) {
         auto it = e.order.find(task.key);
@@ -1001,7 +1004,13 @@ struct SchedulerState::Impl {
       for (Id id : fresh) {
         TaskRec& t = tasks[id];
         if (op_alive_workers[t.op] > 0 || !t.exception.empty()) continue;
-        t.exception = "no worker can run operation '" + op_names[t.op] + "' (task " + t.key + ")";
+        const std::string& name = op_names[t.op];
+        if (name.ends_with(kDeviceOpSuffix))
+          t.exception = "no worker with a GPU can run operation '" +
+                        name.substr(0, name.size() - std::string_view(kDeviceOpSuffix).size()) + "' (task " + t.key +
+                        " targets the device)";
+        else
+          t.exception = "no worker can run operation '" + name + "' (task " + t.key + ")";
         t.blame = t.key;
         out->push_back(OperationUnavailable{e.client, t.key, op_names[t.op], t.exception});
         log("task", t.exception);

@@ -47,6 +47,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
   WorkerOptions opt;
   Clock::time_point started = Clock::now();
   std::string address;
+  int device = -1;  // CUDA ordinal of this worker's GPU (0 once pinned), -1 without one
   std::unique_ptr<comm::Listener> listener;
   std::shared_ptr<comm::Comm> scheduler;
 
@@ -233,6 +234,8 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
       try {
         OpContext ctx;
         ctx.key = &task.key;
+        ctx.target = task.annotations.target;
+        ctx.device = device;  // this worker's GPU (-1 without one); run_op picks the stream
         result = run_op(task.op, ctx, args);
       } catch (const std::exception& e) {
         error = e.what();
@@ -561,6 +564,12 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     hello.add.resources = opt.resources;
     hello.add.memory_limit = opt.memory_limit;
     hello.add.ops = OpRegistry::global().names();
+    if (device >= 0) {
+      // With a GPU this worker also runs device tasks (of any op: one with no device variant
+      // runs its host variant on copies of the inputs).
+      const std::size_t n = hello.add.ops.size();
+      for (std::size_t i = 0; i < n; ++i) hello.add.ops.push_back(hello.add.ops[i] + kDeviceOpSuffix);
+    }
     hello.pid = static_cast<int>(::getpid());
     hello.host = host_name();
     hello.local_directory = opt.local_directory;

@@ -105,7 +105,7 @@ struct Run {
     }
     OpContext ctx;
     ctx.key = &t.key;
-    ctx.target = Target::Host;
+    ctx.target = t.annotations.target;  // the local GPU (device 0) for device tasks
     return run_op(t.op, ctx, args);
   }
 

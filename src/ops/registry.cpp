@@ -74,10 +74,56 @@ void register_op(const std::string& name, OpFn host, std::uint64_t signature) {
   OpRegistry::global().add(OpInfo{name, std::move(host), nullptr, signature});
 }
 
+void register_device_op(const std::string& name, OpFn device, std::uint64_t signature) {
+  OpRegistry::global().add(OpInfo{name, nullptr, std::move(device), signature});
+}
+
+namespace {
+
+bool any_block_where(std::span<const Value> args, bool on_device, int device) {
+  for (const Value& v : args)
+    if (v.is_block()) {
+      const Block& b = v.block();
+      const bool there = b.memory_kind() == MemoryKind::Device && (!on_device || b.buffer()->device() == device);
+      if (on_device ? !there : there) return true;
+    }
+  return false;
+}
+
+}  // namespace
+
 Value run_op(const std::string& name, const OpContext& ctx, std::span<const Value> args) {
   const OpInfo& op = OpRegistry::global().get(name);
-  if (ctx.target == Target::Device && op.device) return op.device(ctx, args);
-  if (!op.host) throw UnknownOperationError("operation '" + name + "' has no host implementation");
+  if (ctx.target == Target::Device && op.device) {
+    DeviceRuntime* rt = device_runtime();
+    if (!rt || rt->device_count() == 0)
+      throw DeviceError("operation '" + name + "'" + (ctx.key ? " (task " + *ctx.key + ")" : std::string()) +
+                        " targets a GPU but this process has none (" +
+                        (rt ? std::string("no CUDA device visible") : device_runtime_status()) + ")");
+    OpContext dctx = ctx;
+    if (dctx.device < 0) dctx.device = 0;
+    rt->set_device(dctx.device);
+    if (!dctx.stream) dctx.stream = rt->thread_stream(dctx.device);
+    std::vector<Value> moved;
+    if (any_block_where(args, true, dctx.device)) {
+      moved.reserve(args.size());
+      for (const Value& v : args)
+        moved.push_back(v.is_block() ? Value(to_device(v.block(), dctx.device, dctx.stream)) : v);
+      args = moved;
+    }
+    Value out = op.device(dctx, args);
+    rt->synchronize(dctx.stream);  // the result is complete before anyone else can read it
+    return out;
+  }
+  if (!op.host)
+    throw UnknownOperationError("operation '" + name + "' has no host implementation" +
+                                (op.device ? " (it runs only as a device task: annotate it Target::Device)" : ""));
+  if (any_block_where(args, false, -1)) {
+    std::vector<Value> moved;
+    moved.reserve(args.size());
+    for (const Value& v : args) moved.push_back(v.is_block() ? Value(to_host(v.block())) : v);
+    return op.host(ctx, moved);
+  }
   return op.host(ctx, args);
 }
 

@@ -118,7 +118,18 @@ class Array {
   Array argmin(std::optional<int> axis = std::nullopt, int split_every = 0) const;
   Array argmax(std::optional<int> axis = std::nullopt, int split_every = 0) const;
 
-  /** @brief Computes the whole array into one host Block. */
+  /**
+   * @brief Where the chunks are computed and live: Target::Host, or Target::Device (the GPU of
+   * whichever worker runs each task; the local executor uses device 0). Operations on a device
+   * array give device arrays; mixing host and device arrays gives a device array.
+   */
+  Target target() const;
+  /** @brief The same array computed on GPUs (random arrays are generated there directly). */
+  Array to_device() const;
+  /** @brief The same array brought back to host memory. */
+  Array to_host() const;
+
+  /** @brief Computes the whole array into one host Block (device results are copied back). */
   Block compute(Executor& executor = local_executor()) const;
   /** @brief Computes every chunk and returns an Array backed by the results. */
   Array persist(Executor& executor = local_executor()) const;

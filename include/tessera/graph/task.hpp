@@ -7,6 +7,7 @@
 #include <variant>
 #include <vector>
 
+#include "tessera/core/device.hpp"
 #include "tessera/core/key.hpp"
 #include "tessera/core/value.hpp"
 
@@ -23,6 +24,9 @@ struct Annotations {
   int retries = 0;                          ///< extra attempts after a failure
   std::vector<std::string> workers;         ///< restrict to these worker names or addresses
   bool allow_other_workers = false;         ///< restrictions are only a preference
+  /// Device: run the op's GPU variant on a worker that has a GPU (set by lowering for arrays on
+  /// the device, or by the user); the scheduler routes such tasks to GPU workers only.
+  Target target = Target::Host;
   bool operator==(const Annotations&) const = default;
 };
 

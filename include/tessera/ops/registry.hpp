@@ -6,13 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "tessera/core/device.hpp"
 #include "tessera/core/key.hpp"
 #include "tessera/core/value.hpp"
 
 namespace tessera {
-
-/** @brief Where an op variant runs. */
-enum class Target : std::uint8_t { Host, Device };
 
 /** @brief What an op implementation gets besides its arguments. */
 struct OpContext {
@@ -59,8 +57,25 @@ class OpRegistry {
 
 /** @brief Registers a host implementation under a name. */
 void register_op(const std::string& name, OpFn host, std::uint64_t signature = 0);
+/**
+ * @brief Registers a device (GPU) implementation under a name, beside or instead of a host one.
+ * It gets ctx.device and ctx.stream and must queue its work on ctx.stream; block arguments
+ * arrive in device memory of ctx.device.
+ */
+void register_device_op(const std::string& name, OpFn device, std::uint64_t signature = 0);
 
-/** @brief Runs the op with the best variant for the context (device when asked and present). */
+/** @brief The suffix a worker with a GPU adds to op names it advertises for device tasks. */
+inline constexpr const char* kDeviceOpSuffix = "@device";
+
+/**
+ * @brief Runs the op with the variant for the context.
+ *
+ * Target::Device with a device variant: block arguments are moved to ctx.device (host blocks
+ * copied there), the variant runs on ctx.stream (this thread's stream when null), and the stream
+ * is synchronised before the result is returned. Otherwise the host variant runs, with device
+ * block arguments copied to host first; a Device task of an op that has only a host variant
+ * runs that way too. Throws DeviceError when a device variant is needed and no GPU is present.
+ */
 Value run_op(const std::string& name, const OpContext& ctx, std::span<const Value> args);
 
 }  // namespace tessera

@@ -122,7 +122,7 @@ void serialize(Archive& ar, KeyRef& r) {
 
 template <class Archive>
 void serialize(Archive& ar, Annotations& a) {
-  ar(a.resources, a.priority, a.retries, a.workers, a.allow_other_workers);
+  ar(a.resources, a.priority, a.retries, a.workers, a.allow_other_workers, a.target);
 }
 
 // Arg (std::variant<KeyRef, Value>) goes through cereal/types/variant.hpp.
