@@ -121,6 +121,7 @@ Array elementwise(EwOp op, const std::vector<Array>& args, std::optional<DType> 
   auto e = make_expr<ElementwiseExpr>(ExprKind::Elementwise, t, shape, std::move(chunks), ew_name(op));
   e->op = op;
   for (auto& a : args) e->inputs.push_back(a.expr());
+  e->target = joint_target_of(e->inputs);
   return Array(e);
 }
 
@@ -147,6 +148,34 @@ DType Array::dtype() const { return expr_of(*this).dtype; }
 const Shape& Array::shape() const { return expr_of(*this).shape; }
 const Chunks& Array::chunks() const { return expr_of(*this).chunks; }
 const std::string& Array::name() const { return expr_of(*this).name; }
+
+Target Array::target() const { return expr_of(*this).target; }
+
+namespace {
+// The same array placed on `target`: a generator is re-made there (random numbers are generated
+// on the GPU directly, with the same values); anything else is read through an identity view
+// placed there, which lowering does not fuse with its differently placed input.
+Array place(const Array& a, Target target) {
+  const Expr& e = expr_of(a);
+  if (e.target == target) return a;
+  if (e.kind == ExprKind::Generator) {
+    auto g = std::make_shared<GeneratorExpr>(static_cast<const GeneratorExpr&>(e));
+    g->name = unique_name(e.name + (target == Target::Device ? "-device" : "-host"));
+    g->target = target;
+    return Array(g);
+  }
+  auto v = make_expr<ViewExpr>(ExprKind::View, e.dtype, e.shape, e.chunks, target == Target::Device ? "to_device" : "to_host");
+  v->input = a.expr();
+  const int nd = static_cast<int>(e.shape.size());
+  v->map = AffineMap{std::vector<int>(nd), std::vector<std::int64_t>(nd, 0), std::vector<std::int64_t>(nd, 1)};
+  for (int k = 0; k < nd; ++k) v->map.src[k] = k;
+  v->target = target;
+  return Array(v);
+}
+}  // namespace
+
+Array Array::to_device() const { return place(*this, Target::Device); }
+Array Array::to_host() const { return place(*this, Target::Host); }
 std::int64_t Array::num_chunks() const { return shape_size(chunk_counts(chunks())); }
 
 // ---- creation -------------------------------------------------------------------------------
@@ -303,6 +332,7 @@ namespace {
 Array make_view(const Array& in, Shape shape, Chunks chunks, AffineMap map, const char* prefix) {
   auto e = make_expr<ViewExpr>(ExprKind::View, expr_of(in).dtype, std::move(shape), std::move(chunks), prefix);
   e->input = in.expr();
+  e->target = in.expr()->target;
   e->map = std::move(map);
   return Array(e);
 }
@@ -478,6 +508,7 @@ Array reduce(const Array& in, ReduceKind kind, ReduceOptions o, const char* name
   }
   auto out = make_expr<ReduceExpr>(ExprKind::Reduce, t, std::move(shape), std::move(chunks), name);
   out->input = in.expr();
+  out->target = in.expr()->target;
   out->reduce = kind;
   out->axes = axes;
   out->keepdims = o.keepdims;

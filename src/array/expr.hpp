@@ -33,6 +33,9 @@ struct Expr {
   Shape shape;
   Chunks chunks;
   std::string name;
+  /// Where this expression's tasks run (Host, or Device: the worker's GPU). Set when built:
+  /// inherited from the inputs (Device when any input is), or chosen by to_device()/to_host().
+  Target target = Target::Host;
   Expr(ExprKind k, DType d, Shape s, Chunks c, std::string n)
       : kind(k), dtype(d), shape(std::move(s)), chunks(std::move(c)), name(std::move(n)) {}
   virtual ~Expr() = default;
@@ -118,6 +121,19 @@ struct MapBlocksExpr : Expr {
   using Expr::Expr;
 };
 
+/** Device when any of the inputs is on the device (the rule CuPy-backed Dask arrays follow). */
+inline Target joint_target(std::initializer_list<const Expr*> inputs) {
+  for (const Expr* e : inputs)
+    if (e && e->target == Target::Device) return Target::Device;
+  return Target::Host;
+}
+template <typename Range>
+Target joint_target_of(const Range& inputs) {
+  for (const auto& e : inputs)
+    if (e && e->target == Target::Device) return Target::Device;
+  return Target::Host;
+}
+
 /** Lowers expressions to tasks; memoises shared sub-expressions. */
 class Lowering {
  public:
@@ -138,7 +154,10 @@ class Lowering {
   void lower_map_blocks(const MapBlocksExpr& e, std::vector<Key>& keys);
   /** Chunk offsets of every axis of e (chunk_offsets per axis), computed once per expression. */
   const std::vector<std::vector<std::int64_t>>& offsets(const Expr& e);
+  /** Adds a task of the expression being lowered, annotated with that expression's target. */
+  void add_task(Task t);
   friend class ProgramBuilder;
+  Target target_ = Target::Host;  // of the expression whose tasks are being emitted
   Graph graph_;
   std::unordered_map<const Expr*, std::vector<Key>> memo_;
   std::unordered_map<const Expr*, std::vector<std::vector<std::int64_t>>> offsets_;

@@ -73,6 +73,10 @@ class ProgramBuilder {
       : low_(low), off_(region_offset), shape_(region_shape) {}
 
   int compile(const Expr* e, const AffineMap& m) {
+    // A blockwise node placed elsewhere than the task being built is not fused: it becomes
+    // its own tasks (on its own target) and is read as an input, which run_op moves. Generators
+    // (random, full, arange, scalars) are pure functions of the index: they fuse anywhere.
+    if (e->kind != ExprKind::Generator && e->blockwise() && e->target != low_.target_) return compile_input(e, m);
     switch (e->kind) {
       case ExprKind::Generator: return compile_generator(static_cast<const GeneratorExpr&>(*e), m);
       case ExprKind::Elementwise: return compile_elementwise(static_cast<const ElementwiseExpr&>(*e), m);
@@ -304,14 +308,27 @@ Key Lowering::emit_assemble(const Expr& e, const std::vector<Key>& keys, const s
   t.args.emplace_back(Value(to_object(p, "AssembleParams")));
   for (auto& r : refs) t.args.push_back(std::move(r));
   const Key key = t.key;
-  graph_.add(std::move(t));
+  add_task(std::move(t));
   return key;
+}
+
+void Lowering::add_task(Task t) {
+  t.annotations.target = target_;
+  graph_.set(std::move(t));
 }
 
 const std::vector<Key>& Lowering::lower(const ExprPtr& e) {
   auto it = memo_.find(e.get());
   if (it != memo_.end()) return it->second;
   std::vector<Key> keys;
+  // Tasks emitted while lowering e run where e lives; children restore their own.
+  const Target saved = target_;
+  target_ = e->target;
+  struct Restore {
+    Target& t;
+    Target v;
+    ~Restore() { t = v; }
+  } restore{target_, saved};
   switch (e->kind) {
     case ExprKind::Generator:
     case ExprKind::Elementwise:
@@ -321,7 +338,7 @@ const std::vector<Key>& Lowering::lower(const ExprPtr& e) {
       for (std::int64_t f = 0; f < static_cast<std::int64_t>(s.blocks.size()); ++f) {
         Task t{chunk_key(s.name, chunk_coords(s.chunks, f)), kIdentityOp, {Arg(s.blocks[f])}, {}};
         keys.push_back(t.key);
-        graph_.set(std::move(t));
+        add_task(std::move(t));
       }
       break;
     }
@@ -373,7 +390,7 @@ void Lowering::lower_blockwise(const Expr& root, const Chunks& chunks, const std
     t.args.emplace_back(Value(to_object(p, "Program")));
     for (auto& k : b.arg_keys()) t.args.emplace_back(KeyRef{k});
     keys.push_back(t.key);
-    graph_.set(std::move(t));
+    add_task(std::move(t));
   }
 }
 
@@ -425,7 +442,7 @@ void Lowering::lower_reduce(const ReduceExpr& e, std::vector<Key>& keys) {
       if (!reduced[a]) out_cc.push_back(cc[a]);
       else if (e.keepdims) out_cc.push_back(0);
     groups[out_cc].push_back(t.key);
-    graph_.set(std::move(t));
+    add_task(std::move(t));
   }
 
   // 2. Tree of combines, split_every partials at a time; the last one finalises.
@@ -449,7 +466,7 @@ void Lowering::lower_reduce(const ReduceExpr& e, std::vector<Key>& keys) {
       t.op = kCombineOp;
       t.args.emplace_back(Value(to_object(cp, "CombineParams")));
       for (auto& k : ins) t.args.emplace_back(KeyRef{k});
-      graph_.set(std::move(t));
+      add_task(std::move(t));
     };
     while (static_cast<int>(layer.size()) > e.split_every) {
       std::vector<Key> next;

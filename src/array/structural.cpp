@@ -22,6 +22,7 @@ Array rechunk_to(const Array& a, Chunks chunks) {
   if (expr_of(a).chunks == chunks) return a;
   auto e = make_expr<RechunkExpr>(ExprKind::Rechunk, expr_of(a).dtype, expr_of(a).shape, std::move(chunks), "rechunk");
   e->input = a.expr();
+  e->target = a.expr()->target;
   return Array(e);
 }
 
@@ -62,6 +63,7 @@ Array Array::reshape(Shape shape) const {
   for (std::size_t a = 0; a < shape.size(); ++a) out_chunks.push_back(a < p ? in_chunks[a] : std::vector<std::int64_t>{shape[a]});
   auto r = make_expr<ReshapeExpr>(ExprKind::Reshape, e.dtype, std::move(shape), std::move(out_chunks), "reshape");
   r->input = input.expr();
+  r->target = input.expr()->target;
   return Array(r);
 }
 
@@ -104,6 +106,7 @@ Array concatenate(const std::vector<Array>& arrays, int axis) {
   out->shape = std::move(shape);
   out->chunks = std::move(chunks);
   out->axis = axis;
+  out->target = joint_target_of(out->inputs);
   return Array(out);
 }
 
@@ -146,6 +149,7 @@ Array matmul(const Array& a_in, const Array& b_in) {
   auto e = make_expr<MatmulExpr>(ExprKind::Matmul, t, {a.shape()[0], b.shape()[1]}, {a.chunks()[0], b.chunks()[1]}, "matmul");
   e->a = a.expr();
   e->b = b.expr();
+  e->target = joint_target({e->a.get(), e->b.get()});
   Array out(e);
   if (a_vec && b_vec) return out[{0, 0}];
   if (a_vec) return out[0];
@@ -171,6 +175,7 @@ Array map_blocks(const std::string& op, const std::vector<Array>& inputs, DType 
   auto e = make_expr<MapBlocksExpr>(ExprKind::MapBlocks, out_dtype, chunks_shape(chunks), chunks, op);
   e->op = op;
   e->inputs = std::move(ins);
+  e->target = joint_target_of(e->inputs);
   return Array(e);
 }
 
@@ -196,7 +201,7 @@ Block Array::compute(Executor& executor) const {
   const auto values = executor.get(g, keys);
   if (keys.size() == 1) {
     check_chunk(values[0], e, std::vector<std::int64_t>(e.shape.size(), 0), keys[0]);
-    return values[0].block();
+    return tessera::to_host(values[0].block());
   }
   Block out(e.dtype, e.shape);
   std::vector<std::vector<std::int64_t>> offsets;
@@ -206,7 +211,8 @@ Block Array::compute(Executor& executor) const {
     check_chunk(values[f], e, cc, keys[f]);
     std::vector<std::int64_t> dst(cc.size()), zero(cc.size(), 0);
     for (std::size_t a = 0; a < cc.size(); ++a) dst[a] = offsets[a][cc[a]];
-    copy_box(values[f].block(), zero, out, dst, values[f].block().shape());
+    const Block chunk = tessera::to_host(values[f].block());
+    copy_box(chunk, zero, out, dst, chunk.shape());
   }
   return out;
 }
@@ -217,6 +223,7 @@ Array Array::persist(Executor& executor) const {
   Graph g = to_graph(&keys);
   auto values = executor.get(g, keys);
   auto s = make_expr<SourceExpr>(ExprKind::Source, e.dtype, e.shape, e.chunks, "persist-" + e.name);
+  s->target = e.target;  // persisted device chunks stay on the device
   for (std::size_t f = 0; f < keys.size(); ++f)
     check_chunk(values[f], e, chunk_coords(e.chunks, static_cast<std::int64_t>(f)), keys[f]);
   s->blocks = std::move(values);
@@ -257,7 +264,7 @@ void Lowering::lower_reshape(const ReshapeExpr& e, std::vector<Key>& keys) {
     t.args.emplace_back(Value(to_object(s, "Shape")));
     t.args.emplace_back(KeyRef{in[f]});  // same row-major chunk order by construction
     keys.push_back(t.key);
-    graph_.set(std::move(t));
+    add_task(std::move(t));
   }
 }
 
@@ -276,7 +283,7 @@ void Lowering::lower_matmul(const MatmulExpr& e, std::vector<Key>& keys) {
       for (std::int64_t k = 0; k < nk; ++k) t.args.emplace_back(KeyRef{ak[i * nk + k]});
       for (std::int64_t k = 0; k < nk; ++k) t.args.emplace_back(KeyRef{bk[k * nj + j]});
       keys.push_back(t.key);
-      graph_.set(std::move(t));
+      add_task(std::move(t));
     }
 }
 
@@ -290,7 +297,7 @@ void Lowering::lower_map_blocks(const MapBlocksExpr& e, std::vector<Key>& keys) 
     t.op = e.op;
     for (const auto* k : in) t.args.emplace_back(KeyRef{(*k)[f]});
     keys.push_back(t.key);
-    graph_.set(std::move(t));
+    add_task(std::move(t));
   }
 }
 
@@ -343,6 +350,7 @@ Value matmul_op(const OpContext&, std::span<const Value> args) {
 
 const bool registered = [] {
   register_op(kReshapeOp, reshape_op);
+  register_device_op(kReshapeOp, reshape_op);  // metadata only: valid for device blocks too
   register_op(kMatmulOp, matmul_op);
   return true;
 }();

@@ -75,6 +75,10 @@ Value fused_op(const OpContext& ctx, std::span<const Value> args) {
 const bool registered = [] {
   register_op("tessera.identity", identity_op);
   register_op(kFusedOp, fused_op);
+  // Both only pass values along (or run other ops with the same context), so the same code is
+  // their device variant: device values stay on the device.
+  register_device_op("tessera.identity", identity_op);
+  register_device_op(kFusedOp, fused_op);
   return true;
 }();
 

@@ -94,26 +94,32 @@ bool any_block_where(std::span<const Value> args, bool on_device, int device) {
 
 Value run_op(const std::string& name, const OpContext& ctx, std::span<const Value> args) {
   const OpInfo& op = OpRegistry::global().get(name);
-  if (ctx.target == Target::Device && op.device) {
+  if (ctx.target == Target::Device) {
+    // A device task needs a GPU in this process whichever variant runs, so a missing GPU is an
+    // error rather than a silent run on the host.
     DeviceRuntime* rt = device_runtime();
     if (!rt || rt->device_count() == 0)
       throw DeviceError("operation '" + name + "'" + (ctx.key ? " (task " + *ctx.key + ")" : std::string()) +
                         " targets a GPU but this process has none (" +
                         (rt ? std::string("no CUDA device visible") : device_runtime_status()) + ")");
-    OpContext dctx = ctx;
-    if (dctx.device < 0) dctx.device = 0;
-    rt->set_device(dctx.device);
-    if (!dctx.stream) dctx.stream = rt->thread_stream(dctx.device);
-    std::vector<Value> moved;
-    if (any_block_where(args, true, dctx.device)) {
-      moved.reserve(args.size());
-      for (const Value& v : args)
-        moved.push_back(v.is_block() ? Value(to_device(v.block(), dctx.device, dctx.stream)) : v);
-      args = moved;
+    if (op.device) {
+      OpContext dctx = ctx;
+      if (dctx.device < 0) dctx.device = 0;
+      rt->set_device(dctx.device);
+      if (!dctx.stream) dctx.stream = rt->thread_stream(dctx.device);
+      std::vector<Value> moved;
+      if (any_block_where(args, true, dctx.device)) {
+        moved.reserve(args.size());
+        for (const Value& v : args)
+          moved.push_back(v.is_block() ? Value(to_device(v.block(), dctx.device, dctx.stream)) : v);
+        args = moved;
+      }
+      Value out = op.device(dctx, args);
+      rt->synchronize(dctx.stream);  // the result is complete before anyone else can read it
+      return out;
     }
-    Value out = op.device(dctx, args);
-    rt->synchronize(dctx.stream);  // the result is complete before anyone else can read it
-    return out;
+    // No device variant (a user's host function in a GPU pipeline): the host variant runs on
+    // host copies of the inputs, below.
   }
   if (!op.host)
     throw UnknownOperationError("operation '" + name + "' has no host implementation" +
