@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "array/expr.hpp"
+#include "gpu_test_util.hpp"
 #include "tessera/cuda/random.hpp"
 #include "tessera/tessera.hpp"
 
@@ -15,8 +16,7 @@ namespace {
 
 using namespace tessera;
 
-#define SKIP_WITHOUT_GPU()                                                      \
-  if (tessera::cuda::visible_device_count() == 0) GTEST_SKIP() << "no CUDA device visible to this process"
+#define SKIP_WITHOUT_GPU() TESSERA_SKIP_WITHOUT_GPU()
 
 std::uint64_t key_of(const Array& a) {
   return static_cast<const detail::GeneratorExpr&>(*a.expr()).key;
