@@ -77,6 +77,13 @@ int visible_gpu_count() noexcept {
   return r ? r->device_count() : 0;
 }
 
+Block device_block(DType dtype, Shape shape, int device, void* stream) {
+  auto* r = device_runtime();
+  if (!r) throw DeviceError("device_block: no device runtime (" + device_runtime_status() + ")");
+  const std::size_t bytes = static_cast<std::size_t>(shape_size(shape)) * itemsize(dtype);
+  return Block(dtype, std::move(shape), r->allocate(bytes, device, stream));
+}
+
 Block to_host(const Block& block) {
   if (block.empty() || block.memory_kind() != MemoryKind::Device) return block;
   auto* r = device_runtime();

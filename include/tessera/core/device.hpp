@@ -76,7 +76,9 @@ class DeviceRuntime {
   /**
    * @brief Called when the pool cannot serve `bytes` on `device`: should free device memory
    * (spill) and return how many bytes it released; the allocation is then retried. One handler
-   * per process (the worker's data store); it runs on the allocating thread.
+   * per process (the worker's data store); it runs on the allocating thread. The pool must call
+   * it with none of its own locks held: the handler frees device buffers (whose deleters come
+   * back to the pool) and copies to host, and it takes the data store's lock.
    */
   using PressureHandler = std::function<std::size_t(int device, std::size_t bytes)>;
   virtual void set_pressure_handler(PressureHandler handler) = 0;
@@ -111,6 +113,12 @@ std::string device_runtime_status();
 void set_device_runtime(DeviceRuntime* runtime) noexcept;
 /** @brief device_runtime() ? device_runtime()->device_count() : 0. */
 int visible_gpu_count() noexcept;
+
+/**
+ * @brief An uninitialised block in device memory of `device` (ordered on `stream`; nullptr:
+ * this thread's stream), e.g. the output of a user's kernel. Throws DeviceError without a runtime.
+ */
+Block device_block(DType dtype, Shape shape, int device, void* stream = nullptr);
 
 /** @brief The same values in host memory; returns `block` itself when it is not on a device. */
 Block to_host(const Block& block);
