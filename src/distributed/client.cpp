@@ -846,6 +846,9 @@ SchedulerInfo Client::scheduler_info() {
     wi.local_directory = w.local_directory;
     wi.extra = w.extra;
     wi.ops = w.ops.size();
+    wi.gpus = w.gpus;
+    wi.device_memory_limit = w.device_memory_limit;
+    wi.device_memory = w.device_memory;
     s.workers.push_back(std::move(wi));
   }
   return s;

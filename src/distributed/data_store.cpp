@@ -23,6 +23,7 @@
 #include <spdlog/spdlog.h>
 
 #include "tessera/core/buffer.hpp"
+#include "tessera/core/device.hpp"
 #include "tessera/core/error.hpp"
 
 namespace tessera::distributed {
@@ -240,21 +241,26 @@ DataStore::~DataStore() {
   if (ec) spdlog::warn("data store: cannot remove spill directory {}: {}", dir_.string(), ec.message());
 }
 
+namespace {
+bool is_device_value(const Value& v) { return v.is_block() && v.block().memory_kind() == MemoryKind::Device; }
+}  // namespace
+
 bool DataStore::spillable(const Entry& e) const {
-  if (e.nbytes == 0) return false;
-  if (e.value.is_object()) return true;
-  return e.value.is_block() && e.value.block().memory_kind() != MemoryKind::Device;
+  if (e.nbytes == 0 || e.on_device) return false;
+  return e.value.is_object() || e.value.is_block();
 }
 
 bool DataStore::oversized(std::size_t nbytes) const { return spill_enabled_ && nbytes > target_bytes_; }
 
 void DataStore::touch(Entry& e) {
-  if (e.in_lru) lru_.splice(lru_.end(), lru_, e.lru);
+  if (!e.in_lru) return;
+  auto& list = list_of(e);
+  list.splice(list.end(), list, e.lru);
 }
 
 void DataStore::unlink_lru(Entry& e) {
   if (!e.in_lru) return;
-  lru_.erase(e.lru);
+  list_of(e).erase(e.lru);
   e.in_lru = false;
 }
 
@@ -265,8 +271,51 @@ void DataStore::drop(Entry& e) {
     fs::remove(file_path(e.file), ec);
     if (ec) spdlog::debug("data store: cannot remove {}: {}", file_path(e.file).string(), ec.message());
     spilled_bytes_ -= e.nbytes;
+  } else if (e.on_device) {
+    device_bytes_ -= e.nbytes;
   } else {
     memory_bytes_ -= e.nbytes;
+  }
+}
+
+void DataStore::note_device_failure(const std::string& what) {
+  if (!device_warned_) {
+    device_warned_ = true;
+    spdlog::warn("data store: moving a device value to host memory failed, keeping it on the device: {}", what);
+  } else {
+    spdlog::debug("data store: moving a device value to host memory failed: {}", what);
+  }
+}
+
+bool DataStore::move_to_host(const Key* key, Entry& e, std::vector<Value>& released) {
+  Block host;
+  try {
+    host = to_host(e.value.block());
+  } catch (const std::exception& ex) {
+    note_device_failure("key '" + *key + "': " + ex.what());
+    return false;
+  }
+  unlink_lru(e);  // from the device list (e.on_device still set)
+  released.push_back(std::move(e.value));
+  e.value = Value(std::move(host));
+  e.on_device = false;
+  device_bytes_ -= e.nbytes;
+  memory_bytes_ += e.nbytes;
+  ++stats_.device_spilled;
+  stats_.device_spilled_bytes += e.nbytes;
+  // The newest host value, as zict's Buffer does when fast evicts into slow; a value larger
+  // than the host target goes on to disk at once (a failure leaves it in host memory).
+  e.lru = lru_.insert(lru_.end(), key);
+  e.in_lru = true;
+  if (oversized(e.nbytes)) spill(e);
+  return true;
+}
+
+void DataStore::evict_device(std::vector<Value>& released) {
+  if (options_.device_memory_limit == 0) return;
+  while (device_bytes_ > options_.device_memory_limit && !device_lru_.empty()) {
+    const Key* key = device_lru_.front();
+    if (!move_to_host(key, entries_.find(*key)->second, released)) return;  // logged; again next put
   }
 }
 
@@ -354,15 +403,28 @@ void DataStore::evict() {
 }
 
 void DataStore::put(const Key& key, Value value) {
+  std::vector<Value> released;  // device values let go: freed after the lock (declared before it)
   std::lock_guard lock(mu_);
   auto [it, inserted] = entries_.try_emplace(key);
   Entry& e = it->second;
   if (!inserted) {
     drop(e);
+    released.push_back(std::move(e.value));
     e = Entry{};
   }
   e.nbytes = value.nbytes();
+  e.on_device = is_device_value(value);
   e.value = std::move(value);
+  if (e.on_device) {
+    device_bytes_ += e.nbytes;
+    if (e.nbytes > 0) {
+      e.lru = device_lru_.insert(device_lru_.end(), &it->first);
+      e.in_lru = true;
+    }
+    evict_device(released);
+    evict();  // what moved to host may push host memory over its target
+    return;
+  }
   memory_bytes_ += e.nbytes;
   if (spillable(e)) {
     e.lru = lru_.insert(lru_.end(), &it->first);
@@ -404,12 +466,36 @@ bool DataStore::contains(const Key& key) const {
 }
 
 bool DataStore::erase(const Key& key) {
+  Value released;  // freed after the lock
   std::lock_guard lock(mu_);
   auto it = entries_.find(key);
   if (it == entries_.end()) return false;
   drop(it->second);
+  released = std::move(it->second.value);
   entries_.erase(it);
   return true;
+}
+
+std::size_t DataStore::relieve_device_pressure(int device, std::size_t bytes) {
+  std::vector<Value> released;  // freed after the lock: that is what gives the pool its memory
+  std::lock_guard lock(mu_);
+  ++stats_.device_pressure_calls;
+  std::size_t freed = 0;
+  for (auto it = device_lru_.begin(); it != device_lru_.end() && freed < std::max<std::size_t>(bytes, 1);) {
+    const Key* key = *it++;  // move_to_host unlinks this element
+    Entry& e = entries_.find(*key)->second;
+    const auto& buffer = e.value.block().buffer();
+    // Held by someone else too (a running task's argument): moving it would free nothing now.
+    if (buffer->device() != device || buffer.use_count() > 1) continue;
+    const std::size_t size = buffer->size();
+    if (!move_to_host(key, e, released)) break;
+    freed += size;
+  }
+  if (freed) evict();
+  if (freed)
+    spdlog::debug("data store: device {} short of {} bytes: moved {} bytes of device values to host", device, bytes,
+                  freed);
+  return freed;
 }
 
 bool DataStore::is_spilled(const Key& key) const {
@@ -427,6 +513,17 @@ std::size_t DataStore::nbytes(const Key& key) const {
 std::size_t DataStore::memory_bytes() const {
   std::lock_guard lock(mu_);
   return memory_bytes_;
+}
+
+std::size_t DataStore::device_bytes() const {
+  std::lock_guard lock(mu_);
+  return device_bytes_;
+}
+
+bool DataStore::on_device(const Key& key) const {
+  std::lock_guard lock(mu_);
+  auto it = entries_.find(key);
+  return it != entries_.end() && it->second.on_device;
 }
 
 std::size_t DataStore::spilled_bytes() const {
@@ -497,10 +594,14 @@ std::optional<double> unit_multiplier(const std::string& unit) {
 
 }  // namespace
 
-std::size_t parse_memory_limit(const std::string& text, std::size_t total_memory, int nworkers) {
+namespace {
+
+// parse_memory_limit and parse_device_memory_limit: `device` changes "auto" (0.8 of the device
+// instead of total / nworkers) and the wording of messages.
+std::size_t parse_limit(const std::string& text, std::size_t total_memory, int nworkers, bool device) {
   auto fail = [&](const std::string& why) {
-    return Error("invalid memory limit \"" + text + "\": " + why +
-                 " (expected 0, auto, a fraction such as 0.5, or bytes such as 4GB, 512MiB, 10e9)");
+    return Error(std::string(device ? "invalid device memory limit \"" : "invalid memory limit \"") + text +
+                 "\": " + why + " (expected 0, auto, a fraction such as 0.5, or bytes such as 4GB, 512MiB, 10e9)");
   };
   if (nworkers < 1) throw fail("nworkers must be at least 1, got " + std::to_string(nworkers));
   std::string s;  // spaces removed, lower case, as Dask's parse_bytes
@@ -509,7 +610,9 @@ std::size_t parse_memory_limit(const std::string& text, std::size_t total_memory
   if (s.empty()) throw fail("empty");
   std::size_t limit = 0;
   if (s == "none") return 0;
-  if (s == "auto") {
+  if (device && (s == "auto" || s == "default")) {
+    limit = fraction_of(kDefaultDeviceMemoryFraction, total_memory);
+  } else if (!device && s == "auto") {
     limit = total_memory / static_cast<std::size_t>(nworkers);
   } else {
     // Trailing letters are the unit, the rest the number, as Dask's parse_bytes.
@@ -532,11 +635,22 @@ std::size_t parse_memory_limit(const std::string& text, std::size_t total_memory
     }
   }
   if (limit > 0 && total_memory > 0 && limit > total_memory) {
-    spdlog::warn("memory limit \"{}\" ({} bytes) exceeds the total system memory ({} bytes); using the latter",
-                 text, limit, total_memory);
+    spdlog::warn("{} \"{}\" ({} bytes) exceeds the total {} memory ({} bytes); using the latter",
+                 device ? "device memory limit" : "memory limit", text, limit, device ? "device" : "system",
+                 total_memory);
     limit = total_memory;
   }
   return limit;
+}
+
+}  // namespace
+
+std::size_t parse_memory_limit(const std::string& text, std::size_t total_memory, int nworkers) {
+  return parse_limit(text, total_memory, nworkers, false);
+}
+
+std::size_t parse_device_memory_limit(const std::string& text, std::size_t total_device_memory) {
+  return parse_limit(text, total_device_memory, 1, true);
 }
 
 namespace {

@@ -1,7 +1,9 @@
 #pragma once
 /**
- * @file The worker's data store: task results held in memory, spilled to disk under memory
- * pressure (least recently used first), like Dask's zict-based SpillBuffer.
+ * @file The worker's data store: task results held in device memory, host memory or on disk.
+ * Device values above the device limit (or when the device pool runs short) move to host
+ * memory, and host values above the host target spill to disk, least recently used first in
+ * both tiers, like dask-cuda's DeviceHostFile over Dask's zict-based SpillBuffer.
  *
  * Private to the library (src/): the worker owns one DataStore; tests include it directly.
  */
@@ -34,6 +36,11 @@ struct DataStoreOptions {
    *  (creating the root too when missing) and removes that sub-directory in its destructor.
    *  Empty: std::filesystem::temp_directory_path(). */
   std::string directory;
+  /** Bytes of values kept in device memory. After a put, while device_bytes() exceeds it, the
+   *  least recently used device values are copied to host memory (tessera::to_host) and count
+   *  as host memory from then on. 0 = no limit: device values move to host only when the device
+   *  pool runs short (relieve_device_pressure). Dask-cuda's --device-memory-limit. */
+  std::size_t device_memory_limit = 0;
 };
 
 /** @brief Counters since the store was made. */
@@ -41,20 +48,34 @@ struct DataStoreStats {
   std::size_t spilled = 0;              ///< values written to disk
   std::size_t unspilled = 0;            ///< values read back from disk by get()
   std::size_t spill_bytes_written = 0;  ///< value bytes written to disk (headers not counted)
+  std::size_t device_spilled = 0;       ///< device values moved to host memory
+  std::size_t device_spilled_bytes = 0; ///< bytes of those values
+  std::size_t device_pressure_calls = 0;  ///< relieve_device_pressure() calls
 };
 
 /**
- * @brief Key -> Value map that keeps in-memory bytes under a target by spilling to disk.
+ * @brief Key -> Value map with three tiers: device memory, host memory, disk.
  *
- * Thread-safe: every member takes one mutex (disk reads and writes happen under it).
- * Bookkeeping is O(1) per put/get (hash map + LRU list); only spilling does I/O.
+ * A value lives in exactly one tier. Blocks in device memory are in the device tier: they count
+ * in device_bytes(), not in memory_bytes(), and leave it (copied to host memory, then counting
+ * as host memory) when device_bytes() exceeds device_memory_limit after a put, or when the
+ * device pool runs short and calls relieve_device_pressure(); both take the least recently used
+ * first. Host values (Objects, host and pinned-host Blocks) spill to disk above the host target,
+ * least recently used first. Values never go back up by themselves: get() returns a moved
+ * value from host memory or disk, and run_op copies it to the device when a device task needs it.
  *
- * Only host values are spilled: Objects and Blocks in host or pinned-host memory. Blocks in
- * device memory and empty Values stay in memory (they count in memory_bytes()).
+ * Thread-safe: every member takes one mutex. Disk reads and writes and device-to-host copies
+ * happen under it; device memory is never allocated under it, and device buffers the store lets
+ * go are released after it is unlocked (their deleters return memory to the device pool).
+ * Lock order: a caller may hold its own locks (the worker's state lock) when calling the store;
+ * the store calls nothing that takes them. The device pool calls relieve_device_pressure()
+ * from inside an allocation with no pool lock held; it takes the store's mutex, so the store
+ * must never allocate device memory while holding it (it does not).
+ * Bookkeeping is O(1) per put/get (hash map + LRU lists); only moving data does I/O.
  *
- * Spilling never drops data: when a write fails (disk full, unwritable directory), the value
- * stays in memory, the first failure is logged (spdlog warn; later ones at debug level) and
- * the next put/get tries again.
+ * Spilling never drops data: when a write fails (disk full, unwritable directory) or a device
+ * copy fails, the value stays where it was, the first failure is logged (spdlog warn; later ones
+ * at debug level) and the next put/get tries again.
  */
 class DataStore {
  public:
@@ -80,15 +101,29 @@ class DataStore {
   bool is_spilled(const Key& key) const;
   /** @brief Value::nbytes() of the value, 0 when absent. */
   std::size_t nbytes(const Key& key) const;
-  /** @brief Bytes of the values held in memory. */
+  /** @brief Bytes of the values held in host memory (device values not counted). */
   std::size_t memory_bytes() const;
+  /** @brief Bytes of the values held in device memory. */
+  std::size_t device_bytes() const;
+  /** @brief True when the key's value is a block in device memory. */
+  bool on_device(const Key& key) const;
+  /**
+   * @brief Moves least-recently-used device values of `device` to host memory until `bytes`
+   * of device memory have been freed; returns the bytes freed (possibly fewer, or 0).
+   *
+   * The worker installs it as the DeviceRuntime pressure handler. Only values the store alone
+   * holds are moved (one a running task still reads would free nothing now). Runs on the
+   * allocating thread; the moved values may in turn push host memory over its target and spill
+   * to disk. Never throws.
+   */
+  std::size_t relieve_device_pressure(int device, std::size_t bytes);
   /** @brief Bytes of the values held on disk (value bytes, not file sizes). */
   std::size_t spilled_bytes() const;
   /** @brief Keys held, in memory and on disk. */
   std::size_t size() const;
   /** @brief Every key held, sorted. */
   std::vector<Key> keys() const;
-  /** @brief True while in-memory bytes exceed pause * memory_limit. */
+  /** @brief True while host in-memory bytes exceed pause * memory_limit. */
   bool paused() const;
   DataStoreStats stats() const;
   const DataStoreOptions& options() const { return options_; }
@@ -101,17 +136,23 @@ class DataStore {
     std::size_t nbytes = 0;
     std::uint64_t file = 0;        // spill file number while on disk
     bool on_disk = false;
-    bool in_lru = false;           // in memory and spillable
+    bool on_device = false;        // a block in device memory (counts in device_bytes_)
+    bool in_lru = false;           // in lru_ (host, spillable) or device_lru_ (device, nbytes > 0)
     std::list<const Key*>::iterator lru;
   };
 
   bool spillable(const Entry& e) const;
   bool oversized(std::size_t nbytes) const;
+  std::list<const Key*>& list_of(const Entry& e) { return e.on_device ? device_lru_ : lru_; }
   void touch(Entry& e);
   void unlink_lru(Entry& e);
   void drop(Entry& e);           // releases memory / file of an entry about to be removed
   bool spill(Entry& e);          // memory -> disk; false (logged) on failure
   void evict();                  // spill LRU values while memory_bytes_ > threshold
+  // device -> host (the old device value goes to `released`, freed after unlocking); false (logged) on failure
+  bool move_to_host(const Key* key, Entry& e, std::vector<Value>& released);
+  void evict_device(std::vector<Value>& released);  // move LRU device values while device_bytes_ > limit
+  void note_device_failure(const std::string& what);
   bool ensure_directory(std::string& error);
   std::filesystem::path file_path(std::uint64_t file) const;
   void note_failure(const std::string& what);
@@ -125,12 +166,15 @@ class DataStore {
   mutable std::mutex mu_;
   std::unordered_map<Key, Entry> entries_;
   std::list<const Key*> lru_;  // front: least recently used (in-memory spillable entries only)
+  std::list<const Key*> device_lru_;  // front: least recently used device value
   std::size_t memory_bytes_ = 0;
+  std::size_t device_bytes_ = 0;
   std::size_t spilled_bytes_ = 0;
   DataStoreStats stats_;
   std::filesystem::path dir_;
   std::uint64_t next_file_ = 1;
   bool warned_ = false;
+  bool device_warned_ = false;
 };
 
 /**
@@ -145,6 +189,20 @@ class DataStore {
  * Throws tessera::Error quoting the input on anything else (negative, non-finite, garbage).
  */
 std::size_t parse_memory_limit(const std::string& text, std::size_t total_memory, int nworkers = 1);
+
+/**
+ * @brief Parses --device-memory-limit (dask-cuda's forms) into bytes (0 = no limit).
+ *
+ * "auto" or "default": 0.8 of total_device_memory (the CLI default, as dask-cuda's); "0" or
+ * "none": no limit (no spilling before the pool runs short); a unitless number <= 1 ("0.5"): that
+ * fraction of total_device_memory; otherwise a byte count as parse_memory_limit ("10GB",
+ * "512MiB", "10e9"), capped to total_device_memory (with a warning) when that is > 0.
+ * Throws tessera::Error quoting the input on anything else.
+ */
+std::size_t parse_device_memory_limit(const std::string& text, std::size_t total_device_memory);
+
+/** @brief The default device memory limit: 0.8 of the device (dask-cuda's default). */
+inline constexpr double kDefaultDeviceMemoryFraction = 0.8;
 
 /** @brief Total physical memory of this machine (sysconf), or the cgroup (v1/v2) limit when smaller. */
 std::size_t system_memory();

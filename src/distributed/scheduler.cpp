@@ -34,6 +34,7 @@ struct Conn {
   std::string id;  // worker address or client name
   bool leaving = false;  // the worker said it is closing on purpose
   wire::WorkerHello hello;
+  std::size_t device_memory = 0;  // from the worker's last heartbeat (scheduler_info)
   std::vector<wire::SchedulerToWorker> to_worker;
   std::vector<wire::SchedulerToClient> to_client;
   bool dirty = false;
@@ -194,6 +195,9 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
         wi.local_directory = h.local_directory;
         wi.extra = h.extra;
         wi.ops = h.add.ops;
+        wi.gpus = h.gpus;
+        wi.device_memory_limit = h.device_memory_limit;
+        wi.device_memory = it->second->device_memory;
       }
       wi.summary = std::move(w);
       ci.workers.push_back(std::move(wi));
@@ -255,6 +259,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
               if constexpr (std::is_same_v<T, Heartbeat>) {
                 x.address = c.id;
                 x.now = now();
+                c.device_memory = x.device_memory;
               } else if constexpr (std::is_same_v<T, WorkerStatusChange>) {
                 x.address = c.id;
               } else {

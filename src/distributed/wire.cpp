@@ -1,6 +1,7 @@
 #include "wire.hpp"
 
 #include "tessera/comm/comm.hpp"
+#include "tessera/core/device.hpp"
 
 namespace tessera::distributed::wire {
 namespace {
@@ -28,9 +29,8 @@ void put_values(comm::Message& m, const std::vector<Value>& values) {
     const Value& v = values[i];
     WireValue& w = out[i];
     if (v.is_block()) {
-      const Block& b = v.block();
-      if (b.memory_kind() == MemoryKind::Device)
-        throw SerializationError("put_values: a device block must be copied to host before sending");
+      // Device blocks travel as host data (a copy; host blocks are framed without one).
+      const Block b = to_host(v.block());
       w.kind = 1;
       w.dtype = static_cast<std::uint8_t>(b.dtype());
       w.shape = b.shape();

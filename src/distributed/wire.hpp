@@ -17,9 +17,18 @@
 #include <cereal/types/vector.hpp>
 
 #include "tessera/comm/message.hpp"
+#include "tessera/core/device.hpp"
 #include "tessera/distributed/events.hpp"
 #include "tessera/distributed/scheduler_state.hpp"
 #include "tessera/ops/task_serialize.hpp"
+
+namespace tessera {
+// GpuInfo (tessera/core/device.hpp) on the wire: workers report their GPUs when they register.
+template <class A>
+void serialize(A& ar, GpuInfo& g) {
+  ar(g.ordinal, g.name, g.uuid, g.pci_bus_id, g.total_memory, g.cc_major, g.cc_minor);
+}
+}  // namespace tessera
 
 namespace tessera::distributed {
 
@@ -39,7 +48,7 @@ void serialize(A& ar, AddWorker& e) {
 }
 template <class A>
 void serialize(A& ar, Heartbeat& e) {
-  ar(e.address, e.now, e.memory);
+  ar(e.address, e.now, e.memory, e.device_memory);
 }
 template <class A>
 void serialize(A& ar, WorkerStatusChange& e) {
@@ -150,10 +159,12 @@ struct WorkerHello {
   int pid = 0;
   std::string host;
   std::string local_directory;
-  std::map<std::string, std::string> extra;  ///< e.g. "gpu": "NVIDIA H100 (0)"
+  std::map<std::string, std::string> extra;
+  std::vector<GpuInfo> gpus;            ///< the GPU it uses (empty for a host-only worker)
+  std::size_t device_memory_limit = 0;  ///< bytes of results kept on the device (0: no limit)
   template <class A>
   void serialize(A& ar) {
-    ar(add, pid, host, local_directory, extra);
+    ar(add, pid, host, local_directory, extra, gpus, device_memory_limit);
   }
 };
 
@@ -165,9 +176,12 @@ struct WorkerInfo {
   std::string local_directory;
   std::map<std::string, std::string> extra;
   std::vector<std::string> ops;
+  std::vector<GpuInfo> gpus;
+  std::size_t device_memory_limit = 0;
+  std::size_t device_memory = 0;  ///< last heartbeat
   template <class A>
   void serialize(A& ar) {
-    ar(summary, pid, host, local_directory, extra, ops);
+    ar(summary, pid, host, local_directory, extra, ops, gpus, device_memory_limit, device_memory);
   }
 };
 
@@ -218,7 +232,8 @@ std::vector<Event> batch_events(const comm::Message& m) {
 
 /**
  * @brief Stores values under "values": Blocks as frames (never copied), Objects in the header.
- * Device blocks must have been copied to host by the caller.
+ * Values leave a process as host data: a block in device memory is copied to host first
+ * (tessera::to_host), so a receiver without a GPU gets host blocks.
  */
 void put_values(comm::Message& m, const std::vector<Value>& values);
 /** @brief The values put_values stored (Blocks over the received frames, no copy). */

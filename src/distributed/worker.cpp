@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <condition_variable>
 #include <deque>
 #include <future>
@@ -33,6 +34,62 @@ std::string host_name() {
   return buf;
 }
 
+// The data stores of this process's GPU workers. The device runtime has one pressure handler
+// per process (thread workers share a process), which asks each store in turn to move device
+// values to host. Leaked on purpose: the runtime may call the handler during exit.
+struct GpuStores {
+  std::mutex mu;  // guards list only; never held while a store runs
+  std::vector<std::weak_ptr<DataStore>> list;
+
+  static GpuStores& get() {
+    static auto* g = new GpuStores;
+    return *g;
+  }
+  static std::size_t relieve(int device, std::size_t bytes) {
+    std::vector<std::shared_ptr<DataStore>> stores;
+    {
+      auto& g = get();
+      std::lock_guard lock(g.mu);
+      for (auto& w : g.list)
+        if (auto s = w.lock()) stores.push_back(std::move(s));
+    }
+    std::size_t freed = 0;
+    for (auto& s : stores) {
+      if (freed >= bytes) break;
+      freed += s->relieve_device_pressure(device, bytes - freed);
+    }
+    return freed;
+  }
+  void add(const std::shared_ptr<DataStore>& store, DeviceRuntime* rt) {
+    {
+      std::lock_guard lock(mu);
+      std::erase_if(list, [](const auto& w) { return w.expired(); });
+      list.push_back(store);
+    }
+    rt->set_pressure_handler(&GpuStores::relieve);  // idempotent; outside mu
+  }
+  void remove(const DataStore* store) {
+    std::lock_guard lock(mu);
+    std::erase_if(list, [&](const auto& w) {
+      auto s = w.lock();
+      return !s || s.get() == store;
+    });
+  }
+};
+
+std::string format_bytes(std::size_t n) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(n);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return buf;
+}
+
 // A connection to a peer worker, used to fetch its data. Requests wait while it connects.
 struct Peer {
   std::shared_ptr<comm::Comm> comm;
@@ -48,6 +105,8 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
   Clock::time_point started = Clock::now();
   std::string address;
   int device = -1;  // CUDA ordinal of this worker's GPU (0 once pinned), -1 without one
+  GpuInfo gpu;      // when device >= 0
+  bool gpu_registered = false;  // its store is in GpuStores
   std::unique_ptr<comm::Listener> listener;
   std::shared_ptr<comm::Comm> scheduler;
 
@@ -85,7 +144,31 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     s.target = o.memory_target;
     s.pause = o.memory_pause;
     s.directory = o.local_directory;
+    s.device_memory_limit = o.device_memory_limit;
     return s;
+  }
+
+  // With GpuPolicy::Auto and a device runtime that has a device: this worker uses device 0 (the
+  // one CUDA_VISIBLE_DEVICES put first), caps its pool, and lets the pool spill this worker's
+  // device values to host when an allocation runs short.
+  void setup_gpu() {
+    if (opt.gpu == GpuPolicy::Off) return;
+    DeviceRuntime* rt = device_runtime();
+    if (!rt || rt->device_count() <= 0) {
+      spdlog::debug("worker: no GPU ({})", rt ? std::string("no CUDA device visible") : device_runtime_status());
+      return;
+    }
+    try {
+      gpu = rt->info(0);
+      rt->set_memory_limit(0, opt.device_memory_limit);
+    } catch (const std::exception& e) {
+      spdlog::warn("worker: not using GPU 0: {}", e.what());
+      return;
+    }
+    device = 0;
+    // An aliasing pointer: the handler keeps this Impl alive while it runs.
+    GpuStores::get().add(std::shared_ptr<DataStore>(shared_from_this(), &store), rt);
+    gpu_registered = true;
   }
 
   explicit Impl(WorkerOptions o) : opt(std::move(o)), state(state_config(opt)), store(store_options(opt)) {}
@@ -455,7 +538,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
       if (closing) break;
       l.unlock();
       step([&] {
-        outbox.push_back(Heartbeat{address, now(), store.memory_bytes()});
+        outbox.push_back(Heartbeat{address, now(), store.memory_bytes(), store.device_bytes()});
         check_memory();
       });
       l.lock();
@@ -481,6 +564,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     if (listener) listener->stop();
     for (auto& t : threads)
       if (t.joinable()) t.join();
+    if (gpu_registered) GpuStores::get().remove(&store);
     if (heartbeat.joinable()) heartbeat.join();
     if (flusher.joinable()) flusher.join();
     std::vector<std::shared_ptr<comm::Comm>> to_close;
@@ -502,6 +586,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
   }
 
   void start() {
+    setup_gpu();
     comm::CommOptions co;
     co.token = opt.token;
     co.max_header_bytes = kClusterMaxHeaderBytes;
@@ -574,6 +659,10 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     hello.host = host_name();
     hello.local_directory = opt.local_directory;
     hello.extra = opt.extra;
+    if (device >= 0) {
+      hello.gpus.push_back(gpu);
+      hello.device_memory_limit = opt.device_memory_limit;
+    }
     comm::Message m(wire::kRegisterWorker);
     m.set("worker", hello);
     scheduler->send(std::move(m));
@@ -582,8 +671,13 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     for (int i = 0; i < std::max(1, opt.nthreads); ++i) threads.emplace_back([this] { exec_loop(); });
     heartbeat = std::thread([this] { heartbeat_loop(); });
     flusher = std::thread([this] { flush_loop(); });
-    spdlog::info("worker {} ({}): registered with {}, {} threads", address, opt.name, opt.scheduler_address,
-                 opt.nthreads);
+    std::string gpu_text = "no GPU";
+    if (device >= 0)
+      gpu_text = "GPU " + std::to_string(device) + ": " + gpu.name + " (" + gpu.uuid + ", " +
+                 format_bytes(gpu.total_memory) + ", device memory limit " +
+                 (opt.device_memory_limit ? format_bytes(opt.device_memory_limit) : std::string("none")) + ")";
+    spdlog::info("worker {} ({}): registered with {}, {} threads, {}", address, opt.name, opt.scheduler_address,
+                 opt.nthreads, gpu_text);
   }
 };
 
@@ -628,7 +722,12 @@ WorkerStats Worker::stats() const {
   s.served_keys = impl_->served_keys;
   s.memory_bytes = impl_->store.memory_bytes();
   s.spilled_bytes = impl_->store.spilled_bytes();
-  s.spilled = impl_->store.stats().spilled;
+  const DataStoreStats st = impl_->store.stats();
+  s.spilled = st.spilled;
+  s.device = impl_->device;
+  s.device_bytes = impl_->store.device_bytes();
+  s.device_spilled = st.device_spilled;
+  s.device_spilled_bytes = st.device_spilled_bytes;
   std::lock_guard lock(impl_->mu);
   s.paused = impl_->state.paused();
   return s;

@@ -415,17 +415,22 @@ TEST(DataStore, UnwritableDirectoryKeepsEverythingInMemory) {
   EXPECT_EQ(s.size(), expected.size());
 }
 
-TEST(DataStore, DeviceBlocksAreNeverSpilled) {
+TEST(DataStore, DeviceBlocksStayOnTheDeviceWithoutADeviceLimit) {
   TempDir dir;
   DataStore s(small(dir));
-  // Host memory tagged as device memory: the store must not touch its bytes.
+  // Host memory tagged as device memory (no device runtime): the store must not touch its bytes.
+  // Device values count in device_bytes(), not against the host limit; with no device limit they
+  // leave the device only when the pool asks (tests/distributed/device_store_test.cpp).
   void* p = std::malloc(800);
   auto buffer = Buffer::adopt(p, 800, MemoryKind::Device, 0, [](void* q, std::size_t) { std::free(q); });
   s.put("gpu", Value(Block(DType::Float64, {100}, buffer)));
   EXPECT_FALSE(s.is_spilled("gpu"));
+  EXPECT_TRUE(s.on_device("gpu"));
   s.put("host", bytes_block(100));
-  EXPECT_TRUE(s.is_spilled("host"));  // the only spillable value
-  EXPECT_EQ(s.memory_bytes(), 800u);
+  EXPECT_FALSE(s.is_spilled("host"));  // 100 bytes of host memory: under the target
+  EXPECT_EQ(s.memory_bytes(), 100u);
+  EXPECT_EQ(s.device_bytes(), 800u);
+  EXPECT_FALSE(s.paused());
   EXPECT_EQ(s.get("gpu")->block().memory_kind(), MemoryKind::Device);
 }
 

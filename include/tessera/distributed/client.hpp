@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/core/device.hpp"
 #include "tessera/exec/executor.hpp"
 #include "tessera/graph/task.hpp"
 #include "tessera/ops/function.hpp"
@@ -140,8 +141,11 @@ struct WorkerInfo {
   int pid = 0;
   std::string host;
   std::string local_directory;
-  std::map<std::string, std::string> extra;  ///< e.g. "gpu" -> "0: NVIDIA H100 80GB HBM3"
+  std::map<std::string, std::string> extra;  ///< WorkerOptions::extra
   std::size_t ops = 0;                        ///< operations it can run
+  std::vector<GpuInfo> gpus;                  ///< the GPU it uses; empty for a host-only worker
+  std::size_t device_memory_limit = 0;        ///< bytes of results kept on the GPU (0: no limit)
+  std::size_t device_memory = 0;              ///< bytes of results on the GPU, as of the last heartbeat
 };
 
 struct SchedulerInfo {

@@ -72,6 +72,7 @@ struct Heartbeat {
   std::string address;
   Time now = 0;
   std::size_t memory = 0;
+  std::size_t device_memory = 0;  ///< bytes of results in device memory (scheduler_info only)
 };
 
 /** @brief A worker paused (near its memory limit) or resumed. Workers emit it themselves. */

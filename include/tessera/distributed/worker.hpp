@@ -12,6 +12,12 @@
 
 namespace tessera::distributed {
 
+/** @brief Whether a worker uses a GPU. */
+enum class GpuPolicy {
+  Auto,  ///< device 0 when the device runtime has one (after CUDA_VISIBLE_DEVICES), else none
+  Off,   ///< never: a host-only worker even on a GPU machine
+};
+
 struct WorkerOptions {
   std::string scheduler_address;        ///< "tcp://127.0.0.1:8786"
   std::string listen_address = "tcp://127.0.0.1:0";  ///< for peers and clients; port 0 = any free
@@ -25,7 +31,13 @@ struct WorkerOptions {
   std::string token;
   double heartbeat_interval = 0.5;       ///< seconds
   double death_timeout = 60;             ///< seconds to keep trying to reach the scheduler at start
-  std::map<std::string, std::string> extra;  ///< shown in scheduler_info() (e.g. the GPU it holds)
+  std::map<std::string, std::string> extra;  ///< shown in scheduler_info()
+  GpuPolicy gpu = GpuPolicy::Auto;
+  /** Bytes of results kept in device memory before the least recently used move to host memory;
+   *  also caps the device pool (DeviceRuntime::set_memory_limit). 0 = no limit (the pool may use
+   *  the whole device; values move to host only when it runs short). The binaries' default is
+   *  0.8 of the device: parse_device_memory_limit("auto", total) (src/distributed/data_store.hpp). */
+  std::size_t device_memory_limit = 0;
 };
 
 /** @brief Counters of one worker, for tests and benchmarks. */
@@ -39,6 +51,10 @@ struct WorkerStats {
   std::size_t spilled_bytes = 0;
   std::size_t spilled = 0;  ///< values written to disk so far
   bool paused = false;
+  int device = -1;                     ///< this worker's GPU (CUDA ordinal), -1 without one
+  std::size_t device_bytes = 0;        ///< bytes of results held in device memory
+  std::size_t device_spilled = 0;      ///< results moved from device to host memory so far
+  std::size_t device_spilled_bytes = 0;
 };
 
 /**
