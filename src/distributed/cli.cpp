@@ -9,16 +9,21 @@
 
 #include <CLI/CLI.hpp>
 #include <atomic>
+#include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <mutex>
+#include <string_view>
 #include <thread>
 
 #include <spdlog/spdlog.h>
 
 #include "data_store.hpp"
 #include "util.hpp"
+#include "tessera/core/gpus.hpp"
 #include "tessera/distributed/scheduler.hpp"
 #include "tessera/distributed/worker.hpp"
 #include "tessera/init.hpp"
@@ -139,6 +144,10 @@ void init(int argc, char** argv) {
     std::fflush(stdout);
     std::exit(distributed::worker_main(argc - 1, argv + 1));
   }
+  if (argc >= 2 && std::string(argv[1]) == kCudaWorkerModeFlag) {
+    std::fflush(stdout);
+    std::exit(distributed::cuda_worker_main(argc - 1, argv + 1));
+  }
 }
 
 namespace distributed {
@@ -205,49 +214,114 @@ int scheduler_main(int argc, char** argv) {
 
 namespace {
 
-// --nworkers N > 1: run N single-worker processes of this same command and wait for them.
-int run_nworkers(int argc, char** argv, int nworkers, const std::string& name, int nthreads,
-                 const std::string& memory_limit) {
-  std::vector<pid_t> pids;
-  std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  for (int i = 0; i < nworkers; ++i) {
-    std::vector<std::string> args{self};
-    if (std::string(argv[0]) == kWorkerModeFlag) args.push_back(kWorkerModeFlag);
-    for (int a = 1; a < argc; ++a) {
-      std::string s = argv[a];
-      if (s == "--nworkers" || s == "--name" || s == "--nthreads" || s == "--memory-limit") {
-        ++a;
-        continue;
+// One worker process of a nanny (--nworkers, tessera-cuda-worker).
+struct ChildProcess {
+  std::string name;
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+};
+
+// This command line for a child: this executable (in worker mode when this process runs as an
+// application's worker, or as tessera-cuda-worker), then argv[1..] without the flags in `drop`
+// (and their values, in both the "--flag value" and "--flag=value" forms).
+std::vector<std::string> child_command(int argc, char** argv, bool worker_mode_flag,
+                                       std::initializer_list<std::string_view> drop) {
+  std::vector<std::string> args{std::filesystem::read_symlink("/proc/self/exe").string()};
+  if (worker_mode_flag) args.push_back(kWorkerModeFlag);
+  for (int a = 1; a < argc; ++a) {
+    std::string_view s = argv[a];
+    bool skip = false;
+    for (std::string_view d : drop) {
+      if (s == d) {
+        ++a;  // and its value
+        skip = true;
+      } else if (s.size() > d.size() && s.substr(0, d.size()) == d && s[d.size()] == '=') {
+        skip = true;
       }
-      if (s.rfind("--nworkers=", 0) == 0 || s.rfind("--name=", 0) == 0 || s.rfind("--nthreads=", 0) == 0 ||
-          s.rfind("--memory-limit=", 0) == 0)
-        continue;
-      args.push_back(s);
+      if (skip) break;
     }
-    // Each child gets its share of the machine, as with dask worker --nworkers.
-    int threads = nthreads > 0 ? nthreads : threads_per_worker(nworkers);
-    std::size_t limit = parse_memory_limit(memory_limit, system_memory(), nworkers);
-    args.insert(args.end(), {"--nworkers", "1", "--name", (name.empty() ? "worker" : name) + "-" + std::to_string(i),
-                             "--nthreads", std::to_string(threads), "--memory-limit", std::to_string(limit)});
-    try {
-      pids.push_back(spawn_process(args, {{"TESSERA_PARENT_PID", std::to_string(::getpid())}}));  // die with us
-    } catch (const std::exception& e) {
-      spdlog::error("tessera-worker: cannot start worker {}: {}", i, e.what());
-      for (pid_t p : pids) ::kill(p, SIGTERM);
-      return 1;
-    }
+    if (!skip) args.emplace_back(s);
   }
-  SignalWatcher signals([pids](int sig) {
+  return args;
+}
+
+std::string describe_wait_status(int status) {
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return "was killed by signal " + std::to_string(WTERMSIG(status));
+  return "stopped";
+}
+
+// The nanny: starts the worker processes, passes SIGINT/SIGTERM on to them and waits for all.
+// Returns 0 when every one exited with status 0. The children get TESSERA_PARENT_PID, so they
+// also exit when this process dies without passing a signal on (SIGKILL).
+int run_worker_processes(const std::string& program, const std::vector<ChildProcess>& children) {
+  std::mutex mu;
+  std::vector<pid_t> pids;
+  int stop_signal = 0;
+  // First, so that a signal while the children start stops those already started.
+  SignalWatcher signals([&](int sig) {
+    std::lock_guard lock(mu);
+    stop_signal = sig;
     for (pid_t p : pids) ::kill(p, sig);
   });
   int worst = 0;
-  for (pid_t p : pids) {
-    int status = 0;
-    while (::waitpid(p, &status, 0) < 0 && errno == EINTR) {
+  for (const auto& child : children) {
+    std::lock_guard lock(mu);
+    if (stop_signal) break;
+    auto env = child.env;
+    env["TESSERA_PARENT_PID"] = std::to_string(::getpid());  // die with us
+    try {
+      pids.push_back(spawn_process(child.argv, env));
+    } catch (const std::exception& e) {
+      spdlog::error("{}: cannot start worker {}: {}", program, child.name, e.what());
+      worst = 1;
+      stop_signal = SIGTERM;
+      for (pid_t p : pids) ::kill(p, SIGTERM);
+      break;
     }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) worst = 1;
+  }
+  std::vector<bool> done(pids.size(), false);
+  for (std::size_t left = pids.size(); left > 0;) {
+    for (std::size_t i = 0; i < pids.size(); ++i) {
+      if (done[i]) continue;
+      int status = 0;
+      pid_t r = ::waitpid(pids[i], &status, WNOHANG);
+      if (r == 0 || (r < 0 && errno == EINTR)) continue;
+      done[i] = true;
+      --left;
+      bool clean = r == pids[i] && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      {
+        // A worker still starting up (waiting for the scheduler) dies of the signal passed on.
+        std::lock_guard lock(mu);
+        if (r == pids[i] && stop_signal && WIFSIGNALED(status) && WTERMSIG(status) == stop_signal) clean = true;
+      }
+      if (!clean) worst = 1;
+      if (r != pids[i]) spdlog::warn("{}: lost worker {} (pid {})", program, children[i].name, pids[i]);
+      else if (clean) spdlog::info("{}: worker {} (pid {}) {}", program, children[i].name, pids[i], describe_wait_status(status));
+      else spdlog::warn("{}: worker {} (pid {}) {}", program, children[i].name, pids[i], describe_wait_status(status));
+    }
+    if (left > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return worst;
+}
+
+// --nworkers N > 1: run N single-worker processes of this same command and wait for them.
+int run_nworkers(int argc, char** argv, int nworkers, const std::string& name, int nthreads,
+                 const std::string& memory_limit) {
+  // Each child gets its share of the machine, as with dask worker --nworkers.
+  const int threads = nthreads > 0 ? nthreads : threads_per_worker(nworkers);
+  const std::size_t limit = parse_memory_limit(memory_limit, system_memory(), nworkers);
+  std::vector<ChildProcess> children;
+  for (int i = 0; i < nworkers; ++i) {
+    ChildProcess c;
+    c.name = (name.empty() ? "worker" : name) + "-" + std::to_string(i);
+    c.argv = child_command(argc, argv, std::string(argv[0]) == kWorkerModeFlag,
+                           {"--nworkers", "--name", "--nthreads", "--memory-limit"});
+    c.argv.insert(c.argv.end(), {"--nworkers", "1", "--name", c.name, "--nthreads", std::to_string(threads),
+                                 "--memory-limit", std::to_string(limit)});
+    children.push_back(std::move(c));
+  }
+  return run_worker_processes("tessera-worker", children);
 }
 
 }  // namespace
@@ -256,7 +330,7 @@ int worker_main(int argc, char** argv) {
   die_with_parent();
   CLI::App app{"tessera-worker: a Tessera worker (like `dask worker`)", "tessera-worker"};
   std::string scheduler, scheduler_file, name, resources, memory_limit = "auto", local_directory, log_level, token;
-  std::string host, listen_address, protocol = "tcp";
+  std::string host, listen_address, protocol = "tcp", device_memory_limit;
   int nthreads = 0, nworkers = 1, worker_port = 0;
   double death_timeout = 60, heartbeat = 0.5;
   std::vector<std::string> preloads;
@@ -277,6 +351,9 @@ int worker_main(int argc, char** argv) {
   app.add_option("--listen-address", listen_address, "Full listen address, e.g. tcp://0.0.0.0:9000");
   app.add_option("--protocol", protocol, "Transport: tcp")->capture_default_str();
   app.add_option("--heartbeat-interval", heartbeat, "Seconds between heartbeats")->capture_default_str();
+  app.add_option("--device-memory-limit", device_memory_limit,
+                 "Bytes of results kept on the GPU before moving to host memory: auto (0.8 of the device), "
+                 "0 (none), 10GB, 0.5 (of the device)");
   add_shared_flags(app, preloads, token, log_level);
   try {
     app.parse(argc, argv);
@@ -285,6 +362,7 @@ int worker_main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
+    if (!device_memory_limit.empty()) check_device_memory_limit(device_memory_limit);
     if (nworkers > 1) return run_nworkers(argc, argv, nworkers, name, nthreads, memory_limit);
     if (nworkers < 1) throw Error("--nworkers must be at least 1");
     if (scheduler.empty() && scheduler_file.empty())
@@ -310,6 +388,8 @@ int worker_main(int argc, char** argv) {
     wo.token = token;
     wo.heartbeat_interval = heartbeat;
     wo.death_timeout = death_timeout;
+    // Passed on as given until the worker turns it into bytes of its device (WorkerOptions).
+    if (!device_memory_limit.empty()) wo.extra["device_memory_limit"] = device_memory_limit;
     // As for the scheduler: a signal while connecting closes the worker once it exists.
     std::mutex mu;
     std::shared_ptr<Worker> worker;
@@ -340,6 +420,86 @@ int worker_main(int argc, char** argv) {
     return 0;
   } catch (const std::exception& e) {
     spdlog::error("tessera-worker: {}", e.what());
+    return 1;
+  }
+}
+
+int cuda_worker_main(int argc, char** argv) {
+  die_with_parent();
+  CLI::App app{"tessera-cuda-worker: one Tessera worker per GPU (like `dask cuda worker`)", "tessera-cuda-worker"};
+  std::string scheduler, scheduler_file, name, resources, memory_limit = "auto", device_memory_limit = "0.8";
+  std::string local_directory, log_level, token, host, protocol = "tcp";
+  int nthreads = 1;
+  double death_timeout = 60, heartbeat = 0.5;
+  std::vector<std::string> preloads;
+  app.add_option("scheduler", scheduler, "Scheduler address, e.g. tcp://127.0.0.1:8786");
+  app.add_option("--scheduler-file", scheduler_file, "Read the scheduler's address from this file");
+  app.add_option("--nthreads", nthreads, "Threads running tasks in each worker")->capture_default_str();
+  app.add_option("--resources", resources, "Resources of each worker besides GPU=1, e.g. \"MEM=10e9\" (GPU=2 replaces GPU=1)");
+  app.add_option("--memory-limit", memory_limit,
+                 "Host bytes of results per worker before spilling to disk: auto (memory / GPUs), 0 (none), 4GB, "
+                 "0.5 (of RAM)")
+      ->capture_default_str();
+  app.add_option("--device-memory-limit", device_memory_limit,
+                 "Bytes of results kept on each GPU before moving to host memory: 0.8 (of the device), auto, 0 "
+                 "(none), 10GB")
+      ->capture_default_str();
+  app.add_option("--name", name, "Prefix of the worker names, <name>-gpu<device> (default: the host name)");
+  app.add_option("--local-directory", local_directory, "Directory for spilled data (default: system temp)");
+  app.add_option("--death-timeout", death_timeout, "Seconds to wait for the scheduler before giving up")
+      ->capture_default_str();
+  app.add_option("--host", host, "Interface the workers listen on for peers (default: as the scheduler's)");
+  app.add_option("--protocol", protocol, "Transport: tcp")->capture_default_str();
+  app.add_option("--heartbeat-interval", heartbeat, "Seconds between heartbeats")->capture_default_str();
+  add_shared_flags(app, preloads, token, log_level);
+  try {
+    app.parse(argc, argv);
+    setup_logging(log_level);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    if (scheduler.empty() && scheduler_file.empty())
+      throw Error("give the scheduler address (tcp://host:port) or --scheduler-file");
+    if (nthreads < 1) throw Error("--nthreads must be at least 1");
+    check_device_memory_limit(device_memory_limit);
+    // Discovery goes through NVML, never the CUDA runtime: this process must not hold a CUDA
+    // context (the workers are exec'd with their own CUDA_VISIBLE_DEVICES).
+    const GpuDiscovery found = discover_gpus();
+    std::optional<std::string> visible;
+    if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) visible = v;
+    const std::vector<std::string> devices = gpu_worker_devices(visible, found);
+    const int n = static_cast<int>(devices.size());
+    const std::string res_text = gpu_worker_resources(resources);  // GPU=1 unless --resources names GPU
+    const std::size_t limit = parse_memory_limit(memory_limit, system_memory(), n);
+    if (name.empty()) {
+      char h[256] = {};
+      name = ::gethostname(h, sizeof h - 1) == 0 && h[0] ? h : "worker";
+    }
+    std::vector<ChildProcess> children;
+    for (int i = 0; i < n; ++i) {
+      ChildProcess c;
+      const std::string& dev = devices[static_cast<std::size_t>(i)];
+      c.name = gpu_worker_name(name, dev);
+      // This program in worker mode (tessera-cuda-worker and applications calling tessera::init
+      // both run worker_main for --tessera-worker), with every flag of this command (the worker
+      // takes them all) except those set per worker here.
+      c.argv = child_command(argc, argv, true,
+                             {"--name", "--nthreads", "--memory-limit", "--resources", "--device-memory-limit"});
+      c.argv.insert(c.argv.end(), {"--name", c.name, "--nthreads", std::to_string(nthreads), "--memory-limit",
+                                   std::to_string(limit), "--resources", res_text, "--device-memory-limit",
+                                   device_memory_limit});
+      c.env["CUDA_VISIBLE_DEVICES"] = cuda_visible_devices_for(static_cast<std::size_t>(i), devices);
+      const GpuInfo* info = nullptr;
+      for (const auto& g : found.gpus)
+        if (std::to_string(g.ordinal) == dev || (!g.uuid.empty() && g.uuid == dev)) info = &g;
+      spdlog::info("tessera-cuda-worker: worker {} with CUDA_VISIBLE_DEVICES={}{}", c.name, c.env["CUDA_VISIBLE_DEVICES"],
+                   info ? " (" + describe_gpu(*info) + ")" : std::string());
+      children.push_back(std::move(c));
+    }
+    return run_worker_processes("tessera-cuda-worker", children);
+  } catch (const std::exception& e) {
+    spdlog::error("tessera-cuda-worker: {}", e.what());
     return 1;
   }
 }

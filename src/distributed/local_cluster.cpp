@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "tessera/core/error.hpp"
+#include "tessera/core/gpus.hpp"
 #include "tessera/distributed/scheduler.hpp"
 #include "tessera/distributed/worker.hpp"
 #include "tessera/init.hpp"
@@ -80,13 +81,21 @@ struct LocalCluster::Impl {
   std::vector<Child> children;
   std::vector<std::unique_ptr<Worker>> threads;
   std::vector<std::string> worker_cmd;
+  std::size_t memory_limit = 0;  // per worker, resolved once (auto: memory / n_workers)
   bool closed = false;
+
+  std::string worker_name(std::size_t i) const {
+    const auto& names = opt.worker_names;
+    if (names.empty()) return "worker-" + std::to_string(i);
+    if (i < names.size()) return names[i];
+    return names[i % names.size()] + "-" + std::to_string(i / names.size());
+  }
 
   void start_process_worker(std::size_t i) {
     std::vector<std::string> argv = worker_cmd;
     argv.push_back(address);
-    argv.insert(argv.end(), {"--nthreads", std::to_string(opt.threads_per_worker), "--name",
-                             "worker-" + std::to_string(i), "--memory-limit", opt.memory_limit, "--death-timeout",
+    argv.insert(argv.end(), {"--nthreads", std::to_string(opt.threads_per_worker), "--name", worker_name(i),
+                             "--memory-limit", std::to_string(memory_limit), "--death-timeout",
                              std::to_string(static_cast<int>(std::max(10.0, opt.timeout))), "--heartbeat-interval",
                              std::to_string(opt.heartbeat_interval), "--host", opt.host});
     if (!opt.resources.empty()) argv.insert(argv.end(), {"--resources", opt.resources});
@@ -100,8 +109,8 @@ struct LocalCluster::Impl {
     std::map<std::string, std::string> env;
     env["TESSERA_TOKEN"] = opt.token;
     env["TESSERA_PARENT_PID"] = std::to_string(::getpid());  // the worker dies with us
-    if (i < opt.worker_env.size())
-      for (const auto& [k, v] : opt.worker_env[i]) env[k] = v;
+    if (!opt.worker_env.empty())
+      for (const auto& [k, v] : opt.worker_env[i % opt.worker_env.size()]) env[k] = v;
     Child c;
     c.pid = spawn_process(argv, env);
     children.push_back(c);
@@ -111,10 +120,10 @@ struct LocalCluster::Impl {
     WorkerOptions w;
     w.scheduler_address = address;
     w.listen_address = opt.protocol == "inproc" ? "inproc://" : opt.protocol + "://" + opt.host + ":0";
-    w.name = "worker-" + std::to_string(i);
+    w.name = worker_name(i);
     w.nthreads = opt.threads_per_worker;
     if (!opt.resources.empty()) w.resources = parse_resources(opt.resources);
-    w.memory_limit = parse_memory_limit(opt.memory_limit, system_memory(), opt.n_workers);
+    w.memory_limit = memory_limit;
     w.local_directory = opt.local_directory;
     w.token = opt.token;
     w.heartbeat_interval = opt.heartbeat_interval;
@@ -197,7 +206,7 @@ struct LocalCluster::Impl {
   }
   std::size_t worker_count() { return worker_names().size(); }
 
-  // Waits until the workers named worker-<from> .. worker-<to - 1> are registered; fails when
+  // Waits until the workers from .. to - 1 (by name) are registered; fails when
   // one of those children exits first (older children may have died on purpose).
   void wait_for_workers(std::size_t from, std::size_t to) {
     auto deadline = Clock::now() + std::chrono::duration<double>(opt.timeout);
@@ -205,7 +214,7 @@ struct LocalCluster::Impl {
       auto names = worker_names();
       std::size_t have = 0;
       for (std::size_t i = from; i < to; ++i)
-        if (std::find(names.begin(), names.end(), "worker-" + std::to_string(i)) != names.end()) have++;
+        if (std::find(names.begin(), names.end(), worker_name(i)) != names.end()) have++;
       if (have == to - from) return;
       if (std::string dead = reap_exited(from); !dead.empty())
         throw Error("LocalCluster: " + dead + " before registering (see its messages on stderr)");
@@ -265,6 +274,8 @@ LocalCluster::LocalCluster(LocalClusterOptions options) : impl_(std::make_unique
   if (m.opt.protocol == "inproc" && m.opt.processes)
     throw Error("LocalCluster: the inproc protocol needs processes = false");
   if (m.opt.token.empty()) m.opt.token = random_hex(32);
+  // Checked before anything starts; "auto" is this machine's share per worker, as in Dask.
+  m.memory_limit = parse_memory_limit(m.opt.memory_limit, system_memory(), std::max(1, m.opt.n_workers));
   try {
     if (m.opt.scheduler_process) {
       if (!m.opt.processes) throw Error("LocalCluster: scheduler_process needs processes = true");
@@ -339,5 +350,60 @@ std::size_t LocalCluster::add_worker() {
 }
 
 void LocalCluster::close() { impl_->close(); }
+
+// ---- LocalCUDACluster ---------------------------------------------------------------------------
+
+LocalCUDACluster::Plan LocalCUDACluster::plan(const LocalCUDAClusterOptions& o) {
+  if (o.n_workers < 0) throw Error("LocalCUDACluster: n_workers must be >= 0");
+  if (o.threads_per_worker < 1) throw Error("LocalCUDACluster: threads_per_worker must be >= 1");
+  if (o.protocol == "inproc") throw Error("LocalCUDACluster: its workers are processes; use tcp, not inproc");
+  check_device_memory_limit(o.device_memory_limit);
+  std::optional<std::string> visible = o.cuda_visible_devices;
+  if (!visible)
+    if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) visible = v;
+  Plan p;
+  std::vector<std::string> all;
+  try {
+    all = gpu_worker_devices(visible);  // NVML when no list is given: no CUDA context here
+  } catch (const Error& e) {
+    throw Error(std::string("LocalCUDACluster: ") + e.what());
+  }
+  const std::size_t n = o.n_workers > 0 ? static_cast<std::size_t>(o.n_workers) : all.size();
+  if (n > all.size())
+    throw Error("LocalCUDACluster: n_workers = " + std::to_string(n) + " but only " + std::to_string(all.size()) +
+                " devices (" + cuda_visible_devices_for(0, all) + ")");
+  LocalClusterOptions& c = p.cluster;
+  c.n_workers = static_cast<int>(n);
+  c.threads_per_worker = o.threads_per_worker;
+  c.processes = true;  // CUDA_VISIBLE_DEVICES is per process
+  c.scheduler_process = o.scheduler_process;
+  c.protocol = o.protocol;
+  c.host = o.host;
+  c.scheduler_port = o.scheduler_port;
+  c.resources = gpu_worker_resources(o.resources);
+  c.memory_limit = o.memory_limit;
+  c.local_directory = o.local_directory;
+  c.preload = o.preload;
+  c.worker_program = o.worker_program;
+  c.worker_args = o.worker_args;
+  c.worker_args.insert(c.worker_args.end(), {"--device-memory-limit", o.device_memory_limit});
+  c.token = o.token;
+  c.worker_ttl = o.worker_ttl;
+  c.heartbeat_interval = o.heartbeat_interval;
+  c.timeout = o.timeout;
+  c.log_level = o.log_level;
+  // As dask-cuda: worker i sees every device, its own first; with n_workers < devices, the
+  // first n devices get a worker.
+  for (std::size_t i = 0; i < n; ++i) {
+    c.worker_env.push_back({{"CUDA_VISIBLE_DEVICES", cuda_visible_devices_for(i, all)}});
+    c.worker_names.push_back(gpu_worker_name(o.name_prefix, all[i]));
+    p.devices.push_back(all[i]);
+  }
+  return p;
+}
+
+LocalCUDACluster::LocalCUDACluster(LocalCUDAClusterOptions options) : LocalCUDACluster(plan(options)) {}
+
+LocalCUDACluster::LocalCUDACluster(Plan p) : LocalCluster(std::move(p.cluster)), devices_(std::move(p.devices)) {}
 
 }  // namespace tessera::distributed

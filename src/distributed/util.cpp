@@ -2,11 +2,14 @@
 
 #include <spawn.h>
 
+#include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <thread>
 
+#include "data_store.hpp"
 #include "tessera/core/error.hpp"
 
 extern char** environ;
@@ -58,6 +61,30 @@ pid_t spawn_process(const std::vector<std::string>& argv, const std::map<std::st
   if (int rc = ::posix_spawnp(&pid, args[0], nullptr, nullptr, args.data(), envp.data()); rc != 0)
     throw Error("cannot start " + argv[0] + ": " + std::strerror(rc));
   return pid;
+}
+
+std::string gpu_worker_resources(const std::string& extra) {
+  std::map<std::string, double> res{{"GPU", 1.0}};
+  for (const auto& [k, v] : parse_resources(extra)) res[k] = v;
+  std::string out;
+  for (const auto& [k, v] : res) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    out += (out.empty() ? "" : ",") + k + "=" + buf;
+  }
+  return out;
+}
+
+void check_device_memory_limit(const std::string& text) {
+  std::string s;
+  for (char c : text)
+    if (!std::isspace(static_cast<unsigned char>(c))) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (s == "auto" || s == "default") return;
+  try {
+    parse_memory_limit(text, 0);  // the same forms; total 0: nothing is capped, nothing logged
+  } catch (const Error& e) {
+    throw Error(std::string("--device-memory-limit: ") + e.what());
+  }
 }
 
 }  // namespace tessera::distributed

@@ -31,4 +31,16 @@ std::string token_or_env(std::string token);
  */
 pid_t spawn_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {});
 
+/**
+ * @brief The resources of a GPU worker: GPU=1 plus those of `extra` ("GPU=2 MEM=1e9"; a GPU
+ * entry replaces the 1), as text parse_resources reads back ("GPU=1,MEM=1000000000").
+ */
+std::string gpu_worker_resources(const std::string& extra);
+
+/**
+ * @brief Checks a --device-memory-limit value (auto, default, 0, none, a fraction <= 1, bytes
+ * such as 10GB) without the device's size; throws Error quoting it when it is invalid.
+ */
+void check_device_memory_limit(const std::string& text);
+
 }  // namespace tessera::distributed

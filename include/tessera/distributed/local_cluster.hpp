@@ -1,6 +1,7 @@
 #pragma once
 /**
- * @file LocalCluster: a scheduler plus N workers on this machine, like dask's LocalCluster.
+ * @file LocalCluster: a scheduler plus N workers on this machine, like dask's LocalCluster, and
+ * LocalCUDACluster: one worker per GPU, like dask-cuda's.
  *
  * With processes (the default) each worker is its own process: this program itself when it
  * called tessera::init() (so its registered functions are there), else the tessera-worker
@@ -10,6 +11,7 @@
 #include <csignal>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,8 +33,17 @@ struct LocalClusterOptions {
   std::vector<std::string> preload;  ///< shared libraries every worker process loads
   std::string worker_program;        ///< default: see above; TESSERA_WORKER_PROGRAM overrides
   std::vector<std::string> worker_args;  ///< extra flags for each worker process
-  /** @brief Extra environment per worker index (e.g. CUDA_VISIBLE_DEVICES), processes only. */
+  /**
+   * @brief Extra environment per worker index (e.g. CUDA_VISIBLE_DEVICES), processes only. A
+   * worker past the end (add_worker) gets entry i mod size: a replacement worker of a
+   * LocalCUDACluster gets the devices of worker i mod n.
+   */
   std::vector<std::map<std::string, std::string>> worker_env;
+  /**
+   * @brief Name per worker index (default "worker-<i>"). A worker past the end gets entry
+   * i mod size followed by "-<i / size>" ("worker-gpu0-1").
+   */
+  std::vector<std::string> worker_names;
   std::string token;                 ///< default: a random one
   double worker_ttl = 300;           ///< seconds of silence before the scheduler drops a worker
   double heartbeat_interval = 0.5;   ///< seconds
@@ -73,6 +84,61 @@ class LocalCluster {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+};
+
+/**
+ * @brief Options of a LocalCUDACluster, as dask-cuda's LocalCUDACluster: one worker process per
+ * GPU, each pinned with CUDA_VISIBLE_DEVICES.
+ */
+struct LocalCUDAClusterOptions {
+  /**
+   * @brief The devices, "0,1" or GPU UUIDs; one worker each. Default: $CUDA_VISIBLE_DEVICES, or
+   * every GPU NVML finds when it is unset. An explicit list starts its workers even on a machine
+   * without GPUs (they then have no device).
+   */
+  std::optional<std::string> cuda_visible_devices;
+  int n_workers = 0;                 ///< 0: one per device; n: the first n devices
+  int threads_per_worker = 1;
+  std::string memory_limit = "auto";  ///< host bytes per worker, Dask forms; auto: memory / n_workers
+  std::string device_memory_limit = "0.8";  ///< per worker: fraction of its device, bytes, or 0 (none)
+  std::string resources;             ///< added to GPU=1 ("GPU=2" replaces the 1), e.g. "MEM=10e9"
+  std::string protocol = "tcp";
+  std::string host = "127.0.0.1";
+  int scheduler_port = 0;
+  bool scheduler_process = false;    ///< run tessera-scheduler as a process (default: in this one)
+  std::string name_prefix = "worker";  ///< worker names are <prefix>-gpu<device>
+  std::string local_directory;
+  std::vector<std::string> preload;
+  std::string worker_program;        ///< as LocalClusterOptions::worker_program
+  std::vector<std::string> worker_args;
+  std::string token;
+  double worker_ttl = 300;
+  double heartbeat_interval = 0.5;
+  double timeout = 60;
+  std::string log_level;
+};
+
+/**
+ * @brief A LocalCluster with one worker process per GPU (dask-cuda's LocalCUDACluster). Worker i
+ * runs with CUDA_VISIBLE_DEVICES rotated to start at device i ("0,1" -> "0,1" and "1,0"), the
+ * resource GPU=1 and the name <prefix>-gpu<device>. This process never touches CUDA: devices are
+ * found with NVML. Throws tessera::Error when there is no device ("no GPUs found: ...") or an
+ * option is invalid, before starting anything.
+ */
+class LocalCUDACluster : public LocalCluster {
+ public:
+  explicit LocalCUDACluster(LocalCUDAClusterOptions options = {});
+  /** @brief The device of each worker, by worker index ("0", "1", or a UUID). */
+  const std::vector<std::string>& devices() const { return devices_; }
+
+ private:
+  struct Plan {
+    LocalClusterOptions cluster;
+    std::vector<std::string> devices;
+  };
+  static Plan plan(const LocalCUDAClusterOptions& options);
+  explicit LocalCUDACluster(Plan plan);
+  std::vector<std::string> devices_;
 };
 
 /** @brief The worker program a LocalCluster starts, as an argv prefix (program [+ mode flag]). */
