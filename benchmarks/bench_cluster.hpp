@@ -17,12 +17,15 @@ struct ClusterArgs {
   int threads = 1;
   std::string protocol = "tcp";
   bool scheduler_process = false;
+  std::string device_memory_limit;  // per worker (GPU workers): bytes or a fraction; empty: default
 };
 
 inline void add_cluster_options(CLI::App& app, ClusterArgs& a) {
   app.add_option("--workers", a.workers, "worker processes of the local cluster");
   app.add_option("--threads", a.threads, "threads per worker");
   app.add_option("--protocol", a.protocol, "tcp (ucx: issue 5)")->check(CLI::IsMember({"tcp", "ucx"}));
+  app.add_option("--device-memory-limit", a.device_memory_limit,
+                 "GPU workers: device bytes kept per worker before spilling to host (e.g. 16GB, 0.5)");
 }
 
 inline std::unique_ptr<tessera::distributed::Client> connect(const ClusterArgs& a) {
@@ -34,6 +37,7 @@ inline std::unique_ptr<tessera::distributed::Client> connect(const ClusterArgs& 
   o.threads_per_worker = a.threads;
   o.protocol = a.protocol;
   o.scheduler_process = a.scheduler_process;
+  if (!a.device_memory_limit.empty()) o.worker_args = {"--device-memory-limit", a.device_memory_limit};
   return std::make_unique<Client>(std::make_shared<LocalCluster>(o));
 }
 

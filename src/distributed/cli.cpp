@@ -22,6 +22,7 @@
 #include <spdlog/spdlog.h>
 
 #include "data_store.hpp"
+#include "tessera/core/device.hpp"
 #include "util.hpp"
 #include "tessera/core/gpus.hpp"
 #include "tessera/distributed/scheduler.hpp"
@@ -388,8 +389,12 @@ int worker_main(int argc, char** argv) {
     wo.token = token;
     wo.heartbeat_interval = heartbeat;
     wo.death_timeout = death_timeout;
-    // Passed on as given until the worker turns it into bytes of its device (WorkerOptions).
-    if (!device_memory_limit.empty()) wo.extra["device_memory_limit"] = device_memory_limit;
+    // With a GPU (this process sees one; CUDA_VISIBLE_DEVICES was set by whoever started it),
+    // keep at most this much on it: dask-cuda's default, 0.8 of the device. Asking the runtime
+    // for the device's size creates no CUDA context.
+    if (DeviceRuntime* rt = device_runtime(); rt && rt->device_count() > 0)
+      wo.device_memory_limit =
+          parse_device_memory_limit(device_memory_limit.empty() ? "auto" : device_memory_limit, rt->info(0).total_memory);
     // As for the scheduler: a signal while connecting closes the worker once it exists.
     std::mutex mu;
     std::shared_ptr<Worker> worker;

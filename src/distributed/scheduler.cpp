@@ -35,6 +35,7 @@ struct Conn {
   bool leaving = false;  // the worker said it is closing on purpose
   wire::WorkerHello hello;
   std::size_t device_memory = 0;  // from the worker's last heartbeat (scheduler_info)
+  std::size_t device_spilled_bytes = 0;
   std::vector<wire::SchedulerToWorker> to_worker;
   std::vector<wire::SchedulerToClient> to_client;
   bool dirty = false;
@@ -198,6 +199,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
         wi.gpus = h.gpus;
         wi.device_memory_limit = h.device_memory_limit;
         wi.device_memory = it->second->device_memory;
+        wi.device_spilled_bytes = it->second->device_spilled_bytes;
       }
       wi.summary = std::move(w);
       ci.workers.push_back(std::move(wi));
@@ -260,6 +262,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
                 x.address = c.id;
                 x.now = now();
                 c.device_memory = x.device_memory;
+                c.device_spilled_bytes = x.device_spilled_bytes;
               } else if constexpr (std::is_same_v<T, WorkerStatusChange>) {
                 x.address = c.id;
               } else {

@@ -48,7 +48,7 @@ void serialize(A& ar, AddWorker& e) {
 }
 template <class A>
 void serialize(A& ar, Heartbeat& e) {
-  ar(e.address, e.now, e.memory, e.device_memory);
+  ar(e.address, e.now, e.memory, e.device_memory, e.device_spilled_bytes);
 }
 template <class A>
 void serialize(A& ar, WorkerStatusChange& e) {
@@ -179,9 +179,10 @@ struct WorkerInfo {
   std::vector<GpuInfo> gpus;
   std::size_t device_memory_limit = 0;
   std::size_t device_memory = 0;  ///< last heartbeat
+  std::size_t device_spilled_bytes = 0;  ///< last heartbeat
   template <class A>
   void serialize(A& ar) {
-    ar(summary, pid, host, local_directory, extra, ops, gpus, device_memory_limit, device_memory);
+    ar(summary, pid, host, local_directory, extra, ops, gpus, device_memory_limit, device_memory, device_spilled_bytes);
   }
 };
 

@@ -538,7 +538,8 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
       if (closing) break;
       l.unlock();
       step([&] {
-        outbox.push_back(Heartbeat{address, now(), store.memory_bytes(), store.device_bytes()});
+        outbox.push_back(Heartbeat{address, now(), store.memory_bytes(), store.device_bytes(),
+                                   store.stats().device_spilled_bytes});
         check_memory();
       });
       l.lock();

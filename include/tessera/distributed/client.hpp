@@ -146,6 +146,7 @@ struct WorkerInfo {
   std::vector<GpuInfo> gpus;                  ///< the GPU it uses; empty for a host-only worker
   std::size_t device_memory_limit = 0;        ///< bytes of results kept on the GPU (0: no limit)
   std::size_t device_memory = 0;              ///< bytes of results on the GPU, as of the last heartbeat
+  std::size_t device_spilled_bytes = 0;       ///< bytes moved GPU -> host memory so far (last heartbeat)
 };
 
 struct SchedulerInfo {

@@ -73,6 +73,7 @@ struct Heartbeat {
   Time now = 0;
   std::size_t memory = 0;
   std::size_t device_memory = 0;  ///< bytes of results in device memory (scheduler_info only)
+  std::size_t device_spilled_bytes = 0;  ///< bytes moved device -> host so far (scheduler_info only)
 };
 
 /** @brief A worker paused (near its memory limit) or resumed. Workers emit it themselves. */

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# The GPU run, in two halves (see docs/benchmarks.md "GPU" and DEVELOPERS notes in README):
+#
+#   bash scripts/gpu_suite.sh bundle        # here: build for sm_90 and pack a relocatable tree
+#   bash scripts/gpu_suite.sh run [PART]    # on the GPU machine: PART = tests, examples, bench or all
+#
+# The GPU machine reaches no package registry and keeps nothing, so `bundle` builds in
+# build-gpu (CUDA on, sm_90 + PTX), copies the binaries it runs (stripped) into the layout of the
+# build tree (bin/, src/, tests/, benchmarks/, examples/: their RUNPATH is $ORIGIN-relative) with
+# the Debian shared libraries they need in lib/ (not glibc, libstdc++ or CUDA's own: the GPU
+# machine has newer ones), and packs it as build-gpu-bundle/tessera-gpu.tar.xz (under the 64 MiB
+# the device tool carries). The device call is then, with carry ["build-gpu-bundle"]:
+#
+#   bash scripts/gpu_suite.sh run all
+#
+# which unpacks it, runs the test binary (every GPU test included), the examples and the GPU
+# benchmarks, and writes logs and JSON lines under $OUT (default: ./gpu-out).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT="$PWD"
+BUNDLE_DIR="$ROOT/build-gpu-bundle"
+ARCHIVE="$BUNDLE_DIR/tessera-gpu.tar.xz"
+
+bundle() {
+  TESSERA_BUILD_DIR=build-gpu bash scripts/build.sh -DTESSERA_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="90-real;90-virtual"
+  local stage="$BUNDLE_DIR/tree"
+  rm -rf "$BUNDLE_DIR"
+  mkdir -p "$stage"/{bin,src,tests,benchmarks,examples,lib}
+  cp -a build-gpu/bin/. "$stage/bin/"
+  cp -a build-gpu/src/*.so* "$stage/src/"
+  cp -a build-gpu/tests/tessera_tests build-gpu/tests/*.so "$stage/tests/" 2>/dev/null || true
+  find build-gpu/benchmarks -maxdepth 1 -type f -executable -exec cp -a {} "$stage/benchmarks/" \;
+  find build-gpu/examples -maxdepth 1 -type f \( -executable -o -name '*.so' \) -exec cp -a {} "$stage/examples/" \;
+  cp -a benchmarks/gpu/cupy_local.py "$stage/benchmarks/"
+  # Strip what travels (symbols only; the tree stays runnable).
+  find "$stage" -type f \( -perm -u+x -o -name '*.so*' \) -exec sh -c 'file -b "$1" | grep -q ELF && strip --strip-unneeded "$1"' _ {} \;
+  # Shared libraries from Debian packages that the GPU machine's image lacks.
+  local skip='linux-vdso|ld-linux|/libc\.so|/libm\.so|/libmvec|/libpthread|/libdl\.|/librt\.|/libstdc\+\+|/libgcc_s|/libcuda\.|/libcudart|/libcublas|/libcurand|/libnvidia|libtessera'
+  find "$stage" -type f -exec sh -c 'file -b "$1" | grep -q "ELF.*dynamically linked\|ELF.*shared object"' _ {} \; -print |
+    xargs -r ldd 2>/dev/null | awk '/=> \// {print $3}' | sort -u | grep -Ev "$skip" | while read -r lib; do
+      cp -L "$lib" "$stage/lib/"
+    done
+  # UCX loads its transports as modules from <libucs dir>/ucx.
+  if [[ -d /usr/lib/x86_64-linux-gnu/ucx ]] && ls "$stage"/lib/libucs.so* >/dev/null 2>&1; then
+    mkdir -p "$stage/lib/ucx"
+    cp -L /usr/lib/x86_64-linux-gnu/ucx/*.so.0 "$stage/lib/ucx/" 2>/dev/null || true
+  fi
+  git rev-parse HEAD >"$stage/COMMIT"
+  git status --porcelain | grep -q . && echo "dirty" >>"$stage/COMMIT" || true
+  tar -C "$stage" -cJf "$ARCHIVE" .
+  rm -rf "$stage"
+  echo "gpu_suite: $(du -h "$ARCHIVE" | cut -f1) in $ARCHIVE (commit $(git rev-parse --short HEAD))"
+  local bytes
+  bytes=$(stat -c %s "$ARCHIVE")
+  ((bytes < 60 * 1024 * 1024)) || { echo "gpu_suite: the bundle is over 60 MiB; the device tool carries 64 MiB with the repo" >&2; exit 1; }
+}
+
+# ---- on the GPU machine ---------------------------------------------------------------------
+OUT="${OUT:-$ROOT/gpu-out}"
+TREE="$ROOT/build-gpu-run"
+
+unpack() {
+  [[ -f "$ARCHIVE" ]] || { echo "gpu_suite: $ARCHIVE is missing (run 'bundle' here and carry build-gpu-bundle)" >&2; exit 1; }
+  rm -rf "$TREE" && mkdir -p "$TREE" "$OUT"
+  tar -C "$TREE" -xJf "$ARCHIVE"
+  export LD_LIBRARY_PATH="$TREE/lib:$TREE/src${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export UCX_MODULE_DIR="$TREE/lib/ucx"
+  {
+    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "commit: $(tr '\n' ' ' <"$TREE/COMMIT")"
+    nvidia-smi --query-gpu=name,memory.total,driver_version,uuid --format=csv,noheader 2>&1 || true
+    nproc
+  } | tee "$OUT/device.txt"
+}
+
+run_tests() {
+  # The whole suite; the GPU tests run here instead of skipping. JSON report plus the log tail.
+  (cd "$TREE/tests" && timeout 420 ./tessera_tests --gtest_brief=1 --gtest_output="json:$OUT/tests.json" \
+      >"$OUT/tests.log" 2>&1) && echo "tests: passed" || echo "tests: FAILED (rc $?)"
+  grep -E "^\[  (PASSED|FAILED|SKIPPED)" "$OUT/tests.log" | tail -40 || true
+}
+
+run_examples() {
+  local log="$OUT/examples.log"
+  : >"$log"
+  for ex in test_gpu cuda_kernel gpu_trials mixed_pipeline seed_workload; do
+    [[ -x "$TREE/examples/$ex" ]] || continue
+    echo "== $ex" | tee -a "$log"
+    (cd "$TREE/examples" && timeout 120 "./$ex" >>"$log" 2>&1) && echo "$ex: ok" || echo "$ex: FAILED (rc $?)"
+  done
+  tail -30 "$log"
+}
+
+run_bench() {
+  local j="$OUT/bench.jsonl" b="$TREE/benchmarks"
+  : >"$j"
+  run1() { echo "+ $*" >&2; timeout 300 "$@" 2>>"$OUT/bench.err" | tee -a "$j"; }
+  # The seed headline at full size on one GPU, then several workers sharing it, then the host
+  # on this machine's cores in the same run.
+  run1 "$b/seed_array" --n 500000 --chunk 10000 --device gpu --scheduler threads
+  run1 "$b/seed_array" --n 500000 --chunk 10000 --device gpu --scheduler distributed --workers 4 --threads 1
+  run1 "$b/seed_array" --n 500000 --chunk 10000 --device host --scheduler threads
+  # dask-cuda's local_cupy workloads, and CuPy alone as the limit.
+  run1 "$b/gpu_arrays" --op transpose_sum --n 40000 --chunk 10000 --device gpu --repeat 3
+  run1 "$b/gpu_arrays" --op matmul --n 20000 --chunk 5000 --device gpu --repeat 3
+  (cd "$b" && timeout 300 python3 cupy_local.py --n 40000 --matmul-n 20000 --seed-n 50000 2>>"$OUT/bench.err" | tee -a "$j") || true
+  # A run needing about twice its device memory limit: matmul inputs and outputs are held on
+  # the device (3 x 40000^2 x 8 B = 38 GB) by one worker limited to 16 GB, so it must spill.
+  run1 "$b/gpu_arrays" --op matmul --n 40000 --chunk 10000 --device gpu --scheduler distributed --workers 1 \
+    --device-memory-limit 16GB || true
+}
+
+case "${1:-}" in
+  bundle) bundle ;;
+  run)
+    unpack
+    case "${2:-all}" in
+      tests) run_tests ;;
+      examples) run_examples ;;
+      bench) run_bench ;;
+      all) run_tests; run_examples; run_bench ;;
+      *) echo "usage: gpu_suite.sh run [tests|examples|bench|all]" >&2; exit 2 ;;
+    esac ;;
+  *) echo "usage: gpu_suite.sh bundle | run [tests|examples|bench|all]" >&2; exit 2 ;;
+esac
