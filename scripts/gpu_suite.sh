@@ -22,15 +22,16 @@ BUNDLE_DIR="$ROOT/build-gpu-bundle"
 ARCHIVE="$BUNDLE_DIR/tessera-gpu.tar.xz"
 
 bundle() {
-  TESSERA_BUILD_DIR=build-gpu bash scripts/build.sh -DTESSERA_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="90-real;90-virtual"
+  local build="${TESSERA_GPU_BUILD_DIR:-build-gpu}"
+  TESSERA_BUILD_DIR="$build" bash scripts/build.sh -DTESSERA_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="90-real;90-virtual"
   local stage="$BUNDLE_DIR/tree"
   rm -rf "$BUNDLE_DIR"
   mkdir -p "$stage"/{bin,src,tests,benchmarks,examples,lib}
-  cp -a build-gpu/bin/. "$stage/bin/"
-  cp -a build-gpu/src/*.so* "$stage/src/"
-  cp -a build-gpu/tests/tessera_tests build-gpu/tests/*.so "$stage/tests/" 2>/dev/null || true
-  find build-gpu/benchmarks -maxdepth 1 -type f -executable -exec cp -a {} "$stage/benchmarks/" \;
-  find build-gpu/examples -maxdepth 1 -type f \( -executable -o -name '*.so' \) -exec cp -a {} "$stage/examples/" \;
+  cp -a "$build"/bin/. "$stage/bin/"
+  cp -a "$build"/src/*.so* "$stage/src/"
+  cp -a "$build"/tests/tessera_tests "$build"/tests/*.so "$stage/tests/" 2>/dev/null || true
+  find "$build"/benchmarks -maxdepth 1 -type f -executable -exec cp -a {} "$stage/benchmarks/" \;
+  find "$build"/examples -maxdepth 1 -type f \( -executable -o -name '*.so' \) -exec cp -a {} "$stage/examples/" \;
   cp -a benchmarks/gpu/cupy_local.py "$stage/benchmarks/"
   # Strip what travels (symbols only; the tree stays runnable).
   find "$stage" -type f \( -perm -u+x -o -name '*.so*' \) -exec sh -c 'file -b "$1" | grep -q ELF && strip --strip-unneeded "$1"' _ {} \;
