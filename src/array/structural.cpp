@@ -217,6 +217,11 @@ Block Array::compute(Executor& executor) const {
   return out;
 }
 
+Block Array::compute(Executor& executor, Target where) const {
+  Block b = compute(executor);
+  return where == Target::Device ? tessera::to_device(b, 0) : b;
+}
+
 Array Array::persist(Executor& executor) const {
   const Expr& e = expr_of(*this);
   std::vector<Key> keys;

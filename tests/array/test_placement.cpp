@@ -117,6 +117,9 @@ TEST(ArrayPlacement, FakeDeviceComputesTheSameValues) {
   const Block dev = (x.to_device() + 1)[{step(2), step(2)}].sum().compute();
   EXPECT_EQ(dev.memory_kind(), MemoryKind::Host);
   EXPECT_DOUBLE_EQ(dev.item(), host);
+  const Block on_gpu = (x.to_device() + 1).sum().compute(local_executor(), Target::Device);
+  EXPECT_EQ(on_gpu.memory_kind(), MemoryKind::Device);
+  EXPECT_DOUBLE_EQ(to_host(on_gpu).item(), (x + 1).sum().compute().item());
   Array p = (x.to_device() * 2).persist();
   EXPECT_EQ(p.target(), Target::Device);
   const auto back = p.compute().to_doubles();

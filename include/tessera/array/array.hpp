@@ -131,6 +131,11 @@ class Array {
 
   /** @brief Computes the whole array into one host Block (device results are copied back). */
   Block compute(Executor& executor = local_executor()) const;
+  /**
+   * @brief Computes into one Block in `where`: Target::Device gives a block in this process's
+   * GPU 0 (a client with a GPU asking for device data; throws DeviceError without one).
+   */
+  Block compute(Executor& executor, Target where) const;
   /** @brief Computes every chunk and returns an Array backed by the results. */
   Array persist(Executor& executor = local_executor()) const;
   /** @brief The lowered task graph and the keys of the chunks (row-major chunk order). */
