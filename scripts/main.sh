@@ -9,7 +9,9 @@
 #   3. run_local    the seed workload in this process (thread pool executor)
 #   4. run_cluster  start tessera-scheduler and two tessera-worker processes, run the seed
 #                   workload and the submit/map example (seed 002) on them, stop them
-#   5. run_gpu      (GPU issue) GPU workers where GPUs are present, seed workload on device
+#   5. run_gpu      where GPUs are present: tessera-scheduler and tessera-cuda-worker (one worker
+#                   per GPU), test_gpu (seed 000) and the seed workload on device arrays on
+#                   them; without a GPU it says so (the seed workload ran on host memory)
 #
 # Environment: TESSERA_BUILD_DIR (default build), TESSERA_JOBS, TESSERA_SKIP_SETUP=1.
 set -euo pipefail
@@ -33,12 +35,21 @@ run_local() {
 }
 
 CLUSTER_PIDS=()
+CLUSTER_DIRS=()
 stop_cluster() {
   local pid
   for pid in "${CLUSTER_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   for pid in "${CLUSTER_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
   CLUSTER_PIDS=()
 }
+# On any exit: stop what is still running and remove the scratch folders. (A trap naming a
+# function's local variable would expand it, unset, at exit and fail the script under set -u.)
+cleanup() {
+  stop_cluster
+  local d
+  for d in "${CLUSTER_DIRS[@]}"; do rm -rf "$d"; done
+}
+trap cleanup EXIT
 
 run_cluster() {
   local bin="$BUILD_DIR/bin" tasks="$BUILD_DIR/examples/libtessera_example_tasks.so"
@@ -46,7 +57,7 @@ run_cluster() {
   need_binary "$bin/tessera-worker" "the worker binary (apps/)"
   local dir
   dir="$(mktemp -d)"
-  trap 'stop_cluster; rm -rf "$dir"' EXIT
+  CLUSTER_DIRS+=("$dir")
   echo "main: starting tessera-scheduler and 2 tessera-worker processes (1 thread each)"
   "$bin/tessera-scheduler" --port 0 --scheduler-file "$dir/scheduler.json" --log-level warning &
   CLUSTER_PIDS+=($!)
@@ -64,10 +75,57 @@ run_cluster() {
   echo "main: cluster stopped"
 }
 
+# GPUs of this machine: nvidia-smi -L lines, else entries of /proc/driver/nvidia/gpus, else 0;
+# CUDA_VISIBLE_DEVICES (when set) narrows it as tessera-cuda-worker does.
+gpu_count() {
+  local n=0
+  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+    n="$(nvidia-smi -L | grep -c '^GPU ' || true)"
+  elif [[ -d /proc/driver/nvidia/gpus ]]; then
+    n="$(find /proc/driver/nvidia/gpus -mindepth 1 -maxdepth 1 | wc -l)"
+  fi
+  if [[ "$n" -gt 0 && -n "${CUDA_VISIBLE_DEVICES+set}" ]]; then
+    local visible="${CUDA_VISIBLE_DEVICES// /}"
+    if [[ -z "$visible" ]]; then n=0; else n="$(tr ',' '\n' <<<"$visible" | grep -c .)"; fi
+  fi
+  echo "$n"
+}
+
 run_gpu() {
-  # Filled in by the GPU back end: when nvidia-smi lists GPUs, start tessera-cuda-worker and
-  # run the seed workload on device arrays; otherwise say so and stay on host memory.
-  :
+  local gpus
+  gpus="$(gpu_count)"
+  if [[ "$gpus" -eq 0 ]]; then
+    echo "main: no GPU found: the seed workload ran on host memory"
+    return 0
+  fi
+  if [[ ! -f "$BUILD_DIR/src/libtessera_cuda.so" ]]; then
+    echo "main: $gpus GPU(s) found, but the CUDA back end was not built (no nvcc; see README): the seed workload ran on host memory"
+    return 0
+  fi
+  local bin="$BUILD_DIR/bin" ex="$BUILD_DIR/examples" seed="$BUILD_DIR/benchmarks/seed_array"
+  need_binary "$bin/tessera-cuda-worker" "the GPU worker binary (apps/)"
+  need_binary "$seed" "the seed benchmark (benchmarks/seed_array.cpp)"
+  need_binary "$ex/test_gpu" "the test_gpu example (examples/test_gpu.cpp)"
+  local dir
+  dir="$(mktemp -d)"
+  CLUSTER_DIRS+=("$dir")
+  echo "main: $gpus GPU(s): starting tessera-scheduler and tessera-cuda-worker (one worker per GPU)"
+  "$bin/tessera-scheduler" --port 0 --scheduler-file "$dir/scheduler.json" --log-level warning &
+  CLUSTER_PIDS+=($!)
+  "$bin/tessera-cuda-worker" --scheduler-file "$dir/scheduler.json" --nthreads 1 \
+    --preload "$ex/libtessera_example_tasks.so" --local-directory "$dir" --log-level warning &
+  CLUSTER_PIDS+=($!)
+  for _ in $(seq 100); do [[ -s "$dir/scheduler.json" ]] && break; sleep 0.1; done
+  local address
+  address="$(sed -n 's/.*"address": *"\([^"]*\)".*/\1/p' "$dir/scheduler.json")"
+  # test_gpu first: it waits until every GPU worker has registered (a device task submitted
+  # before any GPU worker is there would fail at once).
+  echo "main: test_gpu (seed 000) on the GPU workers at $address"
+  "$ex/test_gpu" --scheduler "$address" --wait-workers "$gpus"
+  echo "main: seed workload on device arrays (n 20000, chunk 2000) on the GPU workers"
+  "$seed" --n 20000 --chunk 2000 --device gpu --scheduler "$address"
+  stop_cluster
+  echo "main: GPU cluster stopped"
 }
 
 bash scripts/setup.sh
