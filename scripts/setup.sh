@@ -18,7 +18,7 @@ PACKAGES=(
   cmake ninja-build g++ pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
   libboost-dev libboost-program-options-dev
-  libcereal-dev libspdlog-dev librandom123-dev libopenblas-dev libucx-dev libcli11-dev
+  libcereal-dev libspdlog-dev librandom123-dev libopenblas-dev libucx-dev ucx-utils libcli11-dev
   python3-venv
 )
 

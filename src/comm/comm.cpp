@@ -175,7 +175,7 @@ struct Registry {
   std::mutex mu;
   std::map<std::string, std::shared_ptr<Transport>> transports;
   Registry() {
-    for (auto t : {make_tcp_transport(), make_inproc_transport()}) transports[t->scheme()] = t;
+    for (auto t : {make_tcp_transport(), make_inproc_transport(), make_ucx_transport()}) transports[t->scheme()] = t;
   }
 };
 
@@ -236,6 +236,14 @@ void Comm::set_handlers(MessageHandler on_message, CloseHandler on_close) {
 }
 
 bool Comm::is_closed() const { return inbox_->closed(); }
+
+std::string Comm::transport() const {
+  try {
+    return address_scheme(local_address_);
+  } catch (const CommError&) {
+    return "unknown";
+  }
+}
 
 std::string Comm::close_reason() const { return inbox_->reason(); }
 
@@ -304,7 +312,9 @@ wire::Hello make_hello(const CommOptions& options, std::string address) {
   h.token = options.token;
   h.name = options.name;
   h.address = options.advertise_address.empty() ? std::move(address) : options.advertise_address;
-  h.transports = transport_schemes();
+  // ucx is always registered (it falls back to TCP); it is offered only when UCX really runs.
+  for (auto& t : transport_schemes())
+    if (t != "ucx" || ucx_running()) h.transports.push_back(std::move(t));
   return h;
 }
 

@@ -24,6 +24,7 @@
 #include <boost/asio/write.hpp>
 #include <spdlog/spdlog.h>
 
+#include "frame_pool.hpp"
 #include "inbox.hpp"
 #include "transports.hpp"
 
@@ -46,111 +47,10 @@ constexpr std::size_t kRcvLowat = std::size_t{1} << 20;
 // While paused by receive back-pressure, how often to look whether the owner took messages.
 constexpr auto kResumePoll = std::chrono::milliseconds(1);
 
-/**
- * Receive buffers of 2 MiB or more, recycled. A frame's Buffer comes back here when its last
- * user drops it, and a later frame of about that size reuses its pages, already faulted in.
- * Faulting in fresh memory (the kernel zeroes every page) cost about as much as the socket
- * copy itself; huge pages (madvise) halve that, reuse removes it.
- *
- * Bounded: at most kPoolMaxBytes are kept, the least recently freed go first, and a buffer
- * idle for kPoolIdle is returned to the system at the next allocation or release.
- */
-class FramePool {
- public:
-  static constexpr std::size_t kHuge = std::size_t{2} << 20;
-  static constexpr std::size_t kPoolMaxBytes = std::size_t{512} << 20;
-  static constexpr auto kPoolIdle = std::chrono::seconds(30);
-
-  static FramePool& instance() {
-    static auto* pool = new FramePool();  // never destroyed: Buffers may be freed during exit
-    return *pool;
-  }
-
-  Frame get(std::size_t n) {
-    const std::size_t rounded = (n + kHuge - 1) / kHuge * kHuge;
-    void* p = nullptr;
-    std::size_t capacity = 0;
-    std::vector<Entry> expired;
-    {
-      std::lock_guard lk(mu_);
-      expire_locked(Clock::now(), expired);
-      // Best fit, never more than a quarter larger than needed; among equals the most recently
-      // freed (its pages are the likeliest still in cache).
-      std::size_t best = free_.size();
-      for (std::size_t i = free_.size(); i-- > 0;) {
-        const auto c = free_[i].capacity;
-        if (c >= rounded && c - rounded <= rounded / 4 && (best == free_.size() || c < free_[best].capacity))
-          best = i;
-      }
-      if (best < free_.size()) {
-        p = free_[best].p;
-        capacity = free_[best].capacity;
-        bytes_ -= capacity;
-        free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(best));
-      }
-    }
-    release(expired);
-    if (!p) {
-      p = std::aligned_alloc(kHuge, rounded);
-      if (!p) throw std::bad_alloc();
-      ::madvise(p, rounded, MADV_HUGEPAGE);
-      capacity = rounded;
-    }
-    return Buffer::adopt(p, n, MemoryKind::Host, -1, [capacity](void* q, std::size_t) { instance().put(q, capacity); });
-  }
-
- private:
-  struct Entry {
-    void* p;
-    std::size_t capacity;
-    Clock::time_point freed;
-  };
-
-  void put(void* p, std::size_t capacity) {
-    if (capacity > kPoolMaxBytes) return std::free(p);
-    std::vector<Entry> evicted;
-    {
-      std::lock_guard lk(mu_);
-      const auto now = Clock::now();
-      expire_locked(now, evicted);
-      free_.push_back({p, capacity, now});
-      bytes_ += capacity;
-      while (bytes_ > kPoolMaxBytes) {
-        bytes_ -= free_.front().capacity;
-        evicted.push_back(free_.front());
-        free_.erase(free_.begin());
-      }
-    }
-    release(evicted);
-  }
-
-  void expire_locked(Clock::time_point now, std::vector<Entry>& out) {
-    while (!free_.empty() && now - free_.front().freed > kPoolIdle) {
-      bytes_ -= free_.front().capacity;
-      out.push_back(free_.front());
-      free_.erase(free_.begin());
-    }
-  }
-
-  static void release(const std::vector<Entry>& entries) {
-    for (const auto& e : entries) std::free(e.p);
-  }
-
-  std::mutex mu_;
-  std::vector<Entry> free_;  // oldest first; a handful at most
-  std::size_t bytes_ = 0;
-};
-
-// A receive buffer of exactly n bytes, uninitialised.
-Frame allocate_frame(std::size_t n) {
-  if (n < FramePool::kHuge) return Buffer::allocate_host(n);
-  return FramePool::instance().get(n);
-}
-
-std::string endpoint_address(const tcp::endpoint& ep) {
+std::string endpoint_address(const tcp::endpoint& ep, const std::string& scheme = "tcp") {
   const auto a = ep.address();
-  if (a.is_v6()) return "tcp://[" + a.to_string() + "]:" + std::to_string(ep.port());
-  return "tcp://" + a.to_string() + ":" + std::to_string(ep.port());
+  if (a.is_v6()) return scheme + "://[" + a.to_string() + "]:" + std::to_string(ep.port());
+  return scheme + "://" + a.to_string() + ":" + std::to_string(ep.port());
 }
 
 struct HostPort {
@@ -158,9 +58,10 @@ struct HostPort {
   std::string port;
 };
 
+// "scheme://host:port" (tcp://, or ucx://, whose connections start as TCP on that port).
 HostPort parse_tcp_address(const std::string& address) {
-  const std::string prefix = "tcp://";
-  if (address.rfind(prefix, 0) != 0) throw CommError("not a tcp:// address: '" + address + "'");
+  const auto scheme = address_scheme(address);
+  const std::string prefix = scheme + "://";
   std::string rest = address.substr(prefix.size());
   while (!rest.empty() && rest.back() == '/') rest.pop_back();
   HostPort hp;
@@ -181,7 +82,7 @@ HostPort parse_tcp_address(const std::string& address) {
   const bool digits = !hp.port.empty() && hp.port.size() <= 5 &&
                       hp.port.find_first_not_of("0123456789") == std::string::npos;
   if (!digits || std::stoul(hp.port) > 65535)
-    throw CommError("address '" + address + "' needs a port: tcp://host:port (port 0 picks a free one)");
+    throw CommError("address '" + address + "' needs a port: " + scheme + "://host:port (port 0 picks a free one)");
   return hp;
 }
 
@@ -920,7 +821,8 @@ class TcpListenerImpl : public std::enable_shared_from_this<TcpListenerImpl> {
       acceptor_.set_option(tcp::acceptor::reuse_address(true));
       acceptor_.bind(ep);
       acceptor_.listen(asio::socket_base::max_listen_connections);
-      address_ = endpoint_address(acceptor_.local_endpoint());
+      // The requested scheme stays: a ucx:// listener is this TCP listener (see ucx.cpp).
+      address_ = endpoint_address(acceptor_.local_endpoint(), address_scheme(requested));
     } catch (const boost::system::system_error& e) {
       throw CommError("cannot listen on " + requested + ": " + e.code().message());
     }

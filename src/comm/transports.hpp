@@ -9,8 +9,13 @@
 
 namespace tessera::comm::detail {
 
+/** tcp://; its connect and listen also take ucx:// addresses (the listener keeps the scheme). */
 std::shared_ptr<Transport> make_tcp_transport();
 std::shared_ptr<Transport> make_inproc_transport();
+/** ucx://: TCP on host:port, then UCX when both ends have it (ucx.cpp, docs/ucx.md). */
+std::shared_ptr<Transport> make_ucx_transport();
+/** True once UCX has started in this process (never starts it). */
+bool ucx_running() noexcept;
 std::shared_ptr<Transport> transport_for(const std::string& address);
 
 /** Our side of a handshake. */

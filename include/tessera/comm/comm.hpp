@@ -1,7 +1,7 @@
 #pragma once
 /**
  * @file Comm (a connection), Listener, and the transports behind them, chosen by the address
- * scheme: tcp://host:port, inproc://name (and ucx:// later). See docs/protocol.md.
+ * scheme: tcp://host:port, ucx://host:port, inproc://name. See docs/protocol.md and docs/ucx.md.
  */
 #include <chrono>
 #include <cstddef>
@@ -123,6 +123,11 @@ class Comm {
   const std::string& local_address() const noexcept { return local_address_; }
   /** @brief The peer's handshake: its name, advertised address and transports. */
   const PeerInfo& peer() const noexcept { return peer_; }
+  /**
+   * @brief What carries this connection: "tcp", "inproc", or "ucx" with the UCX transports in
+   * use ("ucx (sysv/memory, cma/memory)"). A ucx:// address that fell back to TCP gives "tcp".
+   */
+  virtual std::string transport() const;
 
  protected:
   Comm(std::string local_address, std::string peer_address, PeerInfo peer);
@@ -186,5 +191,19 @@ std::unique_ptr<Listener> listen(const std::string& address, AcceptHandler on_co
 
 /** @brief "tcp" from "tcp://host:port"; throws CommError when there is no "://". */
 std::string address_scheme(const std::string& address);
+
+/** @brief Whether this process can move data over UCX (docs/ucx.md). */
+struct UcxStatus {
+  bool built = false;      ///< this build has UCX (TESSERA_HAS_UCX)
+  bool available = false;  ///< UCX started: ucx:// connections try it, then fall back to TCP
+  std::string version;     ///< of the UCX library loaded ("1.13.1"), when built
+  std::string reason;      ///< why not available (not built, TESSERA_UCX=0, ucp_init failed...)
+  bool cuda = false;       ///< UCX can send device memory directly (built with CUDA)
+};
+/**
+ * @brief Starts UCX in this process if it has not been tried yet (ucx:// listen and connect do
+ * the same) and says whether it works. Never throws; a failure is logged once as a warning.
+ */
+UcxStatus ucx_status();
 
 }  // namespace tessera::comm

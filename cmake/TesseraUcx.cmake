@@ -1,0 +1,32 @@
+# UCX for the ucx:// transport (docs/ucx.md). Optional: without it ucx:// addresses still work,
+# over TCP. TESSERA_UCX=AUTO (default) uses UCX when found, ON requires it, OFF never uses it.
+# Sets TESSERA_UCX_ENABLED and TESSERA_UCX_TARGET (the library target to link privately).
+set(TESSERA_UCX AUTO CACHE STRING "Use UCX for ucx:// transports: AUTO, ON or OFF")
+set_property(CACHE TESSERA_UCX PROPERTY STRINGS AUTO ON OFF)
+
+set(TESSERA_UCX_ENABLED OFF)
+set(TESSERA_UCX_TARGET "")
+if(NOT TESSERA_UCX STREQUAL "OFF")
+  # UCX's own package file (Debian's libucx-dev: ucx::ucp), else pkg-config.
+  find_package(ucx 1.13 CONFIG QUIET)
+  if(TARGET ucx::ucp)
+    set(TESSERA_UCX_ENABLED ON)
+    set(TESSERA_UCX_TARGET ucx::ucp)
+    set(_tessera_ucx_how "ucx ${ucx_VERSION} (CMake package)")
+  else()
+    pkg_check_modules(TESSERA_PC_UCX QUIET IMPORTED_TARGET ucx>=1.13)
+    if(TESSERA_PC_UCX_FOUND)
+      set(TESSERA_UCX_ENABLED ON)
+      set(TESSERA_UCX_TARGET PkgConfig::TESSERA_PC_UCX)
+      set(_tessera_ucx_how "ucx ${TESSERA_PC_UCX_VERSION} (pkg-config)")
+    endif()
+  endif()
+  if(TESSERA_UCX STREQUAL "ON" AND NOT TESSERA_UCX_ENABLED)
+    message(FATAL_ERROR "TESSERA_UCX=ON but UCX (>= 1.13) was not found; install libucx-dev")
+  endif()
+endif()
+if(TESSERA_UCX_ENABLED)
+  message(STATUS "Tessera: ucx:// over UCX: ${_tessera_ucx_how}")
+else()
+  message(STATUS "Tessera: ucx:// without UCX (TCP only)")
+endif()
