@@ -23,7 +23,8 @@ struct ClusterArgs {
 inline void add_cluster_options(CLI::App& app, ClusterArgs& a) {
   app.add_option("--workers", a.workers, "worker processes of the local cluster");
   app.add_option("--threads", a.threads, "threads per worker");
-  app.add_option("--protocol", a.protocol, "tcp (ucx: issue 5)")->check(CLI::IsMember({"tcp", "ucx"}));
+  app.add_option("--protocol", a.protocol, "tcp, or ucx (UCX between peers that have it, else TCP)")
+      ->check(CLI::IsMember({"tcp", "ucx"}));
   app.add_option("--device-memory-limit", a.device_memory_limit,
                  "GPU workers: device bytes kept per worker before spilling to host (e.g. 16GB, 0.5)");
 }
@@ -31,7 +32,6 @@ inline void add_cluster_options(CLI::App& app, ClusterArgs& a) {
 inline std::unique_ptr<tessera::distributed::Client> connect(const ClusterArgs& a) {
   using namespace tessera::distributed;
   if (!a.scheduler.empty()) return std::make_unique<Client>(a.scheduler);
-  if (a.protocol == "ucx") throw tessera::Error("--protocol ucx is not built yet (issue 5)");
   LocalClusterOptions o;
   o.n_workers = a.workers;
   o.threads_per_worker = a.threads;

@@ -1,5 +1,5 @@
-// benchmarks/comm_transfer: the comm layer alone, between two processes on this host (tcp) or
-// two ends in one process (inproc). Prints JSON lines (contract in shared/design.md):
+// benchmarks/comm_transfer: the comm layer alone, between two processes on this host (tcp, ucx)
+// or two ends in one process (inproc). Prints JSON lines (contract in shared/design.md):
 //   {"benchmark":"comm_latency",...,"median_us":...}     small-message round trip
 //   {"benchmark":"comm_transfer",...,"gb_per_s":...}     one frame of --megabytes, one way
 //   {"benchmark":"socket_transfer",...,"gb_per_s":...}   the same bytes over a plain blocking
@@ -8,8 +8,16 @@
 // The three transfers run interleaved (comm, socket, memcpy; --repeat times) so that they share
 // whatever else the machine is doing; each reports its best and its median.
 //
-//   comm_transfer --protocol tcp|inproc --megabytes 256 --repeat 5 --round-trips 10000
+//   comm_transfer --protocol tcp|ucx|inproc --megabytes 256 --repeat 5 --round-trips 10000
 //   (--round-trips 0 skips the latency runs)
+//
+// With --sweep, one line per message size instead (8 B to --max-megabytes, x4 steps):
+//   {"benchmark":"comm_sweep","protocol":"ucx","transport":"ucx (sysv/memory, cma/memory)",
+//    "bytes":...,"seconds":...,"median_us":...,"p99_us":...,"gb_per_s":...,"memcpy_gb_per_s":...}
+// median_us: one-way latency of a message carrying one frame of that size (half the median
+// round trip of a ping-pong, handlers on the I/O thread, as the scheduler and workers use comms);
+// gb_per_s: a stream of such messages (several in flight, one ack at the end), best of 3;
+// memcpy_gb_per_s: memcpy of the same size in this process, best of 3, in the same run.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -44,6 +52,11 @@ std::unique_ptr<Listener> serve(const std::string& address, std::shared_ptr<std:
         [weak](Message msg) {
           auto c = weak.lock();
           if (!c) return;
+          if (msg.op == "echo") return c->send(std::move(msg), nullptr);  // frames included
+          if (msg.op == "stream") {
+            if (msg.has("last")) c->send(Message("ack"), nullptr);
+            return;
+          }
           c->send(Message(msg.op == "ping" ? "pong" : "ack"), nullptr);
         },
         [closed, comm, comms](std::exception_ptr) {
@@ -175,14 +188,103 @@ void print_transfer(const char* benchmark, const std::string& protocol, std::siz
       median(cpu), extra.c_str());
 }
 
+double best_of(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
+
+// --sweep: latency and bandwidth for each size over one comm.
+void run_sweep(const std::string& address, const std::string& protocol, std::size_t max_bytes, bool latency_only) {
+  std::vector<std::size_t> sizes;
+  for (std::size_t n = 8; n < max_bytes; n *= 4) sizes.push_back(n);
+  sizes.push_back(max_bytes);
+  auto comm = connect(address);
+  const std::string transport = comm->transport();
+  struct Handlers {
+    std::function<void(Message)> on_echo;
+    std::promise<void>* ack = nullptr;
+  };
+  auto h = std::make_shared<Handlers>();
+  comm->set_handlers([h](Message m) {
+    if (m.op == "echo") h->on_echo(std::move(m));
+    else if (m.op == "ack" && h->ack) h->ack->set_value();
+  });
+  for (const std::size_t size : sizes) {
+    const auto start = Clock::now();
+    auto frame = Buffer::allocate_host(size);
+    std::memset(frame->data(), 1, size);
+    auto make = [&](const char* op) {
+      Message m(op);
+      m.add_frame(frame);
+      return m;
+    };
+    // Latency: ping-pong, the next message sent from the handler of the reply.
+    const int iters = std::clamp(static_cast<int>(4e8 / (static_cast<double>(size) + 4000)), 5, 20000);
+    const int warm = std::max(2, iters / 10);
+    std::vector<double> us;
+    us.reserve(static_cast<std::size_t>(iters));
+    std::promise<void> done;
+    int n = 0;
+    Clock::time_point t0;
+    h->on_echo = [&](Message) {
+      const auto now = Clock::now();
+      if (n >= warm) us.push_back(std::chrono::duration<double, std::micro>(now - t0).count() / 2);
+      if (++n == warm + iters) return done.set_value();
+      t0 = Clock::now();
+      comm->send(make("echo"), nullptr);
+    };
+    t0 = Clock::now();
+    comm->send(make("echo"), nullptr);
+    done.get_future().wait();
+    std::sort(us.begin(), us.end());
+    // Bandwidth: k messages in flight, then one ack.
+    const int k = std::clamp(static_cast<int>(1e9 / (static_cast<double>(size) + 4000)), 3, 20000);
+    std::vector<double> secs{1e300};
+    for (int r = 0; r < (latency_only ? 0 : 4); ++r) {  // the first is a warm-up
+      std::promise<void> ack;
+      h->ack = &ack;
+      const auto s0 = Clock::now();
+      for (int i = 0; i < k; ++i) {
+        auto m = make("stream");
+        if (i == k - 1) m.set("last", true);
+        comm->send(std::move(m), nullptr);
+      }
+      ack.get_future().wait();
+      h->ack = nullptr;
+      if (r > 0) secs.push_back(std::chrono::duration<double>(Clock::now() - s0).count());
+    }
+    auto copy = Buffer::allocate_host(size);
+    std::memset(copy->data(), 0, size);
+    std::vector<double> mc;
+    for (int r = 0; r < 3; ++r) {
+      const auto c0 = Clock::now();
+      for (int i = 0; i < std::min(k, 1000); ++i) std::memcpy(copy->data(), frame->data(), size);
+      mc.push_back(std::chrono::duration<double>(Clock::now() - c0).count() / std::min(k, 1000));
+    }
+    const double bytes = static_cast<double>(size);
+    std::printf(
+        "{\"benchmark\":\"comm_sweep\",\"protocol\":\"%s\",\"transport\":\"%s\",\"bytes\":%zu,"
+        "\"seconds\":%.6f,\"median_us\":%.3f,\"p99_us\":%.3f,\"round_trips\":%d,\"gb_per_s\":%.3f,"
+        "\"messages_in_flight\":%d,\"memcpy_gb_per_s\":%.3f}\n",
+        protocol.c_str(), transport.c_str(), size, std::chrono::duration<double>(Clock::now() - start).count(),
+        us[us.size() / 2], us[std::min(us.size() - 1, us.size() * 99 / 100)], iters, bytes * k / best_of(secs) / 1e9,
+        k, bytes / best_of(mc) / 1e9);
+    std::fflush(stdout);
+  }
+  h->on_echo = nullptr;
+  comm->close();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string protocol = "tcp";
   double megabytes = 256;
   int repeat = 5, round_trips = 10000;
+  bool sweep = false, latency_only = false;
+  double max_megabytes = 256;
   CLI::App app{"comm_transfer benchmark"};
-  app.add_option("--protocol", protocol)->check(CLI::IsMember({"tcp", "inproc"}));
+  app.add_option("--protocol", protocol)->check(CLI::IsMember({"tcp", "ucx", "inproc"}));
+  app.add_flag("--sweep", sweep, "latency and bandwidth for sizes 8 B .. --max-megabytes (one line each)");
+  app.add_option("--max-megabytes", max_megabytes, "largest size of --sweep, MiB");
+  app.add_flag("--latency-only", latency_only, "--sweep without the bandwidth streams (gb_per_s 0)");
   app.add_option("--megabytes", megabytes, "frame size in MiB");
   app.add_option("--repeat", repeat, "transfers; best and median are reported");
   app.add_option("--round-trips", round_trips, "small-message round trips for latency");
@@ -203,15 +305,19 @@ int main(int argc, char** argv) {
   pid_t child = -1;
   std::unique_ptr<Listener> local_server;
   auto closed = std::make_shared<std::promise<void>>();
-  if (protocol == "tcp") {
-    // The server is another process, forked before either side starts its I/O thread.
+  if (sweep) {
+    baseline.reset();  // the sweep has its own baselines (memcpy here, ucx_perftest in the script)
+    round_trips = 0;
+  }
+  if (protocol != "inproc") {
+    // The server is another process, forked before either side starts its I/O thread (and UCX).
     int fds[2];
     if (::pipe(fds) != 0) return 1;
     child = ::fork();
     if (child == 0) {
-      baseline->forget_in_child();
+      if (baseline) baseline->forget_in_child();
       ::close(fds[0]);
-      auto listener = serve("tcp://127.0.0.1:0", closed, round_trips > 0 ? 2 : 1);
+      auto listener = serve(protocol + "://127.0.0.1:0", closed, round_trips > 0 ? 2 : 1);
       const auto& a = listener->address();
       if (::write(fds[1], a.data(), a.size()) < 0) _exit(1);
       ::close(fds[1]);
@@ -230,6 +336,14 @@ int main(int argc, char** argv) {
   }
 
   int rc = 0;
+  if (sweep) {
+    try {
+      run_sweep(address, protocol, static_cast<std::size_t>(max_megabytes * (1 << 20)), latency_only);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "comm_transfer: %s\n", e.what());
+      rc = 1;
+    }
+  } else
   try {
     // Latency, callbacks on the I/O thread (how the scheduler and workers use a comm).
     if (round_trips > 0) {

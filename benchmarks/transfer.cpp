@@ -2,9 +2,17 @@
 // worker to worker over the data plane (Dask anchor: about 2.7 GB/s; a plain TCP socket pair
 // does 3.5 to 5 GB/s here). Reported beside memcpy of the same size, in the same run.
 //
-//   transfer --megabytes 256 [--repeat 5] [--workers 2 --threads 1 | --scheduler ADDRESS]
+//   transfer --megabytes 256 [--repeat 5] [--protocol tcp|ucx] [--workers 2 --threads 1 | --scheduler ADDRESS]
+//
+// With --sweep, one line per size, 8 B to --megabytes (x8 steps):
+//   {"benchmark":"transfer_sweep","protocol":"ucx","bytes":...,"seconds":<best move>,
+//    "median_us":<median move>,"gb_per_s":<bytes / (best - overhead)>,...}
+// A move is a task on the receiving worker that reads the value: it includes scheduling (the
+// 8-byte move, "overhead_seconds", is that alone), so gb_per_s subtracts it.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "bench_cluster.hpp"
 
@@ -23,10 +31,12 @@ TESSERA_REGISTER_FUNCTION(payload_bytes);
 int main(int argc, char** argv) {
   tessera::init(argc, argv);
   int megabytes = 256, repeat = 5;
+  bool sweep = false;
   bench::ClusterArgs cluster;
   CLI::App app{"transfer: worker-to-worker bandwidth"};
   app.add_option("--megabytes", megabytes, "MiB to move");
   app.add_option("--repeat", repeat, "transfers; the best is reported");
+  app.add_flag("--sweep", sweep, "one line per size from 8 B to --megabytes");
   app.add_option("--scheduler", cluster.scheduler, "running scheduler (default: start a local cluster)");
   bench::add_cluster_options(app, cluster);
   CLI11_PARSE(app, argc, argv);
@@ -40,6 +50,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string from = info.workers[0].address, to = info.workers[1].address;
+  // What carries the workers' links (docs/ucx.md): "ucx (sysv/memory, cma/memory)" or "tcp".
+  const auto comm_it = info.workers[1].extra.find("comm");
+  const std::string transport = comm_it == info.workers[1].extra.end() ? "?" : comm_it->second;
   auto on = [](const std::string& w) {
     SubmitOptions o;
     o.annotations = Annotations{};
@@ -60,6 +73,27 @@ int main(int argc, char** argv) {
   };
   double overhead = 1e300, best = 1e300;
   for (int r = 0; r < 20; ++r) overhead = std::min(overhead, move(8));  // the same path with 8 bytes
+  if (sweep) {
+    std::vector<std::int64_t> sizes;
+    for (std::int64_t n = 8; n < nbytes; n *= 8) sizes.push_back(n);
+    sizes.push_back(nbytes);
+    for (auto size : sizes) {
+      std::vector<double> t;
+      for (int r = 0; r < std::max(1, repeat) + 1; ++r) t.push_back(move(size));
+      t.erase(t.begin());  // warm-up: the receiver's buffers come from a pool after the first
+      std::sort(t.begin(), t.end());
+      const double gb = static_cast<double>(size) / 1e9;
+      std::printf("{\"benchmark\": \"transfer_sweep\", \"impl\": \"tessera\", \"bytes\": %lld, \"workers\": %d, "
+                  "\"protocol\": \"%s\", \"transport\": \"%s\", \"repeat\": %d, \"seconds\": %.6f, "
+                  "\"median_us\": %.1f, \"overhead_seconds\": %.6f, \"gb_per_s\": %.3f, "
+                  "\"gb_per_s_with_overhead\": %.3f}\n",
+                  static_cast<long long>(size), cluster.workers, cluster.protocol.c_str(), transport.c_str(), repeat,
+                  t.front(),
+                  t[t.size() / 2] * 1e6, overhead, gb / std::max(1e-9, t.front() - overhead), gb / t.front());
+      std::fflush(stdout);
+    }
+    return 0;
+  }
   for (int r = 0; r < repeat; ++r) best = std::min(best, move(nbytes));
 
   std::vector<char> a(static_cast<std::size_t>(nbytes), 1), b(static_cast<std::size_t>(nbytes), 0);
@@ -71,9 +105,9 @@ int main(int argc, char** argv) {
   }
   const double gb = static_cast<double>(nbytes) / 1e9;
   std::printf("{\"benchmark\": \"transfer\", \"impl\": \"tessera\", \"megabytes\": %d, \"workers\": %d, "
-              "\"protocol\": \"%s\", \"seconds\": %.6f, \"gb_per_s\": %.3f, \"overhead_seconds\": %.6f, "
+              "\"protocol\": \"%s\", \"transport\": \"%s\", \"seconds\": %.6f, \"gb_per_s\": %.3f, \"overhead_seconds\": %.6f, "
               "\"gb_per_s_with_overhead\": %.3f, \"memcpy_gb_per_s\": %.3f}\n",
-              megabytes, cluster.workers, cluster.protocol.c_str(), best - overhead, gb / (best - overhead), overhead,
+              megabytes, cluster.workers, cluster.protocol.c_str(), transport.c_str(), best - overhead, gb / (best - overhead), overhead,
               gb / best, gb / memcpy_best);
   return 0;
 }

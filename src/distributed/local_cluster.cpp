@@ -99,6 +99,7 @@ struct LocalCluster::Impl {
                              std::to_string(static_cast<int>(std::max(10.0, opt.timeout))), "--heartbeat-interval",
                              std::to_string(opt.heartbeat_interval), "--host", opt.host});
     if (!opt.resources.empty()) argv.insert(argv.end(), {"--resources", opt.resources});
+    argv.insert(argv.end(), {"--protocol", opt.protocol});  // listens on ucx:// too (docs/ucx.md)
     if (!opt.local_directory.empty()) argv.insert(argv.end(), {"--local-directory", opt.local_directory});
     for (const auto& p : opt.preload) argv.insert(argv.end(), {"--preload", p});
     std::string level = opt.log_level;

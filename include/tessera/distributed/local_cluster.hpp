@@ -24,7 +24,7 @@ struct LocalClusterOptions {
   int threads_per_worker = 1;
   bool processes = true;
   bool scheduler_process = false;    ///< run tessera-scheduler as a process (default: in this one)
-  std::string protocol = "tcp";      ///< "tcp", or "inproc" (threads only)
+  std::string protocol = "tcp";      ///< "tcp", "ucx" (UCX where both ends have it), or "inproc" (threads only)
   std::string host = "127.0.0.1";
   int scheduler_port = 0;            ///< 0: any free port
   std::string resources;             ///< per worker, e.g. "GPU=1 MEM=10e9"
