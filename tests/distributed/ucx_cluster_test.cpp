@@ -119,6 +119,26 @@ double move_between(Client& client, const std::string& from, const std::string& 
 
 }  // namespace
 
+// Runs in every build: without UCX (not built, or not starting) ucx:// is TCP behind the scenes.
+TEST(UcxCluster, ProtocolUcxComputesWithOrWithoutUcx) {
+  const bool ucx = tessera::comm::ucx_status().available;
+  std::string address;
+  {
+    LocalCluster cluster(ucx_options(2));
+    address = cluster.scheduler_address();
+    Client client(cluster, client_options());
+    ASSERT_TRUE(client.wait_for_workers(2, 10s));
+    for (const auto& w : client.scheduler_info().workers) {
+      EXPECT_EQ(w.address.rfind("ucx://", 0), 0u) << w.address;
+      EXPECT_EQ(extra(&w, "comm").rfind(ucx ? "ucx" : "tcp", 0), 0u) << extra(&w, "comm");
+    }
+    const double want = seed_expr(600, 100).compute(local_executor("threads")).item();
+    expect_close(seed_expr(600, 100).compute(client).item(), want);
+    expect_close(move_between(client, "worker-0", "worker-1", 1000, 0.5), expected_sum(1000, 0.5));
+  }
+  expect_no_workers_left(address);
+}
+
 TEST(UcxCluster, SeedWorkloadAcrossTwoWorkers) {
   REQUIRE_UCX();
   std::string address;
