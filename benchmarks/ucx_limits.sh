@@ -32,7 +32,8 @@ perftest() {  # test size iterations
   [[ -n "$out" ]] || { echo "ucx_limits: ucx_perftest $test -s $size failed" >&2; return 0; }
   # iterations, latency p50/avg/overall (us), bandwidth avg/overall (MB/s), rate avg/overall
   echo "$out" | awk -v t="$test" -v s="$size" -v secs="$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", b - a}')" \
-    '{printf "{\"benchmark\": \"ucx_perftest\", \"test\": \"%s\", \"bytes\": %s, \"iterations\": %s, \"seconds\": %s, \"median_us\": %s, \"average_us\": %s, \"gb_per_s\": %.3f}\n", t, s, $1, secs, $2, $3, $6 * 1048576 / 1e9}'
+    'function num(x) { return (x ~ /^[0-9.]+$/) ? x : "null" }
+     {printf "{\"benchmark\": \"ucx_perftest\", \"test\": \"%s\", \"bytes\": %s, \"iterations\": %s, \"seconds\": %s, \"median_us\": %s, \"average_us\": %s, \"gb_per_s\": %.3f}\n", t, s, $1, secs, num($2), num($3), $6 * 1048576 / 1e9}'
 }
 
 if command -v ucx_perftest >/dev/null 2>&1; then
