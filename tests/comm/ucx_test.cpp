@@ -549,6 +549,27 @@ TEST(CommUcx, PeerWithoutUcxFallsBackToTcp) {
   }
 }
 
+TEST(CommUcx, FailedUcxHandshakeFallsBackToTcp) {
+  REQUIRE_UCX();
+  // The peer runs UCX and accepts the offer, but never answers the ping over UCX.
+  PeerProcess peer(std::map<std::string, std::string>{{"TESSERA_UCX_TEST_IGNORE_PINGS", "1"}});
+  ASSERT_FALSE(peer.address().empty());
+  CommOptions opts;
+  opts.handshake_timeout = 600ms;  // the ping gets half of it
+  const auto t0 = Clock::now();
+  auto comm = connect(peer.address(), opts);
+  const double took = seconds_since(t0);
+  EXPECT_EQ(comm->transport(), "tcp");
+  EXPECT_GE(took, 0.29) << "fell back before the ping's deadline";
+  EXPECT_LT(took, 2.0);
+  const auto& tr = comm->peer().transports;
+  EXPECT_NE(std::find(tr.begin(), tr.end(), "ucx"), tr.end()) << "the peer does run UCX";
+  Message m("echo");
+  m.add_frame(pattern_frame(std::size_t{2} << 20, 6));
+  comm->send(m).get();
+  EXPECT_TRUE(same_bytes(comm->recv(5000ms).frames.at(0), m.frames[0]));
+}
+
 TEST(CommUcx, GarbageInsteadOfTheNegotiationIsRefused) {
   REQUIRE_UCX();
   Server server("ucx://127.0.0.1:0");
