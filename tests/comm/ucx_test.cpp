@@ -394,10 +394,12 @@ TEST(CommUcx, MessagesBeforeCloseArriveThenThePeerSeesTheClose) {
 TEST(CommUcx, DeviceFramesAreStagedThroughPinnedBuffers) {
   REQUIRE_UCX();
   HostAsDevice fake;
+  DeviceRuntime* previous = device_runtime();  // the CUDA back end where it is loaded: put it back
   set_device_runtime(&fake);
   struct Restore {
-    ~Restore() { set_device_runtime(nullptr); }
-  } restore;
+    DeviceRuntime* previous;
+    ~Restore() { set_device_runtime(previous); }
+  } restore{previous};
   Server server("ucx://127.0.0.1:0");
   auto comm = connect(server.address());
   ASSERT_EQ(comm->transport().rfind("ucx", 0), 0u);
