@@ -2,7 +2,12 @@
 // worker to worker over the data plane (Dask anchor: about 2.7 GB/s; a plain TCP socket pair
 // does 3.5 to 5 GB/s here). Reported beside memcpy of the same size, in the same run.
 //
-//   transfer --megabytes 256 [--repeat 5] [--protocol tcp|ucx] [--workers 2 --threads 1 | --scheduler ADDRESS]
+//   transfer --megabytes 256 [--repeat 5] [--protocol tcp|ucx] [--device host|gpu]
+//            [--workers 2 --threads 1 | --scheduler ADDRESS]
+//
+// --device gpu: the payload is made in the first worker's GPU memory and read into the second
+// worker's (two workers sharing one GPU on a one-GPU machine): device to device, staged through
+// host memory by the sending worker and copied up by the receiving one.
 //
 // With --sweep, one line per size, 8 B to --megabytes (x8 steps):
 //   {"benchmark":"transfer_sweep","protocol":"ucx","bytes":...,"seconds":<best move>,
@@ -28,15 +33,28 @@ TESSERA_REGISTER_FUNCTION(make_payload);
 std::int64_t payload_bytes(tessera::Block b) { return static_cast<std::int64_t>(b.nbytes()); }
 TESSERA_REGISTER_FUNCTION(payload_bytes);
 
+// Device variants (--device gpu): the payload lives in the worker's GPU; the reader gets it there.
+tessera::Block make_payload_on_device(const tessera::OpContext& ctx, std::int64_t nbytes) {
+  return tessera::to_device(make_payload(nbytes), ctx.device, ctx.stream);
+}
+TESSERA_REGISTER_DEVICE_FUNCTION_AS("make_payload", make_payload_on_device);
+std::int64_t payload_bytes_on_device(const tessera::OpContext&, tessera::Block b) {
+  if (b.memory_kind() != tessera::MemoryKind::Device) throw tessera::Error("payload_bytes: the payload is not on the GPU");
+  return static_cast<std::int64_t>(b.nbytes());
+}
+TESSERA_REGISTER_DEVICE_FUNCTION_AS("payload_bytes", payload_bytes_on_device);
+
 int main(int argc, char** argv) {
   tessera::init(argc, argv);
   int megabytes = 256, repeat = 5;
   bool sweep = false;
+  std::string device = "host";
   bench::ClusterArgs cluster;
   CLI::App app{"transfer: worker-to-worker bandwidth"};
   app.add_option("--megabytes", megabytes, "MiB to move");
   app.add_option("--repeat", repeat, "transfers; the best is reported");
   app.add_flag("--sweep", sweep, "one line per size from 8 B to --megabytes");
+  app.add_option("--device", device, "host, or gpu: device memory to device memory")->check(CLI::IsMember({"host", "gpu"}));
   app.add_option("--scheduler", cluster.scheduler, "running scheduler (default: start a local cluster)");
   bench::add_cluster_options(app, cluster);
   CLI11_PARSE(app, argc, argv);
@@ -49,14 +67,20 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "transfer: needs 2 workers, the cluster has %zu\n", info.workers.size());
     return 2;
   }
+  if (device == "gpu" &&
+      std::count_if(info.workers.begin(), info.workers.end(), [](const auto& w) { return !w.gpus.empty(); }) < 2) {
+    std::fprintf(stderr, "transfer: --device gpu needs 2 workers with a GPU (they may share one)\n");
+    return 2;
+  }
   const std::string from = info.workers[0].address, to = info.workers[1].address;
   // What carries the workers' links (docs/ucx.md): "ucx (sysv/memory, cma/memory)" or "tcp".
   const auto comm_it = info.workers[1].extra.find("comm");
   const std::string transport = comm_it == info.workers[1].extra.end() ? "?" : comm_it->second;
-  auto on = [](const std::string& w) {
+  auto on = [&](const std::string& w) {
     SubmitOptions o;
     o.annotations = Annotations{};
     o.annotations->workers = {w};
+    if (device == "gpu") o.annotations->target = Target::Device;
     return o;
   };
   const std::int64_t nbytes = static_cast<std::int64_t>(megabytes) << 20;
@@ -87,10 +111,10 @@ int main(int argc, char** argv) {
       char net[32] = "null";
       if (t.front() > 1.05 * overhead) std::snprintf(net, sizeof net, "%.3f", gb / (t.front() - overhead));
       std::printf("{\"benchmark\": \"transfer_sweep\", \"impl\": \"tessera\", \"bytes\": %lld, \"workers\": %d, "
-                  "\"protocol\": \"%s\", \"transport\": \"%s\", \"repeat\": %d, \"seconds\": %.6f, "
+                  "\"protocol\": \"%s\", \"device\": \"%s\", \"transport\": \"%s\", \"repeat\": %d, \"seconds\": %.6f, "
                   "\"median_us\": %.1f, \"overhead_seconds\": %.6f, \"gb_per_s\": %s, "
                   "\"gb_per_s_with_overhead\": %.3f}\n",
-                  static_cast<long long>(size), cluster.workers, cluster.protocol.c_str(), transport.c_str(), repeat,
+                  static_cast<long long>(size), cluster.workers, cluster.protocol.c_str(), device.c_str(), transport.c_str(), repeat,
                   t.front(),
                   t[t.size() / 2] * 1e6, overhead, net, gb / t.front());
       std::fflush(stdout);
@@ -108,9 +132,9 @@ int main(int argc, char** argv) {
   }
   const double gb = static_cast<double>(nbytes) / 1e9;
   std::printf("{\"benchmark\": \"transfer\", \"impl\": \"tessera\", \"megabytes\": %d, \"workers\": %d, "
-              "\"protocol\": \"%s\", \"transport\": \"%s\", \"seconds\": %.6f, \"gb_per_s\": %.3f, \"overhead_seconds\": %.6f, "
+              "\"protocol\": \"%s\", \"device\": \"%s\", \"transport\": \"%s\", \"seconds\": %.6f, \"gb_per_s\": %.3f, \"overhead_seconds\": %.6f, "
               "\"gb_per_s_with_overhead\": %.3f, \"memcpy_gb_per_s\": %.3f}\n",
-              megabytes, cluster.workers, cluster.protocol.c_str(), transport.c_str(), best - overhead, gb / (best - overhead), overhead,
+              megabytes, cluster.workers, cluster.protocol.c_str(), device.c_str(), transport.c_str(), best - overhead, gb / (best - overhead), overhead,
               gb / best, gb / memcpy_best);
   return 0;
 }

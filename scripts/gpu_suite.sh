@@ -105,6 +105,9 @@ run_bench() {
   run1 "$b/gpu_arrays" --op transpose_sum --n 40000 --chunk 10000 --device gpu --repeat 3
   run1 "$b/gpu_arrays" --op matmul --n 20000 --chunk 5000 --device gpu --repeat 3
   (cd "$b" && timeout 300 python3 cupy_local.py --n 40000 --matmul-n 20000 --seed-n 50000 2>>"$OUT/bench.err" | tee -a "$j") || true
+  # Device to device between two workers sharing the GPU (issue 5), over tcp and ucx.
+  run1 "$b/transfer" --device gpu --megabytes 256 --repeat 5 --protocol tcp
+  run1 "$b/transfer" --device gpu --megabytes 256 --repeat 5 --protocol ucx
   # A run needing about twice its device memory limit: matmul inputs and outputs are held on
   # the device (3 x 40000^2 x 8 B = 38 GB) by one worker limited to 16 GB, so it must spill.
   run1 "$b/gpu_arrays" --op matmul --n 40000 --chunk 10000 --device gpu --scheduler distributed --workers 1 \
