@@ -3,6 +3,7 @@
 // that owns its LocalCluster (a scheduler and --workers processes with --threads each, stopped
 // when the client goes) unless --scheduler names a running one.
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <string>
 
@@ -39,6 +40,42 @@ inline std::unique_ptr<tessera::distributed::Client> connect(const ClusterArgs& 
   o.scheduler_process = a.scheduler_process;
   if (!a.device_memory_limit.empty()) o.worker_args = {"--device-memory-limit", a.device_memory_limit};
   return std::make_unique<Client>(std::make_shared<LocalCluster>(o));
+}
+
+/** Where an array benchmark computes: a local executor, or a cluster through its client. */
+struct Execution {
+  std::unique_ptr<tessera::distributed::Client> client;  // set when it runs on a cluster
+  tessera::Executor* executor = nullptr;                 // null: the arguments were refused
+  bool distributed() const { return client != nullptr; }
+};
+
+/**
+ * @brief --scheduler sync|threads (this process), distributed (a local cluster of its own) or a
+ * scheduler address, for arrays on --device host|gpu. Prints why and returns no executor when
+ * the scheduler is unknown or --device gpu would run in this process and it has no GPU (a
+ * cluster routes device tasks to workers that have one: several workers may share a GPU).
+ */
+inline Execution open_execution(const char* benchmark, const std::string& scheduler, const std::string& device,
+                                ClusterArgs cluster) {
+  Execution e;
+  const bool distributed = scheduler == "distributed" || scheduler.find("://") != std::string::npos;
+  if (!distributed && scheduler != "sync" && scheduler != "threads") {
+    std::fprintf(stderr, "%s: --scheduler must be sync, threads, distributed or an address\n", benchmark);
+    return e;
+  }
+  if (device == "gpu" && !distributed && tessera::visible_gpu_count() == 0) {
+    std::fprintf(stderr, "%s: --device gpu but this process sees no GPU (%s)\n", benchmark,
+                 tessera::device_runtime_status().c_str());
+    return e;
+  }
+  if (distributed) {
+    if (scheduler != "distributed") cluster.scheduler = scheduler;
+    e.client = connect(cluster);
+    e.executor = e.client.get();
+  } else {
+    e.executor = &tessera::local_executor(scheduler);
+  }
+  return e;
 }
 
 inline double seconds_since(std::chrono::steady_clock::time_point t0) {

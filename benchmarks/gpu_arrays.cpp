@@ -32,17 +32,10 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   using namespace tessera;
-  const bool distributed = scheduler == "distributed" || scheduler.find("://") != std::string::npos;
-  if (device == "gpu" && !distributed && visible_gpu_count() == 0) {
-    std::fprintf(stderr, "gpu_arrays: --device gpu but this process sees no GPU (%s)\n", device_runtime_status().c_str());
-    return 2;
-  }
-  std::unique_ptr<distributed::Client> client;
-  if (distributed) {
-    if (scheduler != "distributed") cluster.scheduler = scheduler;
-    client = bench::connect(cluster);
-  }
-  Executor& executor = distributed ? static_cast<Executor&>(*client) : local_executor(scheduler);
+  auto run = bench::open_execution("gpu_arrays", scheduler, device, cluster);
+  if (!run.executor) return 2;
+  Executor& executor = *run.executor;
+  const bool distributed = run.distributed();
   auto place = [&](Array a) { return device == "gpu" ? a.to_device() : a; };
   Array x = place(random::uniform(1, 0.0, 1.0, {n, n}, {chunk, chunk}));
   Array y = place(random::uniform(2, 0.0, 1.0, {n, n}, {chunk, chunk}));
@@ -72,9 +65,9 @@ int main(int argc, char** argv) {
   const double flops = op == "matmul" ? 2.0 * n * n * n : 2.0 * n * n;
   // Bytes the workers moved from GPU to host memory to stay under --device-memory-limit.
   std::size_t spilled = 0;
-  if (client) {
+  if (run.client) {
     std::this_thread::sleep_for(std::chrono::seconds(1));  // counters arrive with heartbeats
-    for (const auto& w : client->scheduler_info().workers) spilled += w.device_spilled_bytes;
+    for (const auto& w : run.client->scheduler_info().workers) spilled += w.device_spilled_bytes;
   }
   std::printf(
       "{\"benchmark\": \"gpu_arrays\", \"impl\": \"tessera\", \"op\": \"%s\", \"n\": %lld, \"chunk\": %lld, "

@@ -24,27 +24,14 @@ int main(int argc, char** argv) {
   app.add_option("--repeat", repeat, "runs; the best time is reported");
   bench::add_cluster_options(app, cluster);
   CLI11_PARSE(app, argc, argv);
-  const bool distributed = scheduler == "distributed" || scheduler.find("://") != std::string::npos;
-  if (!distributed && scheduler != "sync" && scheduler != "threads") {
-    std::fprintf(stderr, "seed_array: --scheduler must be sync, threads, distributed or an address\n");
-    return 2;
-  }
 
   using namespace tessera;
   // --device gpu: the random input is generated on the GPU, so every task of the expression is
-  // a device task (local executors use this process's GPU 0; a cluster routes them to workers
-  // that have a GPU: several workers on one machine share its GPU).
-  if (device == "gpu" && !distributed && visible_gpu_count() == 0) {
-    std::fprintf(stderr, "seed_array: --device gpu but this process sees no GPU (%s)\n",
-                 device_runtime_status().c_str());
-    return 2;
-  }
-  std::unique_ptr<distributed::Client> client;
-  if (distributed) {
-    if (scheduler != "distributed") cluster.scheduler = scheduler;
-    client = bench::connect(cluster);
-  }
-  Executor& executor = distributed ? static_cast<Executor&>(*client) : local_executor(scheduler);
+  // a device task (local executors use this process's GPU 0).
+  auto run = bench::open_execution("seed_array", scheduler, device, cluster);
+  if (!run.executor) return 2;
+  Executor& executor = *run.executor;
+  const bool distributed = run.distributed();
   double best = 1e300, value = 0;
   for (int r = 0; r < repeat; ++r) {
     auto x = random::normal(0, 10.0, 1.0, {n, n}, {chunk, chunk});

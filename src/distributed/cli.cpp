@@ -56,6 +56,12 @@ void add_shared_flags(CLI::App& app, std::vector<std::string>& preloads, std::st
   app.add_option("--log-level", log_level, "trace, debug, info, warning, error (default: $TESSERA_LOG_LEVEL or info)");
 }
 
+void add_protocol_flag(CLI::App& app, std::string& protocol) {
+  app.add_option("--protocol", protocol, "Transport: tcp, or ucx (UCX where both ends have it, else TCP)")
+      ->check(CLI::IsMember({"tcp", "ucx"}))
+      ->capture_default_str();
+}
+
 // A worker's default threads when nworkers share this machine.
 int threads_per_worker(int nworkers) {
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
@@ -162,9 +168,7 @@ int scheduler_main(int argc, char** argv) {
   std::vector<std::string> preloads;
   app.add_option("--host", host, "Address to listen on (0.0.0.0 for every interface)")->capture_default_str();
   app.add_option("--port", port, "Port to listen on (0 picks a free one)")->capture_default_str();
-  app.add_option("--protocol", protocol, "Transport: tcp, or ucx (UCX where both ends have it, else TCP)")
-      ->check(CLI::IsMember({"tcp", "ucx"}))
-      ->capture_default_str();
+  add_protocol_flag(app, protocol);
   app.add_option("--scheduler-file", scheduler_file, "Write the scheduler's address to this JSON file");
   app.add_option("--idle-timeout", idle_timeout, "Close after this many seconds with no clients and no tasks");
   app.add_option("--worker-ttl", worker_ttl, "Remove a worker silent for this many seconds")->capture_default_str();
@@ -352,9 +356,7 @@ int worker_main(int argc, char** argv) {
   app.add_option("--host", host, "Interface to listen on for peers (default: as the scheduler's)");
   app.add_option("--worker-port", worker_port, "Port to listen on for peers (0 = any free)");
   app.add_option("--listen-address", listen_address, "Full listen address, e.g. tcp://0.0.0.0:9000");
-  app.add_option("--protocol", protocol, "Transport: tcp, or ucx (UCX where both ends have it, else TCP)")
-      ->check(CLI::IsMember({"tcp", "ucx"}))
-      ->capture_default_str();
+  add_protocol_flag(app, protocol);
   app.add_option("--heartbeat-interval", heartbeat, "Seconds between heartbeats")->capture_default_str();
   app.add_option("--device-memory-limit", device_memory_limit,
                  "Bytes of results kept on the GPU before moving to host memory: auto (0.8 of the device), "
@@ -458,9 +460,7 @@ int cuda_worker_main(int argc, char** argv) {
   app.add_option("--death-timeout", death_timeout, "Seconds to wait for the scheduler before giving up")
       ->capture_default_str();
   app.add_option("--host", host, "Interface the workers listen on for peers (default: as the scheduler's)");
-  app.add_option("--protocol", protocol, "Transport: tcp, or ucx (UCX where both ends have it, else TCP)")
-      ->check(CLI::IsMember({"tcp", "ucx"}))
-      ->capture_default_str();
+  add_protocol_flag(app, protocol);
   app.add_option("--heartbeat-interval", heartbeat, "Seconds between heartbeats")->capture_default_str();
   add_shared_flags(app, preloads, token, log_level);
   try {

@@ -76,12 +76,8 @@ std::string gpu_worker_resources(const std::string& extra) {
 }
 
 void check_device_memory_limit(const std::string& text) {
-  std::string s;
-  for (char c : text)
-    if (!std::isspace(static_cast<unsigned char>(c))) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (s == "auto" || s == "default") return;
   try {
-    parse_memory_limit(text, 0);  // the same forms; total 0: nothing is capped, nothing logged
+    parse_device_memory_limit(text, 0);  // the one parser; total 0: nothing is capped, nothing logged
   } catch (const Error& e) {
     throw Error(std::string("--device-memory-limit: ") + e.what());
   }

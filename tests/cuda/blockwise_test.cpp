@@ -30,6 +30,7 @@
 #include "../../cuda/program_device.hpp"
 #include "../../cuda/program_kernel.cuh"
 #include "array/array_ops.hpp"
+#include "gpu_test_util.hpp"
 #include "array/program.hpp"
 #include "tessera/core/device.hpp"
 #include "tessera/ops/serialize.hpp"
@@ -46,9 +47,6 @@ using detail::InstrCode;
 using detail::Program;
 using detail::ReduceKind;
 namespace prog = tessera::cuda::prog;
-
-#define SKIP_WITHOUT_GPU() \
-  if (tessera::visible_gpu_count() == 0) GTEST_SKIP() << "no CUDA device visible to this process"
 
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 const double kInf = std::numeric_limits<double>::infinity();
@@ -410,7 +408,7 @@ TEST(BlockwiseEncode, RejectsWhatTheHostRejects) {
 #define BLOCKWISE_TEST(NAME)                    \
   void NAME##_body();                           \
   TEST(BlockwiseDevice, NAME) {                 \
-    SKIP_WITHOUT_GPU();                         \
+    TESSERA_SKIP_WITHOUT_GPU();                         \
     g_mode = Mode::Gpu;                         \
     NAME##_body();                              \
   }                                             \
@@ -772,7 +770,7 @@ TEST(BlockwiseEmulated, WithTheWaveOfAnH100) {
 
 // GPU only: the seed through the public API and the local executor (device tasks in the graph).
 TEST(BlockwiseDevice, SeedThroughTheLocalExecutor) {
-  SKIP_WITHOUT_GPU();
+  TESSERA_SKIP_WITHOUT_GPU();
   const std::int64_t n = 2000, c = 500;
   auto x = random::normal(0, 10.0, 1.0, {n, n}, {c, c});
   const Array on_gpu = (x.to_device() + 1.0)[{step(2), step(2)}].sum();
@@ -791,7 +789,7 @@ TEST(BlockwiseDevice, SeedThroughTheLocalExecutor) {
 // chunks of 10000: a 5000 x 5000 strided generator, the add and a full sum) timed on the GPU and
 // extrapolated to the 2500 tasks, which must stay well under 10 s.
 TEST(BlockwiseDevice, SeedHeadlineTaskTime) {
-  SKIP_WITHOUT_GPU();
+  TESSERA_SKIP_WITHOUT_GPU();
   auto x = random::normal(0, 10.0, 1.0, {500000, 500000}, {10000, 10000});
   std::vector<Key> keys;
   const Graph g = (x + 1.0)[{step(2), step(2)}].sum().to_graph(&keys);

@@ -12,7 +12,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <chrono>
 #include <cstring>
 #include <cstdint>
@@ -202,6 +204,29 @@ inline char process_state(int pid) {
   if (!stat || !std::getline(stat, line)) return '?';
   auto rp = line.rfind(')');
   return (rp != std::string::npos && rp + 2 < line.size()) ? line[rp + 2] : '?';
+}
+
+/** @brief Environment for a child binary: it dies with this process even if this one is killed. */
+inline std::map<std::string, std::string> child_env() {
+  return {{"TESSERA_PARENT_PID", std::to_string(::getpid())}};
+}
+
+/** @brief Waits up to timeout_s for a child to exit and expects status 0. */
+inline void expect_exit_zero(Children& kids, pid_t pid, const std::string& what, double timeout_s = 8) {
+  auto st = kids.wait_exit(pid, timeout_s);
+  ASSERT_TRUE(st.has_value()) << what << " did not exit within " << timeout_s << " s";
+  EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 0) << what << " " << describe_status(*st);
+}
+
+inline void expect_close(double got, double want, double rel = 1e-9) {
+  EXPECT_LE(std::abs(got - want), rel * std::max(1.0, std::abs(want))) << "got " << got << ", want " << want;
+}
+
+/** @brief Worker processes of a LocalCluster carry its scheduler address as an argument. */
+inline void expect_no_workers_left(const std::string& scheduler_address) {
+  const std::string needle = scheduler_address + " ";
+  EXPECT_TRUE(wait_until([&] { return processes_with(needle).empty(); }, 3))
+      << processes_with(needle).size() << " worker processes of " << scheduler_address << " are still running";
 }
 
 /** @brief A blocking TCP socket to 127.0.0.1:port with a receive timeout; closed on destruction. */

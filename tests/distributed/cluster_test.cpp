@@ -26,6 +26,7 @@ using namespace std::chrono_literals;
 using namespace tessera;
 using namespace tessera::distributed;
 using tessera_test::Clock;
+using tessera_test::expect_close;
 using tessera_test::seconds_since;
 using tessera_test::wait_until;
 
@@ -144,9 +145,6 @@ double seed_value(Executor& ex, std::int64_t n, std::int64_t c) {
   return ((x + 1)[{step(2), step(2)}]).sum().compute(ex).item();
 }
 
-void expect_close(double got, double want, double rel = 1e-9) {
-  EXPECT_LE(std::abs(got - want), rel * std::max(1.0, std::abs(want))) << "got " << got << ", want " << want;
-}
 
 // ---- 1-3, 5, 10, 11, 13 on thread workers over tcp and inproc --------------------------------------
 

@@ -25,6 +25,8 @@ using namespace std::chrono_literals;
 using namespace tessera;
 using namespace tessera::distributed;
 using tessera_test::Children;
+using tessera_test::child_env;
+using tessera_test::expect_exit_zero;
 using tessera_test::processes_with;
 using tessera_test::wait_until;
 
@@ -80,14 +82,6 @@ struct Binaries {
 #define NEED_BINARIES(bins) \
   if (!(bins).found) GTEST_SKIP() << "tessera-scheduler/-worker/-cuda-worker or the test plugin not built"
 
-// Children die with this process even if it is killed (die_with_parent).
-std::map<std::string, std::string> child_env() { return {{"TESSERA_PARENT_PID", std::to_string(::getpid())}}; }
-
-void expect_exit_zero(Children& kids, pid_t pid, const std::string& what) {
-  auto st = kids.wait_exit(pid, 8);
-  ASSERT_TRUE(st.has_value()) << what << " did not exit within 8 s";
-  EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 0) << what << " " << tessera_test::describe_status(*st);
-}
 
 std::string read_file(const std::filesystem::path& p) {
   std::ifstream in(p);

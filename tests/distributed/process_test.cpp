@@ -22,6 +22,10 @@ using namespace std::chrono_literals;
 using namespace tessera;
 using namespace tessera::distributed;
 using tessera_test::Children;
+using tessera_test::child_env;
+using tessera_test::expect_exit_zero;
+using tessera_test::expect_close;
+using tessera_test::expect_no_workers_left;
 using tessera_test::Clock;
 using tessera_test::processes_with;
 using tessera_test::seconds_since;
@@ -107,16 +111,6 @@ T get(const Future& f, double seconds = 10) {
   return tessera::detail::from_task_value<T>(f.result(std::chrono::duration<double>(seconds)));
 }
 
-void expect_close(double got, double want, double rel = 1e-9) {
-  EXPECT_LE(std::abs(got - want), rel * std::max(1.0, std::abs(want))) << "got " << got << ", want " << want;
-}
-
-// Worker processes of a LocalCluster carry its scheduler address as an argument.
-void expect_no_workers_left(const std::string& scheduler_address) {
-  const std::string needle = scheduler_address + " ";
-  EXPECT_TRUE(wait_until([&] { return processes_with(needle).empty(); }, 3))
-      << processes_with(needle).size() << " worker processes of " << scheduler_address << " are still running";
-}
 
 // Computes expr on the client in another thread; returns nullopt (and closes the cluster, which
 // ends the computation) when it takes longer than timeout.
@@ -476,14 +470,7 @@ struct Binaries {
 };
 
 // The binaries die with this process even if it is killed (die_with_parent in cli.cpp), as
-// LocalCluster's do; the Children guard kills and reaps them when a test fails.
-std::map<std::string, std::string> child_env() { return {{"TESSERA_PARENT_PID", std::to_string(::getpid())}}; }
-
-void expect_exit_zero(Children& kids, pid_t pid, const std::string& what) {
-  auto st = kids.wait_exit(pid, 5);
-  ASSERT_TRUE(st.has_value()) << what << " did not exit within 5 s";
-  EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 0) << what << " " << tessera_test::describe_status(*st);
-}
+// LocalCluster's do (child_env); the Children guard kills and reaps them when a test fails.
 
 TEST(ClusterBinaries, SchedulerAndWorkerWithSchedulerFile) {
   Binaries bins;

@@ -22,6 +22,8 @@ using namespace std::chrono_literals;
 using namespace tessera;
 using namespace tessera::distributed;
 using tessera_test::Clock;
+using tessera_test::expect_close;
+using tessera_test::expect_no_workers_left;
 using tessera_test::processes_with;
 using tessera_test::seconds_since;
 using tessera_test::wait_until;
@@ -81,9 +83,6 @@ Array seed_expr(std::int64_t n, std::int64_t c) {
   return ((x + 1)[{step(2), step(2)}]).sum();
 }
 
-void expect_close(double got, double want, double rel = 1e-9) {
-  EXPECT_LE(std::abs(got - want), rel * std::max(1.0, std::abs(want))) << "got " << got << ", want " << want;
-}
 
 SubmitOptions on(const std::string& worker, bool strict = true) {
   SubmitOptions o;
@@ -93,11 +92,6 @@ SubmitOptions on(const std::string& worker, bool strict = true) {
   return o;
 }
 
-void expect_no_workers_left(const std::string& scheduler_address) {
-  const std::string needle = scheduler_address + " ";
-  EXPECT_TRUE(wait_until([&] { return processes_with(needle).empty(); }, 3))
-      << processes_with(needle).size() << " worker processes of " << scheduler_address << " are still running";
-}
 
 const WorkerInfo* find_worker(const SchedulerInfo& info, const std::string& name) {
   for (const auto& w : info.workers)
