@@ -6,8 +6,9 @@
 //            [--workers 2 --threads 1 | --scheduler ADDRESS]
 //
 // --device gpu: the payload is made in the first worker's GPU memory and read into the second
-// worker's (two workers sharing one GPU on a one-GPU machine): device to device, staged through
-// host memory by the sending worker and copied up by the receiving one.
+// worker's (two workers sharing one GPU on a one-GPU machine): device to device. Over tcp:// the
+// serving worker copies it to host first; over ucx:// the comm stages it through pinned chunks
+// overlapped with the send, or (UCX with CUDA) sends it directly ("device_path" in the output).
 //
 // With --sweep, one line per size, 8 B to --megabytes (x8 steps):
 //   {"benchmark":"transfer_sweep","protocol":"ucx","bytes":...,"seconds":<best move>,
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "bench_cluster.hpp"
+#include "tessera/comm/comm.hpp"
 
 // A payload of n bytes, every page written (as a real result would be).
 tessera::Block make_payload(std::int64_t nbytes) {
@@ -76,6 +78,13 @@ int main(int argc, char** argv) {
   // What carries the workers' links (docs/ucx.md): "ucx (sysv/memory, cma/memory)" or "tcp".
   const auto comm_it = info.workers[1].extra.find("comm");
   const std::string transport = comm_it == info.workers[1].extra.end() ? "?" : comm_it->second;
+  // The UCX library loaded here, which the local cluster's workers load too (same environment),
+  // and so how device frames cross (docs/ucx.md): "direct" (UCX with CUDA), "staged" (pinned
+  // chunks, overlapped), or "host-copy" (tcp://: the serving worker copies the block to host).
+  const auto ucx = tessera::comm::ucx_status();
+  const std::string ucx_text = ucx.available ? ucx.version + (ucx.cuda ? "+cuda" : "") : "none";
+  const bool over_ucx = transport.rfind("ucx", 0) == 0;
+  const std::string device_path = device != "gpu" ? "host" : !over_ucx ? "host-copy" : ucx.cuda ? "direct" : "staged";
   auto on = [&](const std::string& w) {
     SubmitOptions o;
     o.annotations = Annotations{};
@@ -111,10 +120,12 @@ int main(int argc, char** argv) {
       char net[32] = "null";
       if (t.front() > 1.05 * overhead) std::snprintf(net, sizeof net, "%.3f", gb / (t.front() - overhead));
       std::printf("{\"benchmark\": \"transfer_sweep\", \"impl\": \"tessera\", \"bytes\": %lld, \"workers\": %d, "
-                  "\"protocol\": \"%s\", \"device\": \"%s\", \"transport\": \"%s\", \"repeat\": %d, \"seconds\": %.6f, "
+                  "\"protocol\": \"%s\", \"device\": \"%s\", \"device_path\": \"%s\", \"ucx\": \"%s\", "
+                  "\"transport\": \"%s\", \"repeat\": %d, \"seconds\": %.6f, "
                   "\"median_us\": %.1f, \"overhead_seconds\": %.6f, \"gb_per_s\": %s, "
                   "\"gb_per_s_with_overhead\": %.3f}\n",
-                  static_cast<long long>(size), cluster.workers, cluster.protocol.c_str(), device.c_str(), transport.c_str(), repeat,
+                  static_cast<long long>(size), cluster.workers, cluster.protocol.c_str(), device.c_str(),
+                  device_path.c_str(), ucx_text.c_str(), transport.c_str(), repeat,
                   t.front(),
                   t[t.size() / 2] * 1e6, overhead, net, gb / t.front());
       std::fflush(stdout);
@@ -132,9 +143,10 @@ int main(int argc, char** argv) {
   }
   const double gb = static_cast<double>(nbytes) / 1e9;
   std::printf("{\"benchmark\": \"transfer\", \"impl\": \"tessera\", \"megabytes\": %d, \"workers\": %d, "
-              "\"protocol\": \"%s\", \"device\": \"%s\", \"transport\": \"%s\", \"seconds\": %.6f, \"gb_per_s\": %.3f, \"overhead_seconds\": %.6f, "
+              "\"protocol\": \"%s\", \"device\": \"%s\", \"device_path\": \"%s\", \"ucx\": \"%s\", \"transport\": \"%s\", "
+              "\"seconds\": %.6f, \"gb_per_s\": %.3f, \"overhead_seconds\": %.6f, "
               "\"gb_per_s_with_overhead\": %.3f, \"memcpy_gb_per_s\": %.3f}\n",
-              megabytes, cluster.workers, cluster.protocol.c_str(), device.c_str(), transport.c_str(), best - overhead, gb / (best - overhead), overhead,
-              gb / best, gb / memcpy_best);
+              megabytes, cluster.workers, cluster.protocol.c_str(), device.c_str(), device_path.c_str(), ucx_text.c_str(),
+              transport.c_str(), best - overhead, gb / (best - overhead), overhead, gb / best, gb / memcpy_best);
   return 0;
 }

@@ -46,6 +46,7 @@ bundle() {
     mkdir -p "$stage/lib/ucx"
     cp -L /usr/lib/x86_64-linux-gnu/ucx/*.so.0 "$stage/lib/ucx/" 2>/dev/null || true
   fi
+  bundle_cuda_ucx "$stage/ucx-cuda"
   git rev-parse HEAD >"$stage/COMMIT"
   git status --porcelain | grep -q . && echo "dirty" >>"$stage/COMMIT" || true
   tar -C "$stage" -cJf "$ARCHIVE" .
@@ -54,6 +55,33 @@ bundle() {
   local bytes
   bytes=$(stat -c %s "$ARCHIVE")
   ((bytes < 60 * 1024 * 1024)) || { echo "gpu_suite: the bundle is over 60 MiB; the device tool carries 64 MiB with the repo" >&2; exit 1; }
+}
+
+# A UCX built with CUDA, for the direct device path of ucx:// (docs/ucx.md): Debian's UCX has
+# none; the libucx-cu13 wheel on PyPI has it (libuct_cuda, libucm_cuda and the cudart they need).
+# `run` loads it in place of Debian's UCX for the runs marked "ucx-cuda" only. Tessera is built
+# against Debian's UCX 1.13 headers; UCP keeps its ABI, and the ucx tests pass here against the
+# wheel's 1.22 (run_tests below runs the suite with both). Optional: without PyPI, no ucx-cuda.
+bundle_cuda_ucx() {
+  local dest="$1" tmp
+  tmp=$(mktemp -d)
+  if ! python3 -m pip download --quiet --no-deps --only-binary=:all: -d "$tmp" "libucx-cu13" >&2; then
+    echo "gpu_suite: could not download libucx-cu13; the bundle has no CUDA-enabled UCX" >&2
+    rm -rf "$tmp"
+    return 0
+  fi
+  python3 -m zipfile -e "$tmp"/libucx_cu13-*.whl "$tmp/x"
+  mkdir -p "$dest/libucx/lib/ucx" "$dest/libucx/bin" "$dest/libucx_cu13.libs"
+  # The wheel stores each library three times (.so, .so.0, .so.0.0.0: zip has no links); the
+  # loader wants the .so.0 names. libucm_cuda and ucx_perftest find the cudart and libgomp they
+  # need through $ORIGIN/../../(..)/libucx_cu13.libs, so the layout is kept.
+  cp "$tmp"/x/libucx/lib/lib{ucp,uct,ucs,ucm,ucs_signal}.so.0 "$dest/libucx/lib/"
+  cp "$tmp"/x/libucx/lib/ucx/lib{uct_cma,uct_cuda,ucm_cuda,ucx_perftest_cuda}.so.0 "$dest/libucx/lib/ucx/"
+  cp "$tmp"/x/libucx/bin/{ucx_info,ucx_perftest} "$dest/libucx/bin/"
+  cp "$tmp"/x/libucx_cu13.libs/* "$dest/libucx_cu13.libs/"
+  basename "$tmp"/libucx_cu13-*.whl >"$dest/WHEEL"
+  rm -rf "$tmp"
+  echo "gpu_suite: CUDA-enabled UCX from $(cat "$dest/WHEEL")" >&2
 }
 
 # ---- on the GPU machine ---------------------------------------------------------------------
@@ -74,11 +102,23 @@ unpack() {
   } | tee "$OUT/device.txt"
 }
 
+# Runs "$@" with the bundle's CUDA-enabled UCX in place of Debian's (no-op message without one).
+with_cuda_ucx() {
+  local u="$TREE/ucx-cuda/libucx/lib"
+  [[ -d "$u" ]] || { echo "gpu_suite: no CUDA-enabled UCX in the bundle; skipped: $*" >&2; return 0; }
+  LD_LIBRARY_PATH="$u:$LD_LIBRARY_PATH" UCX_MODULE_DIR="$u/ucx" "$@"
+}
+
 run_tests() {
   # The whole suite; the GPU tests run here instead of skipping. JSON report plus the log tail.
   (cd "$TREE/tests" && timeout 420 ./tessera_tests --gtest_brief=1 --gtest_output="json:$OUT/tests.json" \
       >"$OUT/tests.log" 2>&1) && echo "tests: passed" || echo "tests: FAILED (rc $?)"
   grep -E "^\[  (PASSED|FAILED|SKIPPED)" "$OUT/tests.log" | tail -40 || true
+  # The UCX and device-frame tests again with the CUDA-enabled UCX: the direct path.
+  (cd "$TREE/tests" && with_cuda_ucx timeout 240 ./tessera_tests --gtest_brief=1 \
+      --gtest_filter='CommUcx*:UcxCluster*:CudaUcx*:ClusterGpu*' --gtest_output="json:$OUT/tests-ucx-cuda.json" \
+      >"$OUT/tests-ucx-cuda.log" 2>&1) && echo "tests (ucx-cuda): passed" || echo "tests (ucx-cuda): FAILED (rc $?)"
+  grep -E "^\[  (PASSED|FAILED)|INFO" "$OUT/tests-ucx-cuda.log" | tail -20 || true
 }
 
 run_examples() {
@@ -108,6 +148,12 @@ run_bench() {
   # Device to device between two workers sharing the GPU (issue 5), over tcp and ucx.
   run1 "$b/transfer" --device gpu --megabytes 256 --repeat 5 --protocol tcp
   run1 "$b/transfer" --device gpu --megabytes 256 --repeat 5 --protocol ucx
+  # ... and over a CUDA-enabled UCX (direct device frames), beside UCX's own device-to-device
+  # bandwidth between two processes on this GPU as the limit.
+  with_cuda_ucx run1 "$b/transfer" --device gpu --megabytes 256 --repeat 5 --protocol ucx
+  with_cuda_ucx bash -c 'p="$1"; m="$2"; "$p" -t ucp_put_bw -m cuda,cuda -s 268435456 -n 20 -p 13377 >/dev/null 2>&1 &
+      srv=$!; sleep 2; timeout 60 "$p" 127.0.0.1 -t ucp_put_bw -m cuda,cuda -s 268435456 -n 20 -p 13377 -f 2>&1 | tail -3 >>"$m";
+      kill $srv 2>/dev/null; wait $srv 2>/dev/null; true' _ "$TREE/ucx-cuda/libucx/bin/ucx_perftest" "$OUT/ucx_perftest_cuda.txt"
   # A run needing about twice its device memory limit: matmul inputs and outputs are held on
   # the device (3 x 40000^2 x 8 B = 38 GB) by one worker limited to 16 GB, so it must spill.
   run1 "$b/gpu_arrays" --op matmul --n 40000 --chunk 10000 --device gpu --scheduler distributed --workers 1 \

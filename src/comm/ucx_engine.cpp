@@ -253,6 +253,25 @@ struct RecvCtx {
   Frame buffer;
 };
 constexpr std::uint32_t kHeadItem = 0xffffffffu;
+constexpr int kHostMemory = -1;  // send_am's device for host memory
+
+/**
+ * Makes device's primary context current on this thread (the I/O thread) before UCX touches
+ * device memory: UCX's CUDA transports work in the context current where they are driven, as
+ * ucx-py makes one current before it starts UCX. Done on first use, so a process that never
+ * sends or receives device frames creates no context.
+ */
+bool use_device_context(int device) {
+  try {
+    auto* rt = device_runtime();
+    if (!rt) return false;
+    rt->set_device(device);
+    return true;
+  } catch (const std::exception& e) {
+    spdlog::warn("comm: cannot use device {} for UCX: {}", device, e.what());
+    return false;
+  }
+}
 
 // ---- one connection -------------------------------------------------------------------------------
 
@@ -401,7 +420,7 @@ class Link : public std::enable_shared_from_this<Link> {
     h.conn = peer_id_;
     h.seq = seq;
     h.kind = kHead;
-    send_am(h, op->head.data(), op->head.size(), op, false, {});
+    send_am(h, op->head.data(), op->head.size(), op, kHostMemory, {});
     for (std::uint32_t item = 0; item < items_inline.size(); ++item) {
       if (items_inline[item]) continue;
       AmHeader p = h;
@@ -409,12 +428,12 @@ class Link : public std::enable_shared_from_this<Link> {
       p.item = item;
       p.item_size = item_size(item);
       if (item == 0) {
-        send_am(p, op->header.data(), op->header.size(), op, false, {});
+        send_am(p, op->header.data(), op->header.size(), op, kHostMemory, {});
       } else if (!is_device(item)) {
-        send_am(p, op->frames[item - 1]->data(), op->frames[item - 1]->size(), op, false, {});
+        send_am(p, op->frames[item - 1]->data(), op->frames[item - 1]->size(), op, kHostMemory, {});
       } else if (direct) {
         p.flags = kFlagDevice;
-        send_am(p, op->frames[item - 1]->data(), op->frames[item - 1]->size(), op, true, {});
+        send_am(p, op->frames[item - 1]->data(), op->frames[item - 1]->size(), op, op->frames[item - 1]->device(), {});
       } else {
         const auto& f = op->frames[item - 1];
         e_.stage_queue.push_back({weak_from_this(), op, seq, item, static_cast<const char*>(f->data()), f->size(), 0,
@@ -425,9 +444,9 @@ class Link : public std::enable_shared_from_this<Link> {
     e_.kick();
   }
 
-  /** Sends one active message; op (may be null) counts its completion. */
+  /** Sends one active message from host memory or device `device`; op (may be null) counts its completion. */
   void send_am(const AmHeader& h, const void* data, std::size_t size, const std::shared_ptr<SendOp>& op,
-               bool device, Frame stage) {
+               int device, Frame stage) {
     auto* ctx = new PartCtx{weak_from_this(), op, h, std::move(stage)};
     if (!ep_) return part_done(ctx, UCS_ERR_NOT_CONNECTED);
     ucp_request_param_t p{};
@@ -435,10 +454,10 @@ class Link : public std::enable_shared_from_this<Link> {
     p.flags = 0;
     p.cb.send = &Link::on_sent;
     p.user_data = ctx;
-    if (device) {
-      p.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
-      p.memory_type = UCS_MEMORY_TYPE_CUDA;
-    }
+    // No memory-type hint for device data: the worker's pool memory (cudaMallocFromPoolAsync)
+    // has no legacy CUDA IPC handle, so forcing UCS_MEMORY_TYPE_CUDA could make UCX try cuda_ipc
+    // and fail; recent UCX detects such memory itself and pipelines it (docs/ucx.md).
+    if (device != kHostMemory && !use_device_context(device)) return part_done(ctx, UCS_ERR_NO_DEVICE);
     auto r = ucp_am_send_nbx(ep_, kAmId, &ctx->hdr, sizeof(AmHeader), data, size, &p);
     if (r == nullptr) return part_done(ctx, UCS_OK);
     if (UCS_PTR_IS_ERR(r)) return part_done(ctx, UCS_PTR_STATUS(r));
@@ -455,14 +474,14 @@ class Link : public std::enable_shared_from_this<Link> {
     p.offset = offset;
     p.item_size = item_size;
     const void* data = stage->data();
-    send_am(p, data, n, op, false, std::move(stage));
+    send_am(p, data, n, op, kHostMemory, std::move(stage));
   }
 
   void send_control(std::uint32_t kind) {
     AmHeader h;
     h.conn = peer_id_;
     h.kind = kind;
-    send_am(h, nullptr, 0, nullptr, false, {});
+    send_am(h, nullptr, 0, nullptr, kHostMemory, {});
   }
 
   static void on_sent(void* request, ucs_status_t status, void* user_data) {
@@ -554,7 +573,7 @@ class Link : public std::enable_shared_from_this<Link> {
           protocol_error("message head of " + std::to_string(length) + " bytes exceeds the limits");
           return UCS_OK;
         }
-        recv_into(h.seq, kHeadItem, allocate_frame(length), 0, data, length, false);
+        recv_into(h.seq, kHeadItem, allocate_frame(length), 0, data, length);
       }
       return UCS_OK;
     }
@@ -594,22 +613,21 @@ class Link : public std::enable_shared_from_this<Link> {
       schedule_delivery();
       return UCS_OK;
     }
-    recv_into(h.seq, h.item, slot, h.offset, data, length, slot->kind() == MemoryKind::Device);
+    recv_into(h.seq, h.item, slot, h.offset, data, length);
     return UCS_OK;
   }
 
   void recv_into(std::uint64_t seq, std::uint32_t item, Frame buffer, std::size_t offset, void* desc,
-                 std::size_t length, bool device) {
+                 std::size_t length) {
     void* dst = static_cast<char*>(buffer->data()) + offset;
+    const int device = buffer->kind() == MemoryKind::Device ? buffer->device() : kHostMemory;
     auto* ctx = new RecvCtx{weak_from_this(), seq, item, length, std::move(buffer)};
+    // No memory-type hint, as in send_am.
+    if (device != kHostMemory && !use_device_context(device)) return received(ctx, UCS_ERR_NO_DEVICE);
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     p.cb.recv_am = &Link::on_received;
     p.user_data = ctx;
-    if (device) {
-      p.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
-      p.memory_type = UCS_MEMORY_TYPE_CUDA;
-    }
     auto r = ucp_am_recv_data_nbx(e_.worker, desc, dst, length, &p);
     if (r == nullptr) return received(ctx, UCS_OK);
     if (UCS_PTR_IS_ERR(r)) return received(ctx, UCS_PTR_STATUS(r));
@@ -1160,6 +1178,7 @@ class UcxComm final : public UcxCommBase {
     link_->abandon();
   }
   std::string transport() const override { return transport_; }
+  bool sends_device_frames() const override { return true; }
 
   void close() override {
     if (closed_locally_.exchange(true)) return;

@@ -23,14 +23,15 @@ struct WireValue {
 
 }  // namespace
 
-void put_values(comm::Message& m, const std::vector<Value>& values) {
+void put_values(comm::Message& m, const std::vector<Value>& values, DeviceBlocks device_blocks) {
   std::vector<WireValue> out(values.size());
   for (std::size_t i = 0; i < values.size(); ++i) {
     const Value& v = values[i];
     WireValue& w = out[i];
     if (v.is_block()) {
-      // Device blocks travel as host data (a copy; host blocks are framed without one).
-      const Block b = to_host(v.block());
+      // Host blocks are framed without a copy; device blocks are copied to host unless the
+      // comm takes device frames (it then stages them itself, overlapped with the send).
+      const Block b = device_blocks == DeviceBlocks::AsIs ? v.block() : to_host(v.block());
       w.kind = 1;
       w.dtype = static_cast<std::uint8_t>(b.dtype());
       w.shape = b.shape();

@@ -231,12 +231,24 @@ std::vector<Event> batch_events(const comm::Message& m) {
   return m.get<std::vector<Event>>("events");
 }
 
+/** @brief What put_values does with a block in device memory. */
+enum class DeviceBlocks {
+  ToHost,  ///< copies it to host first (tessera::to_host): a receiver without a GPU gets host blocks
+  AsIs,    ///< frames the device memory itself, for a comm that sends_device_frames()
+};
+
 /**
  * @brief Stores values under "values": Blocks as frames (never copied), Objects in the header.
- * Values leave a process as host data: a block in device memory is copied to host first
- * (tessera::to_host), so a receiver without a GPU gets host blocks.
+ * Device blocks are copied to host unless device_blocks is AsIs.
  */
-void put_values(comm::Message& m, const std::vector<Value>& values);
+void put_values(comm::Message& m, const std::vector<Value>& values,
+                DeviceBlocks device_blocks = DeviceBlocks::ToHost);
+
+/**
+ * @brief Key of a get-data request that says the requester is a GPU worker: it takes device
+ * blocks, so a server whose comm sends device frames skips its own copy to host (docs/gpu.md).
+ */
+inline constexpr const char* kTakesDeviceBlocks = "device";
 /** @brief The values put_values stored (Blocks over the received frames, no copy). */
 std::vector<Value> get_values(const comm::Message& m);
 

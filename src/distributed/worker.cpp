@@ -350,6 +350,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
   void start_gather(GatherDep g) {
     comm::Message req(wire::kGetData);
     req.set("keys", g.keys);
+    if (device >= 0) req.set(wire::kTakesDeviceBlocks, true);
     std::weak_ptr<Impl> weak = shared_from_this();
     std::string peer_addr = g.peer;
     RpcTable::Callback cb = [weak, peer_addr](const comm::Message* reply, std::exception_ptr err) {
@@ -476,7 +477,9 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
         served_keys += found.size();
         comm::Message reply = make_reply(m);
         reply.set("keys", found);
-        wire::put_values(reply, values);
+        const bool device_frames = m.has(wire::kTakesDeviceBlocks) && m.get<bool>(wire::kTakesDeviceBlocks) &&
+                                   c->sends_device_frames();
+        wire::put_values(reply, values, device_frames ? wire::DeviceBlocks::AsIs : wire::DeviceBlocks::ToHost);
         c->send(std::move(reply), nullptr);
       } else if (m.op == wire::kRun) {
         auto op = m.get<std::string>("op");

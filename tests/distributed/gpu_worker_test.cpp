@@ -3,6 +3,7 @@
 // this process over TCP. Device tasks and GPU-resource tasks go only to the GPU worker, plain
 // ones anywhere; scheduler_info shows the GPU; device values reach the client and the other
 // worker as host blocks; a computation twice the device memory limit completes by spilling.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <numeric>
@@ -13,6 +14,7 @@
 
 #include "../support/fake_device.hpp"
 #include "cluster_fixture.hpp"
+#include "tessera/comm/comm.hpp"
 #include "tessera/distributed/scheduler.hpp"
 #include "tessera/distributed/worker.hpp"
 #include "tessera/tessera.hpp"
@@ -294,6 +296,58 @@ TEST(ClusterGpu, TwiceTheDeviceMemoryLimitCompletesBySpillingToHost) {
     EXPECT_EQ(values[i].block().memory_kind(), MemoryKind::Host);
     EXPECT_EQ(values[i].block().to_doubles(), expected_fill(n, i)) << i;
   }
+}
+
+TEST(ClusterGpu, DeviceValuesBetweenGpuWorkersOverUcxGoAsDeviceFrames) {
+  // A GPU worker fetching from another over ucx:// asks for device blocks; the server frames its
+  // device memory as it is and the comm stages it through pinned 8 MiB chunks (Debian's UCX has
+  // no CUDA), instead of the server copying the whole block to host first. A host-only worker
+  // does not ask, and gets a host copy made by the server.
+  const auto ucx = comm::ucx_status();
+  if (!ucx.available) GTEST_SKIP() << "UCX is not available here: " << ucx.reason;
+  if (ucx.cuda) GTEST_SKIP() << "this UCX has CUDA: device frames would go directly, not staged";
+  ScopedFakeDevice fake;
+  Cluster c("gpu-token-ucx");
+  auto over_ucx = [](WorkerOptions o, const std::string& name) {
+    o.name = name;
+    o.listen_address = "ucx://127.0.0.1:0";
+    return o;
+  };
+  Worker a(over_ucx(c.gpu_worker(), "gpu-a"));
+  Worker b(over_ucx(c.gpu_worker(), "gpu-b"));
+  Worker cpu(over_ucx(c.cpu_worker(), "cpu-worker"));
+  Client client(c.scheduler.address(), client_options("gpu-token-ucx"));
+  ASSERT_TRUE(client.wait_for_workers(3, 5s));
+
+  constexpr std::size_t kChunk = std::size_t{8} << 20;  // the comm's staging chunk (docs/ucx.md)
+  const std::int64_t n = static_cast<std::int64_t>((std::size_t{20} << 20) / sizeof(double)) + 1000;
+  const std::size_t nbytes = static_cast<std::size_t>(n) * sizeof(double);
+  const double expected = n * 3.0 + static_cast<double>(n) * (n - 1) / 2.0;
+  auto on = [](const std::string& worker) {
+    SubmitOptions o = on_device();
+    o.annotations->workers = {worker};
+    return o;
+  };
+  Future x = client.submit_with(on("gpu-a"), "gpu_test.fill", n, std::int64_t{3});
+  ASSERT_TRUE(x.wait(10s));
+  auto copies_since = [&](std::size_t from, std::size_t size) {
+    const auto sizes = fake->copy_sizes();
+    return std::count(sizes.begin() + static_cast<std::ptrdiff_t>(from), sizes.end(), size);
+  };
+
+  std::size_t before = fake->copy_sizes().size();
+  EXPECT_DOUBLE_EQ(client.submit_with(on("gpu-b"), "gpu_test.sum", x).result_as<double>(), expected);
+  EXPECT_EQ(b.stats().fetched_keys, 1u);
+  EXPECT_EQ(copies_since(before, kChunk), 2) << "the 20 MiB block was not staged in 8 MiB chunks";
+  EXPECT_EQ(copies_since(before, nbytes), 1) << "only gpu-b's move of the host frame to its device copies it whole";
+
+  SubmitOptions there;
+  there.annotations = Annotations{.workers = {"cpu-worker"}};
+  before = fake->copy_sizes().size();
+  EXPECT_EQ(client.submit_with(there, "gpu_test.kind", x).result_as<std::int64_t>(),
+            static_cast<std::int64_t>(MemoryKind::Host));
+  EXPECT_EQ(copies_since(before, kChunk), 0) << "a host-only worker should get the server's host copy";
+  EXPECT_EQ(copies_since(before, nbytes), 1);
 }
 
 TEST(ClusterGpu, WorkerWithoutADeviceRuntimeHasNoGpu) {

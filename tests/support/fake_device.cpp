@@ -22,6 +22,7 @@ struct FakeDeviceRuntime::State {
   std::vector<std::size_t> peak;
   PressureHandler handler;
   std::size_t pressure_calls = 0, failed = 0, allocations = 0, copied = 0;
+  std::vector<std::size_t> copy_sizes;
 };
 
 namespace {
@@ -160,6 +161,7 @@ void FakeDeviceRuntime::copy_async(void* dst, const void* src, std::size_t bytes
   if (bytes) std::memcpy(dst, src, bytes);
   std::lock_guard lock(state_->mu);
   state_->copied += bytes;
+  state_->copy_sizes.push_back(bytes);
 }
 
 void FakeDeviceRuntime::synchronize(void*) {}
@@ -188,6 +190,11 @@ std::size_t FakeDeviceRuntime::peak_in_use(int device) const {
 std::size_t FakeDeviceRuntime::bytes_copied() const {
   std::lock_guard lock(state_->mu);
   return state_->copied;
+}
+
+std::vector<std::size_t> FakeDeviceRuntime::copy_sizes() const {
+  std::lock_guard lock(state_->mu);
+  return state_->copy_sizes;
 }
 
 bool FakeDeviceRuntime::has_pressure_handler() const {

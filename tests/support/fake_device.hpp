@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "tessera/core/device.hpp"
 
@@ -62,6 +63,8 @@ class FakeDeviceRuntime : public tessera::DeviceRuntime {
   std::size_t peak_in_use(int device = 0) const;
   /** @brief Bytes copied by copy_async. */
   std::size_t bytes_copied() const;
+  /** @brief The size of each copy_async, in order. */
+  std::vector<std::size_t> copy_sizes() const;
   /** @brief The handler installed, if any (to call it by hand). */
   bool has_pressure_handler() const;
 

@@ -128,6 +128,12 @@ class Comm {
    * use ("ucx (sysv/memory, cma/memory)"). A ucx:// address that fell back to TCP gives "tcp".
    */
   virtual std::string transport() const;
+  /**
+   * @brief Whether send() takes frames in device memory. ucx:// over UCX does: it sends them
+   * directly when both ends' UCX has CUDA, else stages them through pinned host buffers (the
+   * receiver then gets host frames). tcp:// and inproc:// take host frames only.
+   */
+  virtual bool sends_device_frames() const { return false; }
 
  protected:
   Comm(std::string local_address, std::string peer_address, PeerInfo peer);
