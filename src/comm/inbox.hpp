@@ -44,4 +44,47 @@ class Inbox : public std::enable_shared_from_this<Inbox> {
   Comm::CloseHandler on_close_;
 };
 
+/**
+ * Receive back-pressure bookkeeping of one comm (CommOptions::max_queued_bytes and
+ * max_queued_messages), kept on the I/O thread. It remembers the size of each message pushed to
+ * the inbox and not yet known to be taken. The inbox hands messages out in order, so the oldest
+ * are the ones taken; counting taken ones too only overestimates the backlog, and the inbox (a
+ * lock its reader may be waking up to take) is asked only when that estimate reaches a limit, or
+ * every kTrimEvery messages to keep the record short.
+ */
+class Backlog {
+ public:
+  explicit Backlog(const CommOptions& options)
+      : max_messages_(options.max_queued_messages), max_bytes_(options.max_queued_bytes) {}
+  /** A message of `bytes` (header and frames) went to the inbox. */
+  void pushed(std::size_t bytes) {
+    sizes_.push_back(bytes);
+    bytes_ += bytes;
+  }
+  /**
+   * Whether the owner has not taken enough yet: the transport should stop taking in data.
+   * arriving_messages, arriving_bytes: what the transport took in that is not in the inbox yet
+   * (counted as queued).
+   */
+  bool over(const Inbox& inbox, std::size_t arriving_messages = 0, std::size_t arriving_bytes = 0) {
+    if (sizes_.size() < kTrimEvery && !over_limits(arriving_messages, arriving_bytes)) return false;
+    const std::size_t waiting = inbox.queued();
+    while (sizes_.size() > waiting) {
+      bytes_ -= sizes_.front();
+      sizes_.pop_front();
+    }
+    return over_limits(arriving_messages, arriving_bytes) && !inbox.closed();  // once closed nobody takes them
+  }
+
+ private:
+  static constexpr std::size_t kTrimEvery = 64;
+  bool over_limits(std::size_t arriving_messages, std::size_t arriving_bytes) const {
+    return (max_messages_ && sizes_.size() + arriving_messages >= max_messages_) ||
+           (max_bytes_ && bytes_ + arriving_bytes >= max_bytes_);
+  }
+  std::size_t max_messages_, max_bytes_;
+  std::deque<std::size_t> sizes_;
+  std::size_t bytes_ = 0;
+};
+
 }  // namespace tessera::comm::detail

@@ -309,28 +309,8 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
     }
   }
 
-  // ---- receive back-pressure ---------------------------------------------------------------
-  // pending_ holds the size of each message pushed to the inbox and not yet known to be taken.
-  // The inbox hands messages out in order, so the oldest entries are the ones taken. Counting
-  // taken ones too, pending_ only overestimates the backlog: the inbox (a lock its reader may
-  // be waking up to take) is asked only when that estimate reaches a limit, or every
-  // kTrimEvery messages to keep pending_ short.
-  static constexpr std::size_t kTrimEvery = 64;
-
-  bool over_limits() const {
-    return (options_.max_queued_messages && pending_.size() >= options_.max_queued_messages) ||
-           (options_.max_queued_bytes && pending_bytes_ >= options_.max_queued_bytes);
-  }
-
-  bool backlogged() {
-    if (pending_.size() < kTrimEvery && !over_limits()) return false;
-    const std::size_t waiting = inbox_->queued();
-    while (pending_.size() > waiting) {
-      pending_bytes_ -= pending_.front();
-      pending_.pop_front();
-    }
-    return over_limits() && !inbox_->closed();  // once closed nobody takes them; reading notices the end
-  }
+  // ---- receive back-pressure (Backlog, inbox.hpp) ------------------------------------------------
+  bool backlogged() { return backlog_.over(*inbox_); }
 
   // Stops reading until the owner takes messages (polled: the inbox has no hook for it).
   void pause() {
@@ -504,8 +484,7 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
     std::size_t bytes = in_header_.size();
     for (const auto& f : msg.frames) bytes += f->size();
     if (in_header_.capacity() > kReadBuffer) std::string().swap(in_header_);
-    pending_.push_back(bytes);
-    pending_bytes_ += bytes;
+    backlog_.pushed(bytes);
     inbox_->push(std::move(msg));
   }
 
@@ -588,8 +567,7 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
   std::uint64_t in_total_ = 0, in_got_ = 0;
   std::vector<iovec> riov_;
   std::size_t rnext_ = 0;
-  std::deque<std::size_t> pending_;
-  std::size_t pending_bytes_ = 0;
+  Backlog backlog_{options_};
   int rcvlowat_ = 1;
 };
 

@@ -81,6 +81,9 @@ constexpr std::size_t kStageChunk = std::size_t{8} << 20;
 constexpr std::size_t kStageBuffers = 4;
 // Parts may run ahead of delivery by at most this many messages (a bound on bookkeeping).
 constexpr std::uint64_t kMaxAhead = 1u << 20;
+// While receive back-pressure holds rendezvous data back, how often to look whether the owner
+// took messages (the inbox has no hook for it; tcp:// polls the same way).
+constexpr auto kResumePoll = std::chrono::milliseconds(1);
 
 std::string status_text(ucs_status_t st) { return ucs_status_string(st); }
 
@@ -287,6 +290,7 @@ struct Incoming {
   std::uint64_t expected = 0;       // bytes of items sent as parts (known from the head)
   std::uint64_t got = 0;            // of those, received
   bool head_seen = false;
+  std::size_t rndv_bytes = 0;       // received by rendezvous (counted in Link::arriving_* until delivery)
 };
 
 class Link : public std::enable_shared_from_this<Link> {
@@ -352,6 +356,8 @@ class Link : public std::enable_shared_from_this<Link> {
     ping_done_ = nullptr;
     ping_timer_.cancel();
     incoming_.clear();
+    arriving_messages_ = arriving_bytes_ = 0;
+    release_parked();
     close_ep();
     unregister();
   }
@@ -552,6 +558,75 @@ class Link : public std::enable_shared_from_this<Link> {
         protocol_error("unknown active message kind " + std::to_string(h.kind));
         return UCS_OK;
     }
+    if (rndv && !must_take(h) && (!parked_.empty() || backlog_.over(*inbox_, arriving_messages_, arriving_bytes_))) {
+      parked_.push_back({h, data, length});
+      resume_later();
+      return UCS_INPROGRESS;  // the descriptor stays valid until received or released
+    }
+    return accept_am(h, data, length, rndv);
+  }
+
+  // ---- receive back-pressure ----
+  // While the owner has not taken enough of what arrived (Backlog, inbox.hpp), rendezvous data
+  // is left with the sender: its descriptor is parked and received later, in arrival order, so
+  // the sender's send stays incomplete and its memory, not ours, holds the bytes. Eager data
+  // (under 8 KB a message) is taken as it comes; it waits for delivery like any other.
+  struct Parked {
+    AmHeader h;
+    void* desc;
+    std::size_t length;
+  };
+
+  void resume_later() {
+    if (resume_pending_) return;
+    resume_pending_ = true;
+    resume_timer_.expires_after(kResumePoll);
+    resume_timer_.async_wait([weak = weak_from_this()](error_code ec) {
+      auto self = weak.lock();
+      if (!self) return;
+      self->resume_pending_ = false;
+      if (!ec) self->resume_parked();
+    });
+  }
+
+  void resume_parked() {
+    auto self = shared_from_this();
+    while (receiving() && !parked_.empty()) {
+      auto it = std::find_if(parked_.begin(), parked_.end(), [&](const Parked& p) { return must_take(p.h); });
+      if (it == parked_.end()) {
+        if (backlog_.over(*inbox_, arriving_messages_, arriving_bytes_)) break;
+        it = parked_.begin();
+      }
+      const Parked p = *it;
+      parked_.erase(it);
+      rndv_taken_ = false;
+      accept_am(p.h, p.desc, p.length, true);
+      if (!rndv_taken_ && e_.alive) ucp_am_data_release(e_.worker, p.desc);  // refused: drop it
+    }
+    if (!parked_.empty() && receiving()) resume_later();
+    e_.kick();
+  }
+
+  /**
+   * Data that is taken in whatever the backlog: the rest of a message whose data started coming
+   * (a message is never split), and the next message to deliver when the owner has nothing left
+   * to take (else a message over the limit, or one behind a started later one, would never come).
+   */
+  bool must_take(const AmHeader& h) const {
+    if (auto it = incoming_.find(h.seq); it != incoming_.end() && it->second.rndv_bytes > 0) return true;
+    return h.seq == next_deliver_ && inbox_->queued() == 0;
+  }
+
+  /** Gives parked descriptors back to UCX (the link stops receiving, or the worker goes). */
+  void release_parked() {
+    if (e_.alive)
+      for (const auto& p : parked_) ucp_am_data_release(e_.worker, p.desc);
+    parked_.clear();
+    resume_timer_.cancel();
+  }
+
+  // Takes in a head or part: parsed or copied now, or (rendezvous) received into its buffer.
+  ucs_status_t accept_am(const AmHeader& h, void* data, std::size_t length, bool rndv) {
     if (h.seq < next_deliver_ || h.seq - next_deliver_ > kMaxAhead) {
       protocol_error("message number " + std::to_string(h.seq) + " out of order (expected " +
                      std::to_string(next_deliver_) + " or a little later)");
@@ -621,6 +696,12 @@ class Link : public std::enable_shared_from_this<Link> {
                  std::size_t length) {
     void* dst = static_cast<char*>(buffer->data()) + offset;
     const int device = buffer->kind() == MemoryKind::Device ? buffer->device() : kHostMemory;
+    rndv_taken_ = true;
+    if (auto it = incoming_.find(seq); it != incoming_.end()) {
+      if (it->second.rndv_bytes == 0) ++arriving_messages_;
+      it->second.rndv_bytes += length;
+      arriving_bytes_ += length;
+    }
     auto* ctx = new RecvCtx{weak_from_this(), seq, item, length, std::move(buffer)};
     // No memory-type hint, as in send_am.
     if (device != kHostMemory && !use_device_context(device)) return received(ctx, UCS_ERR_NO_DEVICE);
@@ -755,8 +836,13 @@ class Link : public std::enable_shared_from_this<Link> {
       } catch (const ProtocolError& e) {
         return protocol_error(e.what());
       }
+      if (in.rndv_bytes) --arriving_messages_;
+      arriving_bytes_ -= in.rndv_bytes;
       incoming_.erase(it);
       ++next_deliver_;
+      std::size_t bytes = 0;
+      for (const auto& f : msg.frames) bytes += f ? f->size() : 0;
+      backlog_.pushed(bytes);
       inbox_->push(std::move(msg));
     }
     if (peer_sent_ && next_deliver_ >= *peer_sent_) peer_closed();
@@ -847,6 +933,8 @@ class Link : public std::enable_shared_from_this<Link> {
       ctl_->close();  // TCP writes the goodbye first
     }
     incoming_.clear();
+    arriving_messages_ = arriving_bytes_ = 0;
+    release_parked();
     close_ep();
     unregister();
   }
@@ -876,6 +964,8 @@ class Link : public std::enable_shared_from_this<Link> {
     inbox_->push_close(reason);
     fail_ops(why);
     incoming_.clear();
+    arriving_messages_ = arriving_bytes_ = 0;
+    release_parked();
     if (ping_done_) {
       auto done = std::move(ping_done_);
       ping_done_ = nullptr;
@@ -955,6 +1045,13 @@ class Link : public std::enable_shared_from_this<Link> {
   std::uint64_t next_deliver_ = 0;
   bool delivery_scheduled_ = false;
   std::optional<std::uint64_t> peer_sent_;
+  Backlog backlog_{options_};
+  // Messages with rendezvous data taken in and not yet delivered, and those bytes.
+  std::size_t arriving_messages_ = 0, arriving_bytes_ = 0;
+  std::deque<Parked> parked_;
+  boost::asio::steady_timer resume_timer_{*CommRuntime::instance().io()};
+  bool resume_pending_ = false;
+  bool rndv_taken_ = false;  // set by recv_into: accept_am received the rendezvous data
   // handshake
   std::function<void(std::exception_ptr)> ping_done_;
   boost::asio::steady_timer ping_timer_, close_timer_;
@@ -1128,7 +1225,10 @@ void Engine::shutdown() {
   // Endpoints first (flushed, briefly), then the worker, then the context (docs/ucx.md).
   std::vector<std::shared_ptr<Link>> all;
   for (auto& [id, link] : links) all.push_back(link);
-  for (auto& link : all) link->close_ep();
+  for (auto& link : all) {
+    link->release_parked();
+    link->close_ep();
+  }
   const auto deadline = Clock::now() + std::chrono::milliseconds(500);
   while (closing_eps > 0 && Clock::now() < deadline) {
     ucp_worker_progress(worker);

@@ -391,6 +391,92 @@ TEST(CommUcx, MessagesBeforeCloseArriveThenThePeerSeesTheClose) {
   EXPECT_THROW(comm->send(Message("after")).get(), CommClosedError);
 }
 
+// Receive back-pressure as in tcp:// (CommTcpBackPressure): while the owner does not take
+// messages, the receiver leaves rendezvous data with the sender, whose sends stay incomplete;
+// once it takes them, everything arrives in order and every send completes.
+TEST(CommUcx, BackPressureLeavesLargeFramesWithTheSender) {
+  REQUIRE_UCX();
+  CommOptions opts;
+  opts.max_queued_bytes = std::size_t{2} << 20;
+  std::shared_ptr<Comm> slow;
+  std::promise<void> accepted;
+  auto listener = listen(
+      "ucx://127.0.0.1:0",
+      [&](std::shared_ptr<Comm> c) {
+        slow = std::move(c);  // recv() mode, and the test does not call recv() yet
+        accepted.set_value();
+      },
+      opts);
+  auto client = connect(listener->address());
+  ASSERT_EQ(accepted.get_future().wait_for(2s), std::future_status::ready);
+  ASSERT_EQ(slow->transport().rfind("ucx", 0), 0u) << slow->transport();
+
+  // One message over the limit still arrives whole (it is the next to deliver).
+  Message big("big");
+  for (int k = 0; k < 5; ++k) big.add_frame(pattern_frame(std::size_t{1} << 20, static_cast<std::uint8_t>(40 + k)));
+  ASSERT_EQ(client->send(big).wait_for(2s), std::future_status::ready) << "a 5 MiB message stuck behind a 2 MiB limit";
+  Message got = slow->recv(2000ms);
+  ASSERT_EQ(got.frames.size(), 5u);
+  for (int k = 0; k < 5; ++k) EXPECT_TRUE(same_bytes(got.frames[k], big.frames[k])) << k;
+
+  constexpr int kMessages = 48;
+  const auto frame = pattern_frame(std::size_t{1} << 20, 5);
+  std::atomic<int> sent{0};
+  for (int i = 0; i < kMessages; ++i) {
+    Message m("m");
+    m.set("i", i);
+    m.add_frame(frame);
+    client->send(std::move(m), [&](std::exception_ptr e) {
+      if (!e) ++sent;
+    });
+  }
+  std::this_thread::sleep_for(300ms);
+  EXPECT_LE(sent.load(), 4) << "the receiver took in far more than its 2 MiB limit";
+  EXPECT_FALSE(slow->is_closed());
+
+  for (int i = 0; i < kMessages; ++i) {
+    Message m = slow->recv(2000ms);
+    ASSERT_EQ(m.get<int>("i"), i);
+    ASSERT_TRUE(same_bytes(m.frames.at(0), frame)) << i;
+  }
+  const auto deadline = Clock::now() + 2s;
+  while (sent.load() < kMessages && Clock::now() < deadline) std::this_thread::sleep_for(2ms);
+  EXPECT_EQ(sent.load(), kMessages);
+}
+
+// A comm closed while rendezvous data is held back gives it back to UCX: the sender's sends
+// end (they fail or complete, none hangs) and nothing leaks into later tests.
+TEST(CommUcx, ClosingWhileHoldingBackReleasesTheData) {
+  REQUIRE_UCX();
+  CommOptions opts;
+  opts.max_queued_messages = 1;
+  std::shared_ptr<Comm> slow;
+  std::promise<void> accepted;
+  auto listener = listen(
+      "ucx://127.0.0.1:0",
+      [&](std::shared_ptr<Comm> c) {
+        slow = std::move(c);
+        accepted.set_value();
+      },
+      opts);
+  auto client = connect(listener->address());
+  ASSERT_EQ(accepted.get_future().wait_for(2s), std::future_status::ready);
+  constexpr int kMessages = 8;
+  std::atomic<int> ended{0};
+  for (int i = 0; i < kMessages; ++i) {
+    Message m("m");
+    m.add_frame(pattern_frame(std::size_t{1} << 20, static_cast<std::uint8_t>(i)));
+    client->send(std::move(m), [&](std::exception_ptr) { ++ended; });
+  }
+  std::this_thread::sleep_for(100ms);
+  EXPECT_LT(ended.load(), kMessages);
+  slow->close();
+  const auto deadline = Clock::now() + 3s;
+  while (ended.load() < kMessages && Clock::now() < deadline) std::this_thread::sleep_for(2ms);
+  EXPECT_EQ(ended.load(), kMessages) << "sends held back by a closed receiver never ended";
+  EXPECT_THROW(client->recv(2000ms), CommClosedError);
+}
+
 TEST(CommUcx, DeviceFramesAreStagedThroughPinnedBuffers) {
   REQUIRE_UCX();
   HostAsDevice fake;
