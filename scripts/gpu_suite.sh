@@ -92,14 +92,38 @@ unpack() {
   [[ -f "$ARCHIVE" ]] || { echo "gpu_suite: $ARCHIVE is missing (run 'bundle' here and carry build-gpu-bundle)" >&2; exit 1; }
   rm -rf "$TREE" && mkdir -p "$TREE" "$OUT"
   tar -C "$TREE" -xJf "$ARCHIVE"
-  export LD_LIBRARY_PATH="$TREE/lib:$TREE/src${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export LD_LIBRARY_PATH="$TREE/lib:$TREE/src${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}:$(cuda_library_dirs)"
   export UCX_MODULE_DIR="$TREE/lib/ucx"
   {
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "commit: $(tr '\n' ' ' <"$TREE/COMMIT")"
     nvidia-smi --query-gpu=name,memory.total,driver_version,uuid --format=csv,noheader 2>&1 || true
     nproc
+    # What the CUDA back end resolves to here (a "not found" explains GPU tests that skip).
+    ldd "$TREE/src/libtessera_cuda.so" 2>&1 | grep -E "cudart|cublas|not found" || true
   } | tee "$OUT/device.txt"
+}
+
+# Folders holding CUDA 13's libcudart and libcublas on this machine, ':'-separated: the
+# toolkit's (libtessera_cuda's RUNPATH names /usr/local/cuda/lib only) and, failing that, the
+# nvidia-* Python packages' (the GPU image has both; which of them, is read here, not assumed).
+cuda_library_dirs() {
+  local dirs=() d
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda/lib; do
+    [[ -e "$d/libcublas.so.13" ]] && dirs+=("$d")
+  done
+  if ((${#dirs[@]} == 0)); then
+    while read -r d; do [[ -n "$d" ]] && dirs+=("$d"); done < <(python3 - 2>/dev/null <<'PY'
+import glob, os, site
+for root in site.getsitepackages():
+    for lib in ("libcublas.so.13", "libcudart.so.13"):
+        for f in glob.glob(os.path.join(root, "nvidia", "**", lib), recursive=True):
+            print(os.path.dirname(f))
+PY
+    )
+  fi
+  local IFS=:
+  echo "${dirs[*]}"
 }
 
 # Runs "$@" with the bundle's CUDA-enabled UCX in place of Debian's (no-op message without one).
