@@ -138,6 +138,16 @@ run_tests() {
   (cd "$TREE/tests" && timeout 420 ./tessera_tests --gtest_brief=1 --gtest_output="json:$OUT/tests.json" \
       >"$OUT/tests.log" 2>&1) && echo "tests: passed" || echo "tests: FAILED (rc $?)"
   grep -E "^\[  (PASSED|FAILED|SKIPPED)" "$OUT/tests.log" | tail -40 || true
+  # The GPU tests once more under compute-sanitizer's memcheck: out-of-bounds or misaligned
+  # accesses in the kernels and CUDA API errors, reported with the kernel and the thread.
+  local sanitizer
+  sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+  if [[ -n "$sanitizer" ]]; then
+    (cd "$TREE/tests" && timeout 240 "$sanitizer" --tool memcheck --error-exitcode 9 --print-limit 20 \
+        ./tessera_tests --gtest_brief=1 --gtest_filter='CudaRuntime*:CudaDeviceOps*:CudaRandom*:BlockwiseDevice*' \
+        >"$OUT/memcheck.log" 2>&1) && echo "memcheck: clean" || echo "memcheck: errors or failures (rc $?): memcheck.log"
+    tail -4 "$OUT/memcheck.log"
+  fi
   # The UCX and device-frame tests again with the CUDA-enabled UCX: the direct path.
   (cd "$TREE/tests" && with_cuda_ucx timeout 240 ./tessera_tests --gtest_brief=1 \
       --gtest_filter='CommUcx*:UcxCluster*:CudaUcx*:ClusterGpu*' --gtest_output="json:$OUT/tests-ucx-cuda.json" \
