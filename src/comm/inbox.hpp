@@ -61,6 +61,11 @@ class Backlog {
     sizes_.push_back(bytes);
     bytes_ += bytes;
   }
+  /** pushed() and forgets what the owner took, for a transport that does not ask over() each time. */
+  void pushed(std::size_t bytes, const Inbox& inbox) {
+    pushed(bytes);
+    if (sizes_.size() >= kTrimEvery) trim(inbox);
+  }
   /**
    * Whether the owner has not taken enough yet: the transport should stop taking in data.
    * arriving_messages, arriving_bytes: what the transport took in that is not in the inbox yet
@@ -68,15 +73,18 @@ class Backlog {
    */
   bool over(const Inbox& inbox, std::size_t arriving_messages = 0, std::size_t arriving_bytes = 0) {
     if (sizes_.size() < kTrimEvery && !over_limits(arriving_messages, arriving_bytes)) return false;
+    trim(inbox);
+    return over_limits(arriving_messages, arriving_bytes) && !inbox.closed();  // once closed nobody takes them
+  }
+
+ private:
+  void trim(const Inbox& inbox) {
     const std::size_t waiting = inbox.queued();
     while (sizes_.size() > waiting) {
       bytes_ -= sizes_.front();
       sizes_.pop_front();
     }
-    return over_limits(arriving_messages, arriving_bytes) && !inbox.closed();  // once closed nobody takes them
   }
-
- private:
   static constexpr std::size_t kTrimEvery = 64;
   bool over_limits(std::size_t arriving_messages, std::size_t arriving_bytes) const {
     return (max_messages_ && sizes_.size() + arriving_messages >= max_messages_) ||

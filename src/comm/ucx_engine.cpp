@@ -842,7 +842,7 @@ class Link : public std::enable_shared_from_this<Link> {
       ++next_deliver_;
       std::size_t bytes = 0;
       for (const auto& f : msg.frames) bytes += f ? f->size() : 0;
-      backlog_.pushed(bytes);
+      backlog_.pushed(bytes, *inbox_);  // trims too: eager-only traffic never asks over()
       inbox_->push(std::move(msg));
     }
     if (peer_sent_ && next_deliver_ >= *peer_sent_) peer_closed();
