@@ -76,6 +76,8 @@ class Backlog {
     trim(inbox);
     return over_limits(arriving_messages, arriving_bytes) && !inbox.closed();  // once closed nobody takes them
   }
+  /** Messages remembered as possibly still waiting (for tests: the record stays short). */
+  std::size_t recorded() const noexcept { return sizes_.size(); }
 
  private:
   void trim(const Inbox& inbox) {

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "comm/inbox.hpp"
 #include "tessera/comm/comm.hpp"
 #include "tessera/comm/wire.hpp"
 #include "tessera/ops/task_serialize.hpp"
@@ -439,6 +440,43 @@ TEST(CommTcp, DeviceFramesAreRefused) {
   m.add_frame(Buffer::adopt(fake, sizeof fake, MemoryKind::Device, 0, [](void*, std::size_t) {}));
   const auto msg = what([&] { comm->send(m).get(); });
   EXPECT_NE(msg.find("device memory"), std::string::npos) << msg;
+}
+
+// The receive back-pressure bookkeeping of tcp:// and ucx://: what the owner has not taken
+// counts against the limits, with what the transport is still taking in; what it took is
+// forgotten, so the record stays short however many messages pass.
+TEST(CommBacklog, CountsWhatTheOwnerHasNotTaken) {
+  CommOptions o;
+  o.max_queued_bytes = 100;
+  o.max_queued_messages = 0;
+  auto inbox = std::make_shared<tessera::comm::detail::Inbox>();
+  tessera::comm::detail::Backlog backlog(o);
+  for (int i = 0; i < 3; ++i) {
+    inbox->push(Message("m"));
+    backlog.pushed(40, *inbox);
+  }
+  EXPECT_TRUE(backlog.over(*inbox)) << "120 bytes waiting, limit 100";
+  ASSERT_TRUE(inbox->pop(std::chrono::milliseconds(0)));
+  ASSERT_TRUE(inbox->pop(std::chrono::milliseconds(0)));
+  EXPECT_FALSE(backlog.over(*inbox)) << "40 bytes waiting";
+  EXPECT_TRUE(backlog.over(*inbox, 1, 60)) << "40 waiting + 60 arriving";
+
+  for (int i = 0; i < 10000; ++i) {
+    inbox->push(Message("m"));
+    backlog.pushed(1, *inbox);
+    ASSERT_TRUE(inbox->pop(std::chrono::milliseconds(0)));
+  }
+  EXPECT_LE(backlog.recorded(), 64u) << "taken messages are forgotten";
+
+  CommOptions by_count;
+  by_count.max_queued_bytes = 0;
+  by_count.max_queued_messages = 2;
+  tessera::comm::detail::Backlog counted(by_count);
+  auto inbox2 = std::make_shared<tessera::comm::detail::Inbox>();
+  inbox2->push(Message("m"));
+  counted.pushed(1, *inbox2);
+  EXPECT_FALSE(counted.over(*inbox2));
+  EXPECT_TRUE(counted.over(*inbox2, 1, 0)) << "one waiting + one arriving = the limit";
 }
 
 TEST(CommAddress, UnknownSchemeNamesTheSupportedOnes) {
