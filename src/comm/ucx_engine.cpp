@@ -355,9 +355,7 @@ class Link : public std::enable_shared_from_this<Link> {
     abandoned_ = true;
     ping_done_ = nullptr;
     ping_timer_.cancel();
-    incoming_.clear();
-    arriving_messages_ = arriving_bytes_ = 0;
-    release_parked();
+    drop_incoming();
     close_ep();
     unregister();
   }
@@ -558,7 +556,7 @@ class Link : public std::enable_shared_from_this<Link> {
         protocol_error("unknown active message kind " + std::to_string(h.kind));
         return UCS_OK;
     }
-    if (rndv && !must_take(h) && (!parked_.empty() || backlog_.over(*inbox_, arriving_messages_, arriving_bytes_))) {
+    if (rndv && (!parked_.empty() || backlog_.over(*inbox_, arriving_messages_, arriving_bytes_)) && !must_take(h)) {
       parked_.push_back({h, data, length});
       resume_later();
       return UCS_INPROGRESS;  // the descriptor stays valid until received or released
@@ -617,6 +615,13 @@ class Link : public std::enable_shared_from_this<Link> {
     return h.seq == next_deliver_ && inbox_->queued() == 0;
   }
 
+  /** The link stops receiving: partial messages go, parked data goes back to UCX. */
+  void drop_incoming() {
+    incoming_.clear();
+    arriving_messages_ = arriving_bytes_ = 0;
+    release_parked();
+  }
+
   /** Gives parked descriptors back to UCX (the link stops receiving, or the worker goes). */
   void release_parked() {
     if (e_.alive)
@@ -648,7 +653,7 @@ class Link : public std::enable_shared_from_this<Link> {
           protocol_error("message head of " + std::to_string(length) + " bytes exceeds the limits");
           return UCS_OK;
         }
-        recv_into(h.seq, kHeadItem, allocate_frame(length), 0, data, length);
+        recv_into(in, h.seq, kHeadItem, allocate_frame(length), 0, data, length);
       }
       return UCS_OK;
     }
@@ -688,20 +693,19 @@ class Link : public std::enable_shared_from_this<Link> {
       schedule_delivery();
       return UCS_OK;
     }
-    recv_into(h.seq, h.item, slot, h.offset, data, length);
+    recv_into(in, h.seq, h.item, slot, h.offset, data, length);
     return UCS_OK;
   }
 
-  void recv_into(std::uint64_t seq, std::uint32_t item, Frame buffer, std::size_t offset, void* desc,
+  /** Receives rendezvous data of message `in` (number seq) into buffer at offset. */
+  void recv_into(Incoming& in, std::uint64_t seq, std::uint32_t item, Frame buffer, std::size_t offset, void* desc,
                  std::size_t length) {
     void* dst = static_cast<char*>(buffer->data()) + offset;
     const int device = buffer->kind() == MemoryKind::Device ? buffer->device() : kHostMemory;
     rndv_taken_ = true;
-    if (auto it = incoming_.find(seq); it != incoming_.end()) {
-      if (it->second.rndv_bytes == 0) ++arriving_messages_;
-      it->second.rndv_bytes += length;
-      arriving_bytes_ += length;
-    }
+    if (in.rndv_bytes == 0) ++arriving_messages_;
+    in.rndv_bytes += length;
+    arriving_bytes_ += length;
     auto* ctx = new RecvCtx{weak_from_this(), seq, item, length, std::move(buffer)};
     // No memory-type hint, as in send_am.
     if (device != kHostMemory && !use_device_context(device)) return received(ctx, UCS_ERR_NO_DEVICE);
@@ -932,9 +936,7 @@ class Link : public std::enable_shared_from_this<Link> {
       ctl_->send(std::move(bye), nullptr);
       ctl_->close();  // TCP writes the goodbye first
     }
-    incoming_.clear();
-    arriving_messages_ = arriving_bytes_ = 0;
-    release_parked();
+    drop_incoming();
     close_ep();
     unregister();
   }
@@ -963,9 +965,7 @@ class Link : public std::enable_shared_from_this<Link> {
     close_timer_.cancel();
     inbox_->push_close(reason);
     fail_ops(why);
-    incoming_.clear();
-    arriving_messages_ = arriving_bytes_ = 0;
-    release_parked();
+    drop_incoming();
     if (ping_done_) {
       auto done = std::move(ping_done_);
       ping_done_ = nullptr;
