@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "comm/inbox.hpp"
+#include "comm_test_util.hpp"
 #include "tessera/comm/comm.hpp"
 #include "tessera/comm/wire.hpp"
 #include "tessera/ops/task_serialize.hpp"
@@ -22,83 +23,9 @@
 using namespace tessera;
 using namespace tessera::comm;
 using namespace std::chrono_literals;
+using namespace tessera_comm_test;
 
 namespace {
-
-// Echoes every message back on the comm it came from; closes everything when destroyed.
-// Handlers hold the shared state, not the server: a close handler may run after it is gone.
-class EchoServer {
- public:
-  explicit EchoServer(const std::string& address, CommOptions options = {}) : s_(std::make_shared<State>()) {
-    listener_ = listen(
-        address,
-        [s = s_](std::shared_ptr<Comm> comm) {
-          std::weak_ptr<Comm> weak = comm;
-          comm->set_handlers(
-              [weak](Message msg) {
-                if (auto c = weak.lock()) c->send(std::move(msg), nullptr);
-              },
-              [s](std::exception_ptr reason) {
-                std::lock_guard lk(s->mu);
-                s->reasons.push_back(reason);
-              });
-          std::lock_guard lk(s->mu);
-          s->comms.push_back(std::move(comm));
-          ++s->accepted;
-        },
-        options,
-        [s = s_](const std::string&, std::exception_ptr reason) {
-          std::lock_guard lk(s->mu);
-          s->refusals.push_back(reason);
-        });
-  }
-  ~EchoServer() {
-    listener_->stop();
-    std::vector<std::shared_ptr<Comm>> comms;
-    {
-      std::lock_guard lk(s_->mu);
-      comms.swap(s_->comms);
-    }
-    for (auto& c : comms) c->close();
-  }
-  const std::string& address() const { return listener_->address(); }
-  int port() const { return std::stoi(address().substr(address().rfind(':') + 1)); }
-  int accepted() {
-    std::lock_guard lk(s_->mu);
-    return s_->accepted;
-  }
-  // Waits for the first refusal (listener side) and returns its message, "" on timeout.
-  std::string wait_refusal(std::chrono::milliseconds timeout = 1500ms) { return wait_reason(s_->refusals, timeout); }
-  // Waits for the first accepted comm to close and returns why.
-  std::string wait_close(std::chrono::milliseconds timeout = 1500ms) { return wait_reason(s_->reasons, timeout); }
-
- private:
-  struct State {
-    std::mutex mu;
-    std::vector<std::shared_ptr<Comm>> comms;
-    std::vector<std::exception_ptr> reasons, refusals;
-    int accepted = 0;
-  };
-  std::string wait_reason(std::vector<std::exception_ptr>& v, std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      {
-        std::lock_guard lk(s_->mu);
-        if (!v.empty()) {
-          try {
-            std::rethrow_exception(v.front());
-          } catch (const std::exception& e) {
-            return e.what();
-          }
-        }
-      }
-      std::this_thread::sleep_for(2ms);
-    }
-    return {};
-  }
-  std::shared_ptr<State> s_;
-  std::unique_ptr<Listener> listener_;
-};
 
 // A plain POSIX socket to 127.0.0.1, for sending what no Tessera peer would.
 class RawSocket {
@@ -145,26 +72,6 @@ std::vector<std::uint8_t> good_hello(const std::string& token = "") {
   h.token = token;
   h.name = "raw";
   return wire::encode_hello(h);
-}
-
-Frame pattern_frame(std::size_t n, std::uint8_t seed) {
-  auto f = Buffer::allocate_host(n);
-  auto* p = static_cast<std::uint8_t*>(f->data());
-  for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<std::uint8_t>(i * 31 + seed);
-  return f;
-}
-
-bool same_bytes(const Frame& a, const Frame& b) {
-  return a && b && a->size() == b->size() && std::memcmp(a->data(), b->data(), a->size()) == 0;
-}
-
-std::string what(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no exception)";
 }
 
 class CommProtocol : public ::testing::TestWithParam<std::string> {

@@ -14,25 +14,16 @@
 
 #include <gtest/gtest.h>
 
+#include "comm_test_util.hpp"
 #include "tessera/comm/comm.hpp"
 #include "tessera/comm/wire.hpp"
 
 using namespace tessera;
 using namespace tessera::comm;
 using namespace std::chrono_literals;
+using namespace tessera_comm_test;
 
 namespace {
-
-Frame pattern(std::size_t n, std::uint8_t seed) {
-  auto f = Buffer::allocate_host(n);
-  auto* p = static_cast<std::uint8_t*>(f->data());
-  for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<std::uint8_t>(i * 131 + seed + (i >> 20));
-  return f;
-}
-
-bool same_bytes(const Frame& a, const Frame& b) {
-  return a && b && a->size() == b->size() && std::memcmp(a->data(), b->data(), a->size()) == 0;
-}
 
 // Accepts one comm and hands it to the test.
 class OneComm {
@@ -117,8 +108,8 @@ TEST(CommTcpFlow, LargeFramesArriveIntactAndTheirBuffersAreReused) {
   auto send_one = [&](std::uint8_t seed) {
     Message m("data");
     m.set("seed", static_cast<int>(seed));
-    m.add_frame(pattern(100, seed));
-    m.add_frame(pattern(kSize, seed));
+    m.add_frame(pattern_frame(100, seed));
+    m.add_frame(pattern_frame(kSize, seed));
     client->send(m).get();
     Message got = sink->recv(1500ms);
     EXPECT_EQ(got.get<int>("seed"), seed);
@@ -138,13 +129,13 @@ TEST(CommTcpFlow, LargeFramesArriveIntactAndTheirBuffersAreReused) {
     EXPECT_EQ(b.frames.at(1)->data(), first) << "a freed receive buffer of the same size is reused";
     Message c = send_one(3);  // b is still held: c must get other memory
     EXPECT_NE(c.frames.at(1)->data(), b.frames.at(1)->data());
-    EXPECT_TRUE(same_bytes(b.frames.at(1), pattern(kSize, 2))) << "a held frame was overwritten";
+    EXPECT_TRUE(same_bytes(b.frames.at(1), pattern_frame(kSize, 2))) << "a held frame was overwritten";
   }
   // Several large frames in one message, and a smaller one after a larger one.
   Message multi("multi");
-  multi.add_frame(pattern(std::size_t{3} << 20, 7));
-  multi.add_frame(pattern(std::size_t{9} << 20, 8));
-  multi.add_frame(pattern(std::size_t{2} << 20, 9));
+  multi.add_frame(pattern_frame(std::size_t{3} << 20, 7));
+  multi.add_frame(pattern_frame(std::size_t{9} << 20, 8));
+  multi.add_frame(pattern_frame(std::size_t{2} << 20, 9));
   client->send(multi).get();
   Message got = sink->recv(1500ms);
   ASSERT_EQ(got.frames.size(), 3u);
@@ -169,16 +160,9 @@ TEST_P(CommTcpBackPressure, StopsReadingUntilTheOwnerTakesMessages) {
 
   // Far more than the kernel buffers between the two sockets (tens of MiB on loopback).
   constexpr int kMessages = 96;
-  const auto frame = pattern(std::size_t{1} << 20, 5);
+  const auto frame = pattern_frame(std::size_t{1} << 20, 5);
   std::atomic<int> sent{0};
-  for (int i = 0; i < kMessages; ++i) {
-    Message m("m");
-    m.set("i", i);
-    m.add_frame(frame);
-    client->send(std::move(m), [&](std::exception_ptr e) {
-      if (!e) ++sent;
-    });
-  }
+  send_numbered(*client, kMessages, frame, sent);
   std::this_thread::sleep_for(300ms);
   const int sent_while_paused = sent.load();
   EXPECT_LT(sent_while_paused, kMessages) << "nothing held the sender back";
@@ -217,7 +201,7 @@ TEST(CommTcpFlow, BackPressureCanBeTurnedOff) {
   auto client = connect(server.address());
   auto sink = server.get();
   constexpr int kMessages = 64;
-  const auto frame = pattern(std::size_t{1} << 20, 6);
+  const auto frame = pattern_frame(std::size_t{1} << 20, 6);
   std::vector<std::future<void>> sends;
   for (int i = 0; i < kMessages; ++i) {
     Message m("m");
@@ -238,7 +222,7 @@ TEST(CommTcpFlow, CloseReturnsPromptlyWhenThePeerStopsReading) {
   auto comm = server.get();
 
   Message big("big");
-  big.add_frame(pattern(std::size_t{64} << 20, 1));  // far more than the socket buffers hold
+  big.add_frame(pattern_frame(std::size_t{64} << 20, 1));  // far more than the socket buffers hold
   auto stuck = comm->send(big);
   EXPECT_EQ(stuck.wait_for(100ms), std::future_status::timeout) << "the peer reads nothing";
   auto queued = comm->send(Message("after"));
@@ -268,7 +252,7 @@ TEST(CommTcpFlow, CloseStillDeliversWhatWasQueued) {
   auto client = connect(server.address());
   auto sink = server.get();
   Message big("big");
-  big.add_frame(pattern(std::size_t{32} << 20, 4));
+  big.add_frame(pattern_frame(std::size_t{32} << 20, 4));
   auto sent = client->send(big);
   client->send(Message("last"), nullptr);
   client->close();

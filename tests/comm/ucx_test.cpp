@@ -22,6 +22,7 @@
 #include <gtest/gtest.h>
 
 #include "comm/frame_pool.hpp"
+#include "comm_test_util.hpp"
 #include "distributed/util.hpp"
 #include "tessera/comm/comm.hpp"
 #include "tessera/comm/wire.hpp"
@@ -31,6 +32,7 @@ using namespace tessera;
 using namespace tessera::comm;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+using namespace tessera_comm_test;
 
 namespace {
 
@@ -40,113 +42,7 @@ namespace {
     if (!st_.available) GTEST_SKIP() << "UCX is not available here: " << st_.reason; \
   } while (0)
 
-Frame pattern_frame(std::size_t n, std::uint8_t seed) {
-  auto f = Buffer::allocate_host(n);
-  auto* p = static_cast<std::uint8_t*>(f->data());
-  for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<std::uint8_t>(i * 31 + seed);
-  return f;
-}
-
-bool same_bytes(const Frame& a, const Frame& b) {
-  return a && b && a->size() == b->size() && std::memcmp(a->data(), b->data(), a->size()) == 0;
-}
-
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-// Serves a listener: "echo" comes back as is, "sink" is answered by "ack" (frames dropped),
-// "send" {bytes} is answered by a frame of that many bytes. Keeps every comm until destroyed.
-class Server {
- public:
-  explicit Server(const std::string& address, CommOptions options = {}) : s_(std::make_shared<State>()) {
-    listener_ = listen(
-        address,
-        [s = s_](std::shared_ptr<Comm> comm) {
-          std::weak_ptr<Comm> weak = comm;
-          comm->set_handlers([weak](Message m) { answer(weak, std::move(m)); },
-                             [s](std::exception_ptr e) {
-                               std::lock_guard lk(s->mu);
-                               s->closes.push_back(e);
-                             });
-          std::lock_guard lk(s->mu);
-          s->comms.push_back(std::move(comm));
-        },
-        options,
-        [s = s_](const std::string&, std::exception_ptr e) {
-          std::lock_guard lk(s->mu);
-          s->refusals.push_back(e);
-        });
-  }
-  ~Server() {
-    listener_->stop();
-    std::vector<std::shared_ptr<Comm>> comms;
-    {
-      std::lock_guard lk(s_->mu);
-      comms.swap(s_->comms);
-    }
-    for (auto& c : comms) c->close();
-  }
-  const std::string& address() const { return listener_->address(); }
-  std::vector<std::string> transports() {
-    std::lock_guard lk(s_->mu);
-    std::vector<std::string> out;
-    for (auto& c : s_->comms) out.push_back(c->transport());
-    return out;
-  }
-  std::string wait_close(std::chrono::milliseconds timeout = 2000ms) { return wait(s_->closes, timeout); }
-  std::string wait_refusal(std::chrono::milliseconds timeout = 2000ms) { return wait(s_->refusals, timeout); }
-
-  static void answer(const std::weak_ptr<Comm>& weak, Message m) {
-    auto c = weak.lock();
-    if (!c) return;
-    if (m.op == "sink") {
-      c->send(Message("ack"), nullptr);
-    } else if (m.op == "send") {
-      Message r("data");
-      auto n = static_cast<std::size_t>(m.get<std::uint64_t>("bytes"));
-      auto f = Buffer::allocate_host(n);
-      std::memset(f->data(), 7, n);
-      r.add_frame(f);
-      c->send(std::move(r), nullptr);
-    } else {
-      c->send(std::move(m), nullptr);
-    }
-  }
-
- private:
-  struct State {
-    std::mutex mu;
-    std::vector<std::shared_ptr<Comm>> comms;
-    std::vector<std::exception_ptr> closes, refusals;
-  };
-  std::string wait(std::vector<std::exception_ptr>& v, std::chrono::milliseconds timeout) {
-    const auto deadline = Clock::now() + timeout;
-    while (Clock::now() < deadline) {
-      {
-        std::lock_guard lk(s_->mu);
-        if (!v.empty()) {
-          try {
-            std::rethrow_exception(v.front());
-          } catch (const std::exception& e) {
-            return e.what();
-          }
-        }
-      }
-      std::this_thread::sleep_for(2ms);
-    }
-    return {};
-  }
-  std::shared_ptr<State> s_;
-  std::unique_ptr<Listener> listener_;
-};
-
-std::string what(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no exception)";
-}
 
 // ---- a peer process: this binary running UcxPeer.DISABLED_EchoServer ------------------------------
 
@@ -242,7 +138,7 @@ TEST(UcxPeer, DISABLED_EchoServer) {
   const char* file = std::getenv(kEchoFileEnv);
   if (!file) GTEST_SKIP() << "started by the UCX tests only";
   const pid_t parent = ::getppid();
-  Server server("ucx://127.0.0.1:0");
+  EchoServer server("ucx://127.0.0.1:0");
   {
     std::ofstream out(file);
     out << server.address() << "|" << std::endl;
@@ -262,7 +158,7 @@ TEST(CommUcx, StatusSaysWhetherUcxRuns) {
 
 TEST(CommUcx, RoundTripHeaderAndFramesOverUcx) {
   REQUIRE_UCX();
-  Server server("ucx://127.0.0.1:0");
+  EchoServer server("ucx://127.0.0.1:0");
   EXPECT_EQ(server.address().rfind("ucx://127.0.0.1:", 0), 0u) << server.address();
   auto comm = connect(server.address());
   EXPECT_EQ(comm->transport().rfind("ucx", 0), 0u) << comm->transport();
@@ -315,7 +211,7 @@ TEST(CommUcx, RoundTripHeaderAndFramesOverUcx) {
 
 TEST(CommUcx, ManyConcurrentConnections) {
   REQUIRE_UCX();
-  Server server("ucx://127.0.0.1:0");
+  EchoServer server("ucx://127.0.0.1:0");
   constexpr int kThreads = 4, kCommsPerThread = 4, kMessages = 20;
   std::atomic<int> ok{0};
   std::vector<std::thread> threads;
@@ -346,7 +242,7 @@ TEST(CommUcx, ManyConcurrentConnections) {
 TEST(CommUcx, TokenMismatchIsRefused) {
   CommOptions server_opts;
   server_opts.token = "secret-a";
-  Server server("ucx://127.0.0.1:0", server_opts);
+  EchoServer server("ucx://127.0.0.1:0", server_opts);
   CommOptions bad;
   bad.token = "secret-b";
   const auto msg = what([&] { connect(server.address(), bad); });
@@ -422,14 +318,7 @@ TEST(CommUcx, BackPressureLeavesLargeFramesWithTheSender) {
   constexpr int kMessages = 48;
   const auto frame = pattern_frame(std::size_t{1} << 20, 5);
   std::atomic<int> sent{0};
-  for (int i = 0; i < kMessages; ++i) {
-    Message m("m");
-    m.set("i", i);
-    m.add_frame(frame);
-    client->send(std::move(m), [&](std::exception_ptr e) {
-      if (!e) ++sent;
-    });
-  }
+  send_numbered(*client, kMessages, frame, sent);
   std::this_thread::sleep_for(300ms);
   EXPECT_LE(sent.load(), 4) << "the receiver took in far more than its 2 MiB limit";
   EXPECT_FALSE(slow->is_closed());
@@ -486,7 +375,7 @@ TEST(CommUcx, DeviceFramesAreStagedThroughPinnedBuffers) {
     DeviceRuntime* previous;
     ~Restore() { set_device_runtime(previous); }
   } restore{previous};
-  Server server("ucx://127.0.0.1:0");
+  EchoServer server("ucx://127.0.0.1:0");
   auto comm = connect(server.address());
   ASSERT_EQ(comm->transport().rfind("ucx", 0), 0u);
   // 20 MiB + 5 bytes: three staging chunks, the last one short.
@@ -660,7 +549,7 @@ TEST(CommUcx, FailedUcxHandshakeFallsBackToTcp) {
 
 TEST(CommUcx, GarbageInsteadOfTheNegotiationIsRefused) {
   REQUIRE_UCX();
-  Server server("ucx://127.0.0.1:0");
+  EchoServer server("ucx://127.0.0.1:0");
   // A tcp:// client on the ucx:// port speaks first with an ordinary message.
   auto tcp_address = "tcp://" + server.address().substr(6);
   auto raw = connect(tcp_address);

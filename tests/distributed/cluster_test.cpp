@@ -692,32 +692,30 @@ std::vector<std::uint8_t> framed(const comm::Message& m) {
 void throw_garbage_at(int port, const std::string& token, bool scheduler) {
   SCOPED_TRACE("port " + std::to_string(port));
   using tessera_test::RawSocket;
-  {
-    SCOPED_TRACE("random bytes instead of a hello");
+  using Bytes = std::vector<std::uint8_t>;
+  // Sends bytes on a new connection (after a valid hello when asked) and expects it closed.
+  auto refused = [&](const std::string& what, const Bytes& bytes, bool after_hello) {
+    SCOPED_TRACE(what);
     RawSocket s(port);
-    s.send_all(raw::random_bytes(4096, 1));
+    if (after_hello) ASSERT_TRUE(raw::handshake(s, token));
+    s.send_all(bytes);
     EXPECT_TRUE(s.closed_by_peer(3));
-  }
+  };
+  auto with_preamble = [](Bytes header) {
+    auto out = comm::wire::encode_preamble(header.size(), {});
+    out.insert(out.end(), header.begin(), header.end());
+    return out;
+  };
+
+  refused("random bytes instead of a hello", raw::random_bytes(4096, 1), false);
+  const std::string http = "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n";
+  refused("an HTTP request", Bytes(http.begin(), http.end()), false);
   {
-    SCOPED_TRACE("an HTTP request");
-    RawSocket s(port);
-    s.send_all(std::string("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"));
-    EXPECT_TRUE(s.closed_by_peer(3));
-  }
-  {
-    SCOPED_TRACE("a hello with a body length over the limit");
-    RawSocket s(port);
-    std::vector<std::uint8_t> h = comm::wire::encode_hello(raw::hello(token));
+    Bytes h = comm::wire::encode_hello(raw::hello(token));
     h[8] = h[9] = h[10] = h[11] = 0xff;
-    s.send_all(h);
-    EXPECT_TRUE(s.closed_by_peer(3));
+    refused("a hello with a body length over the limit", h, false);
   }
-  {
-    SCOPED_TRACE("a hello with the wrong token");
-    RawSocket s(port);
-    s.send_all(comm::wire::encode_hello(raw::hello(token + "-wrong")));
-    EXPECT_TRUE(s.closed_by_peer(3));
-  }
+  refused("a hello with the wrong token", comm::wire::encode_hello(raw::hello(token + "-wrong")), false);
   {
     SCOPED_TRACE("half a hello, then close");
     RawSocket s(port);
@@ -728,100 +726,37 @@ void throw_garbage_at(int port, const std::string& token, bool scheduler) {
     SCOPED_TRACE("connect and close at once");
     RawSocket s(port);
   }
+  refused("valid hello, then random bytes", raw::random_bytes(4096, 2), true);
+  refused("valid hello, then a preamble announcing a 1 TiB header",
+          comm::wire::encode_preamble(std::uint64_t{1} << 40, {}), true);
   {
-    SCOPED_TRACE("valid hello, then random bytes");
-    RawSocket s(port);
-    ASSERT_TRUE(raw::handshake(s, token));
-    s.send_all(raw::random_bytes(4096, 2));
-    EXPECT_TRUE(s.closed_by_peer(3));
-  }
-  {
-    SCOPED_TRACE("valid hello, then a preamble announcing a 1 TiB header");
-    RawSocket s(port);
-    ASSERT_TRUE(raw::handshake(s, token));
-    s.send_all(comm::wire::encode_preamble(std::uint64_t{1} << 40, {}));
-    EXPECT_TRUE(s.closed_by_peer(3));
-  }
-  {
-    SCOPED_TRACE("valid hello, then a preamble announcing 10 million frames");
-    RawSocket s(port);
-    ASSERT_TRUE(raw::handshake(s, token));
     auto pre = comm::wire::encode_preamble(16, {});
     pre[8] = 0x80;
     pre[9] = 0x96;
     pre[10] = 0x98;  // 10,000,000
-    s.send_all(pre);
-    EXPECT_TRUE(s.closed_by_peer(3));
+    refused("valid hello, then a preamble announcing 10 million frames", pre, true);
   }
+  refused("valid hello, then a frame of a header cereal cannot decode", with_preamble(raw::random_bytes(200, 3)), true);
   {
-    SCOPED_TRACE("valid hello, then a frame of a header cereal cannot decode");
-    RawSocket s(port);
-    ASSERT_TRUE(raw::handshake(s, token));
-    auto junk = raw::random_bytes(200, 3);
-    auto out = comm::wire::encode_preamble(junk.size(), {});
-    out.insert(out.end(), junk.begin(), junk.end());
-    s.send_all(out);
-    EXPECT_TRUE(s.closed_by_peer(3));
-  }
-  {
-    SCOPED_TRACE("valid hello, then a header claiming a huge op string");
-    RawSocket s(port);
-    ASSERT_TRUE(raw::handshake(s, token));
     std::string header = comm::encode_header(comm::Message("x"));
     // cereal writes the op's length as a u64 first: claim 2^62 bytes.
     for (int i = 0; i < 8 && static_cast<std::size_t>(i) < header.size(); ++i)
       header[static_cast<std::size_t>(i)] = i == 7 ? '\x40' : '\0';
-    auto out = comm::wire::encode_preamble(header.size(), {});
-    out.insert(out.end(), header.begin(), header.end());
-    s.send_all(out);
-    EXPECT_TRUE(s.closed_by_peer(3));
+    refused("valid hello, then a header claiming a huge op string", with_preamble(Bytes(header.begin(), header.end())),
+            true);
   }
-  {
-    SCOPED_TRACE("valid hello, then a well-formed message with an unknown op");
-    RawSocket s(port);
-    ASSERT_TRUE(raw::handshake(s, token));
-    s.send_all(raw::framed(comm::Message("no-such-op")));
-    EXPECT_TRUE(s.closed_by_peer(3));
-  }
+  refused("valid hello, then a well-formed message with an unknown op", raw::framed(comm::Message("no-such-op")), true);
   if (scheduler) {
-    {
-      SCOPED_TRACE("register-worker without its fields");
-      RawSocket s(port);
-      ASSERT_TRUE(raw::handshake(s, token));
-      s.send_all(raw::framed(comm::Message("register-worker")));
-      EXPECT_TRUE(s.closed_by_peer(3));
-    }
-    {
-      SCOPED_TRACE("register-worker whose 'worker' field is a string");
-      RawSocket s(port);
-      ASSERT_TRUE(raw::handshake(s, token));
-      comm::Message m("register-worker");
-      m.set("worker", std::string("not a hello"));
-      s.send_all(raw::framed(m));
-      EXPECT_TRUE(s.closed_by_peer(3));
-    }
-    {
-      SCOPED_TRACE("worker-events before registering");
-      RawSocket s(port);
-      ASSERT_TRUE(raw::handshake(s, token));
-      comm::Message m("worker-events");
-      m.set("events", std::string("junk"));
-      s.send_all(raw::framed(m));
-      EXPECT_TRUE(s.closed_by_peer(3));
-    }
-    {
-      SCOPED_TRACE("scheduler-info without a request id");
-      RawSocket s(port);
-      ASSERT_TRUE(raw::handshake(s, token));
-      s.send_all(raw::framed(comm::Message("scheduler-info")));
-      EXPECT_TRUE(s.closed_by_peer(3));
-    }
+    refused("register-worker without its fields", raw::framed(comm::Message("register-worker")), true);
+    comm::Message not_a_hello("register-worker");
+    not_a_hello.set("worker", std::string("not a hello"));
+    refused("register-worker whose 'worker' field is a string", raw::framed(not_a_hello), true);
+    comm::Message junk_events("worker-events");
+    junk_events.set("events", std::string("junk"));
+    refused("worker-events before registering", raw::framed(junk_events), true);
+    refused("scheduler-info without a request id", raw::framed(comm::Message("scheduler-info")), true);
   } else {
-    SCOPED_TRACE("get-data without keys");
-    RawSocket s(port);
-    ASSERT_TRUE(raw::handshake(s, token));
-    s.send_all(raw::framed(comm::Message("get-data")));
-    EXPECT_TRUE(s.closed_by_peer(3));
+    refused("get-data without keys", raw::framed(comm::Message("get-data")), true);
   }
 }
 
