@@ -5,9 +5,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <stdexcept>
-#include <string>
 
+#include "check.hpp"
 #include "tessera/cuda/random.hpp"
 
 namespace tessera::cuda {
@@ -37,15 +36,6 @@ __global__ void integers_kernel(std::uint64_t key, std::int64_t low, std::int64_
   out[j] = device::integers_at(key, low, high, static_cast<std::uint64_t>(start + delta * j));
 }
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    int dev = -1;
-    cudaGetDevice(&dev);
-    throw std::runtime_error(std::string(what) + " failed on device " + std::to_string(dev) + ": " +
-                             cudaGetErrorString(e));
-  }
-}
-
 constexpr int kThreads = 256;
 unsigned grid(std::int64_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
 
@@ -55,21 +45,21 @@ void normal_device(std::uint64_t key, double mean, double stddev, std::int64_t s
                    std::int64_t n, double* out, void* stream) {
   if (n <= 0) return;
   normal_kernel<<<grid(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(key, mean, stddev, start, delta, n, out);
-  check(cudaGetLastError(), "normal_kernel launch");
+  check_launch("normal_kernel launch", -1);
 }
 
 void uniform_device(std::uint64_t key, double low, double high, std::int64_t start, std::int64_t delta,
                     std::int64_t n, double* out, void* stream) {
   if (n <= 0) return;
   uniform_kernel<<<grid(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(key, low, high, start, delta, n, out);
-  check(cudaGetLastError(), "uniform_kernel launch");
+  check_launch("uniform_kernel launch", -1);
 }
 
 void integers_device(std::uint64_t key, std::int64_t low, std::int64_t high, std::int64_t start, std::int64_t delta,
                      std::int64_t n, std::int64_t* out, void* stream) {
   if (n <= 0) return;
   integers_kernel<<<grid(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(key, low, high, start, delta, n, out);
-  check(cudaGetLastError(), "integers_kernel launch");
+  check_launch("integers_kernel launch", -1);
 }
 
 }  // namespace tessera::cuda

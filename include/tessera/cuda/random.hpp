@@ -4,8 +4,8 @@
  *
  * Each fills out[j], j < n, in device memory with the value of element start + j * delta of the
  * random array, exactly as the host kernels define it (src/array/kernels/random.cpp), on the
- * given cudaStream_t (nullptr: the default stream). Launch errors throw std::runtime_error
- * naming the kernel and device.
+ * given cudaStream_t (nullptr: the default stream). Launch errors throw tessera::DeviceError
+ * (a std::runtime_error) naming the kernel and the current device.
  *
  * Compiled by nvcc, this header also gives the per-element device functions behind them
  * (tessera::cuda::device::normal_at, ...), which the fused program kernel (cuda/program.cu)
