@@ -236,6 +236,7 @@ class CudaRuntime final : public DeviceRuntime {
     Device& d = devices_[device];
     if (!stream) stream = static_cast<cudaStream_t>(thread_stream(device));
     void* ptr = nullptr;
+    bool trimmed = false;
     for (;;) {
       const std::size_t limit = d.limit.load();
       if (limit != 0 && bytes > limit) out_of_memory(device, bytes, "larger than the limit");
@@ -246,7 +247,15 @@ class CudaRuntime final : public DeviceRuntime {
         d.in_use.fetch_sub(bytes);
         if (e != cudaErrorMemoryAllocation)
           throw_cuda_error(e, ("cudaMallocFromPoolAsync(" + with_unit(bytes) + ")").c_str(), device);
-        cudaGetLastError();  // clear it: the pressure handler may make room
+        cudaGetLastError();  // clear it: trimming or the pressure handler may make room
+        // The live bytes fit, yet the pool could not place them: its reservations (capped at the
+        // limit, never released by themselves) are held by freed blocks that do not fit this
+        // size. Once, give the unused reservations back to the driver and retry before spilling.
+        if (!trimmed) {
+          trimmed = true;
+          trim(device, p, stream);
+          continue;
+        }
       }
       std::shared_ptr<const PressureHandler> handler;
       {
@@ -361,6 +370,18 @@ class CudaRuntime final : public DeviceRuntime {
     }
     d.pool.store(p, std::memory_order_release);
     return p;
+  }
+
+  /**
+   * Returns the pool's unused reservations to the driver. Frees still queued on a stream count as
+   * in use until they ran, so `stream` and this thread's stream (where deleters free) are waited
+   * for first. Only on the allocation failure path.
+   */
+  void trim(int device, cudaMemPool_t p, cudaStream_t stream) {
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize", device);
+    if (cudaStream_t own = static_cast<cudaStream_t>(thread_stream(device)); own != stream)
+      check(cudaStreamSynchronize(own), "cudaStreamSynchronize", device);
+    check(cudaMemPoolTrimTo(p, 0), "cudaMemPoolTrimTo", device);
   }
 
   /** Creates this thread's stream on `device` (error codes only: used by deleters too). */

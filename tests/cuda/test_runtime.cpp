@@ -240,6 +240,35 @@ TEST(CudaRuntime, PressureHandlerFreesAndTheAllocationIsRetried) {
   EXPECT_EQ(rt().memory_in_use(0), 0u);
 }
 
+TEST(CudaRuntime, FreedBlocksOfOtherSizesDoNotBlockAnAllocationUnderTheLimit) {
+  // The pool's reservations are capped at the limit and kept after frees: four freed 2 MiB
+  // blocks may hold all 8 MiB in pieces too small for one 8 MiB block. The allocation is under
+  // the limit, so the runtime must trim the pool and succeed without spilling anything.
+  TESSERA_SKIP_WITHOUT_GPU();
+  ASSERT_EQ(rt().memory_in_use(0), 0u) << "device buffers of an earlier test are still alive";
+  PoolSettingsGuard guard;
+  rt().set_memory_limit(0, 8 * MiB);
+  int calls = 0;
+  rt().set_pressure_handler([&](int, std::size_t) -> std::size_t {
+    ++calls;
+    return 0;
+  });
+  {
+    std::vector<std::shared_ptr<Buffer>> pieces;
+    for (int i = 0; i < 4; ++i) pieces.push_back(rt().allocate(2 * MiB, 0));
+    EXPECT_EQ(rt().memory_in_use(0), 8 * MiB);
+  }
+  EXPECT_EQ(rt().memory_in_use(0), 0u);
+  std::shared_ptr<Buffer> whole;
+  ASSERT_NO_THROW(whole = rt().allocate(8 * MiB, 0));
+  EXPECT_EQ(calls, 0) << "nothing needed spilling: the bytes were under the limit";
+  EXPECT_EQ(rt().memory_in_use(0), 8 * MiB);
+  ASSERT_EQ(cudaMemsetAsync(whole->data(), 0, 8 * MiB, static_cast<cudaStream_t>(rt().thread_stream(0))), cudaSuccess);
+  rt().synchronize(rt().thread_stream(0));
+  whole.reset();
+  EXPECT_EQ(rt().memory_in_use(0), 0u);
+}
+
 TEST(CudaRuntime, InfoDescribesTheDevice) {
   TESSERA_SKIP_WITHOUT_GPU();
   const GpuInfo g = rt().info(0);
