@@ -535,11 +535,17 @@ Array Array::argmax(std::optional<int> axis, int split_every) const {
 }
 
 // ---- compute --------------------------------------------------------------------------------
-Graph Array::to_graph(std::vector<Key>* chunk_keys) const {
-  Lowering low;
-  const auto& keys = low.lower(expr());
+Graph Array::to_graph(std::vector<Key>* chunk_keys) const { return detail::graph_for(*this, nullptr, chunk_keys); }
+
+namespace detail {
+
+Graph graph_for(const Array& a, const Executor* executor, std::vector<Key>* chunk_keys) {
+  Lowering low(executor);
+  const auto& keys = low.lower(a.expr());
   if (chunk_keys) *chunk_keys = keys;
   return std::move(low.graph());
 }
+
+}  // namespace detail
 
 }  // namespace tessera

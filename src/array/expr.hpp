@@ -78,8 +78,12 @@ struct ViewExpr : Expr {
   using Expr::Expr;
 };
 
+/** Chunks that exist already: values in this process, or results an executor keeps. */
 struct SourceExpr : Expr {
-  std::vector<Value> blocks;  // one per chunk, row-major chunk order
+  std::vector<Value> blocks;  // one per chunk, row-major chunk order (when kept is null)
+  // A persisted array's chunks, one key per chunk in the same order: graphs for the executor
+  // that holds them use the keys; any other executor gets the values (fetched when lowered).
+  std::shared_ptr<const KeptResults> kept;
   using Expr::Expr;
 };
 
@@ -137,6 +141,11 @@ Target joint_target_of(const Range& inputs) {
 /** Lowers expressions to tasks; memoises shared sub-expressions. */
 class Lowering {
  public:
+  /**
+   * `executor`: the one that will run the graph (persisted chunks it holds are used by key);
+   * nullptr: unknown, so the graph is self-contained.
+   */
+  explicit Lowering(const Executor* executor = nullptr) : executor_(executor) {}
   /** Keys of every chunk of e, row-major chunk order. */
   const std::vector<Key>& lower(const ExprPtr& e);
   Graph& graph() { return graph_; }
@@ -157,11 +166,15 @@ class Lowering {
   /** Adds a task of the expression being lowered, annotated with that expression's target. */
   void add_task(Task t);
   friend class ProgramBuilder;
+  const Executor* executor_;
   Target target_ = Target::Host;  // of the expression whose tasks are being emitted
   Graph graph_;
   std::unordered_map<const Expr*, std::vector<Key>> memo_;
   std::unordered_map<const Expr*, std::vector<std::vector<std::int64_t>>> offsets_;
 };
+
+/** Array::to_graph for a graph that `executor` will run (nullptr: a self-contained graph). */
+Graph graph_for(const Array& a, const Executor* executor, std::vector<Key>* chunk_keys);
 
 /** The expression behind an Array; throws for a default-constructed one. */
 const Expr& expr_of(const Array& a);

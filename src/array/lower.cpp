@@ -335,8 +335,17 @@ const std::vector<Key>& Lowering::lower(const ExprPtr& e) {
     case ExprKind::View: lower_blockwise(*e, e->chunks, e->name, keys); break;
     case ExprKind::Source: {
       const auto& s = static_cast<const SourceExpr&>(*e);
-      for (std::int64_t f = 0; f < static_cast<std::int64_t>(s.blocks.size()); ++f) {
-        Task t{chunk_key(s.name, chunk_coords(s.chunks, f)), kIdentityOp, {Arg(s.blocks[f])}, {}};
+      if (s.kept && executor_ && executor_->holds(*s.kept)) {
+        keys = s.kept->keys;  // already there: no task, the graph depends on them by key
+        break;
+      }
+      const std::vector<Value> fetched = s.kept ? s.kept->values() : std::vector<Value>{};
+      const std::vector<Value>& blocks = s.kept ? fetched : s.blocks;
+      if (static_cast<std::int64_t>(blocks.size()) != shape_size(chunk_counts(s.chunks)))
+        throw Error("array " + s.name + ": " + std::to_string(blocks.size()) + " chunk values for " +
+                    std::to_string(shape_size(chunk_counts(s.chunks))) + " chunks");
+      for (std::int64_t f = 0; f < static_cast<std::int64_t>(blocks.size()); ++f) {
+        Task t{chunk_key(s.name, chunk_coords(s.chunks, f)), kIdentityOp, {Arg(blocks[f])}, {}};
         keys.push_back(t.key);
         add_task(std::move(t));
       }

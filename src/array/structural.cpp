@@ -197,7 +197,7 @@ void check_chunk(const Value& v, const Expr& e, const std::vector<std::int64_t>&
 Block Array::compute(Executor& executor) const {
   const Expr& e = expr_of(*this);
   std::vector<Key> keys;
-  Graph g = to_graph(&keys);
+  Graph g = graph_for(*this, &executor, &keys);
   const auto values = executor.get(g, keys);
   if (keys.size() == 1) {
     check_chunk(values[0], e, std::vector<std::int64_t>(e.shape.size(), 0), keys[0]);
@@ -225,10 +225,17 @@ Block Array::compute(Executor& executor, Target where) const {
 Array Array::persist(Executor& executor) const {
   const Expr& e = expr_of(*this);
   std::vector<Key> keys;
-  Graph g = to_graph(&keys);
-  auto values = executor.get(g, keys);
+  Graph g = graph_for(*this, &executor, &keys);
+  auto kept = executor.keep(g, keys);
   auto s = make_expr<SourceExpr>(ExprKind::Source, e.dtype, e.shape, e.chunks, "persist-" + e.name);
   s->target = e.target;  // persisted device chunks stay on the device
+  if (executor.holds(*kept)) {
+    // The chunks stay where the executor keeps them (a cluster's workers); graphs it runs later
+    // read them there; other executors fetch them when they lower a graph that needs them.
+    s->kept = std::move(kept);
+    return Array(s);
+  }
+  auto values = kept->values();
   for (std::size_t f = 0; f < keys.size(); ++f)
     check_chunk(values[f], e, chunk_coords(e.chunks, static_cast<std::int64_t>(f)), keys[f]);
   s->blocks = std::move(values);

@@ -750,16 +750,38 @@ std::vector<Future> Client::map_tasks(const std::string& op, std::vector<std::ve
   return impl_->submit_graph(std::move(tasks), keys);
 }
 
-std::vector<Value> Client::gather(const std::vector<Future>& futures) {
+namespace {
+
+/** Waits for every future; throws the error of the first that did not finish. Their keys. */
+std::vector<Key> wait_finished(detail::ClientImpl& impl, const std::vector<Future>& futures) {
   std::vector<Key> keys;
   keys.reserve(futures.size());
   for (const auto& f : futures) {
-    FutureStatus st = impl_->wait_key(f.key(), std::nullopt);
-    if (st != FutureStatus::Finished) std::rethrow_exception(impl_->error_of(f.key()));
+    FutureStatus st = impl.wait_key(f.key(), std::nullopt);
+    if (st != FutureStatus::Finished) std::rethrow_exception(impl.error_of(f.key()));
     keys.push_back(f.key());
   }
-  return impl_->fetch(keys);
+  return keys;
 }
+
+}  // namespace
+
+std::vector<Value> Client::gather(const std::vector<Future>& futures) {
+  return impl_->fetch(wait_finished(*impl_, futures));
+}
+
+std::shared_ptr<const KeptResults> Client::keep(const Graph& graph, const std::vector<Key>& outputs) {
+  std::vector<Future> futures = persist(graph, outputs);
+  wait_finished(*impl_, futures);  // like the local executors: done, or the first task error
+  auto kept = std::make_shared<KeptResults>();
+  kept->holder = impl_;
+  kept->keys = outputs;
+  // The futures keep the results on the workers for as long as `kept` lives.
+  kept->values = [impl = impl_, futures = std::move(futures)] { return impl->fetch(wait_finished(*impl, futures)); };
+  return kept;
+}
+
+bool Client::holds(const KeptResults& kept) const { return kept.holder && kept.holder.get() == impl_.get(); }
 
 Future Client::scatter(Value value) {
   // The value travels inside an identity task: the scheduler keeps it as the task's lineage,

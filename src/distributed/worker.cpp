@@ -177,7 +177,6 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
 
   // ---- the state machine ----------------------------------------------------------------------------
   // Runs f under the lock, then sends the batched messages and starts the gathers it produced.
-  // Runs f under the lock, then sends the batched messages and starts the gathers it produced.
   // With `batch`, a finished task's report may wait (at most kBatchWindow seconds, flushed by
   // flush_loop) while this worker has more tasks queued, so that a stream of short tasks costs
   // one message per batch instead of one per task.

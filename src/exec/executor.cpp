@@ -189,6 +189,15 @@ std::vector<Value> run_inline(const Graph& graph, const std::vector<Key>& output
 
 }  // namespace
 
+// ---- Executor ------------------------------------------------------------------------------
+
+std::shared_ptr<const KeptResults> Executor::keep(const Graph& graph, const std::vector<Key>& outputs) {
+  auto kept = std::make_shared<KeptResults>();
+  kept->keys = outputs;
+  kept->values = [values = get(graph, outputs)] { return values; };
+  return kept;
+}
+
 // ---- SyncExecutor --------------------------------------------------------------------------
 
 std::vector<Value> SyncExecutor::get(const Graph& graph, const std::vector<Key>& outputs) {

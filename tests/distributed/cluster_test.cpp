@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include "array/array_ops.hpp"
+#include "array/expr.hpp"
 #include "cluster_fixture.hpp"
 #include "tessera/comm/comm.hpp"
 #include "tessera/comm/message.hpp"
@@ -49,6 +51,9 @@ double ct_block_sum(Block b) {
   return std::accumulate(v.begin(), v.end(), 0.0);
 }
 std::int64_t ct_block_size(Block b) { return b.size(); }
+Block ct_fail_block(Block b) {
+  throw std::runtime_error("cluster_test.fail_block boom on a block of " + std::to_string(b.size()));
+}
 int ct_fail(int x) {
   if (x >= 0) throw std::runtime_error("cluster_test.fail boom " + std::to_string(x));
   return x;
@@ -105,6 +110,7 @@ TESSERA_REGISTER_FUNCTION_AS("cluster_test.greet", ct_greet);
 TESSERA_REGISTER_FUNCTION_AS("cluster_test.twice", ct_twice);
 TESSERA_REGISTER_FUNCTION_AS("cluster_test.block_sum", ct_block_sum);
 TESSERA_REGISTER_FUNCTION_AS("cluster_test.block_size", ct_block_size);
+TESSERA_REGISTER_FUNCTION_AS("cluster_test.fail_block", ct_fail_block);
 TESSERA_REGISTER_FUNCTION_AS("cluster_test.fail", ct_fail);
 TESSERA_REGISTER_FUNCTION_AS("cluster_test.wait", ct_wait);
 TESSERA_REGISTER_FUNCTION_AS("cluster_test.probe", ct_probe);
@@ -466,6 +472,64 @@ TEST_P(ClusterThreads, ScatterLargeBlock) {
     ADD_FAILURE() << "a scattered 72 MiB block fails: " << e.what();
   }
   EXPECT_EQ(cluster.scheduler().workers().size(), 2u) << "the large value cost the cluster its workers";
+}
+
+TEST_P(ClusterThreads, PersistedArrayStaysOnTheWorkersWhileItLives) {
+  // Dask's x.persist(): the chunks stay on the workers, later graphs of the same client read
+  // them there (no chunk values in the graph), another executor fetches them, and dropping the
+  // array releases them.
+  LocalCluster cluster(options());
+  Client client(cluster.scheduler_address(), client_options(cluster.token()));
+  const auto x = random::normal(5, 0.0, 1.0, {400, 300}, {100, 100});  // 12 chunks
+  const Block want = x.compute(local_executor("sync"));
+  const double want_sum = (x + 1).sum().compute(local_executor("sync")).item();
+  auto held_bytes = [&] {
+    std::size_t b = 0;
+    for (const auto& w : client.scheduler_info().workers) b += w.memory;
+    return b;
+  };
+  {
+    const Array xp = x.persist(client);
+    EXPECT_EQ(cluster.scheduler().task_count(), 12u) << "the persisted chunks are held on the cluster";
+    EXPECT_TRUE(wait_until([&] { return held_bytes() >= want.nbytes(); }, 5))
+        << held_bytes() << " bytes held on the workers, want at least " << want.nbytes();
+
+    // The client's graph depends on the chunks by key; a self-contained graph carries them.
+    std::vector<Key> keys;
+    const Graph on_client = tessera::detail::graph_for((xp + 1).sum(), &client, &keys);
+    const Graph standalone = (xp + 1).sum().to_graph(&keys);
+    auto identity_tasks = [](const Graph& g) {
+      return std::count_if(g.tasks().begin(), g.tasks().end(),
+                           [](const auto& kt) { return kt.second.op == tessera::detail::kIdentityOp; });
+    };
+    EXPECT_EQ(identity_tasks(on_client), 0);
+    EXPECT_EQ(identity_tasks(standalone), 12);
+
+    expect_close((xp + 1).sum().compute(client).item(), want_sum);
+    expect_close((xp + 1).sum().compute(local_executor("threads")).item(), want_sum);
+    EXPECT_EQ(xp.compute(client).to_doubles(), want.to_doubles());
+    EXPECT_EQ(xp.persist(client).compute(client).to_doubles(), want.to_doubles()) << "persisting it again";
+    EXPECT_TRUE(wait_until([&] { return cluster.scheduler().task_count() == 12; }, 2))
+        << "computations on the persisted array should leave only its chunks behind";
+  }
+  EXPECT_TRUE(wait_until([&] { return cluster.scheduler().task_count() == 0; }, 2))
+      << cluster.scheduler().task_count() << " tasks still known after the persisted array was dropped";
+  EXPECT_TRUE(wait_until([&] { return held_bytes() == 0; }, 5)) << held_bytes() << " bytes still held";
+}
+
+TEST_P(ClusterThreads, PersistRaisesTheTaskErrorAndAClosedClientSaysSo) {
+  LocalCluster cluster(options());
+  auto client = std::make_unique<Client>(cluster.scheduler_address(), client_options(cluster.token()));
+  const auto bad = map_blocks("cluster_test.fail_block", {arange(0, 8, 1, 4, DType::Float64)}, DType::Float64);
+  EXPECT_THROW(bad.persist(*client), TaskError);
+  const Array xp = arange(0, 8, 1, 4, DType::Float64).persist(*client);
+  client->close();
+  try {
+    xp.sum().compute(local_executor("sync"));
+    FAIL() << "fetched chunks from a closed client";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("closed"), std::string::npos) << e.what();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Cluster, ClusterThreads, ::testing::Values("tcp", "inproc"),

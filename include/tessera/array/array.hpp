@@ -136,7 +136,12 @@ class Array {
    * GPU 0 (a client with a GPU asking for device data; throws DeviceError without one).
    */
   Block compute(Executor& executor, Target where) const;
-  /** @brief Computes every chunk and returns an Array backed by the results. */
+  /**
+   * @brief Computes every chunk and returns an Array backed by the results. A local executor
+   * keeps them in this process. A distributed Client leaves them on its workers (device chunks
+   * on their GPUs) for as long as the returned Array, or one built from it, lives: later graphs
+   * on that client read them there, and another executor fetches them (Dask's persist).
+   */
   Array persist(Executor& executor = local_executor()) const;
   /** @brief The lowered task graph and the keys of the chunks (row-major chunk order). */
   Graph to_graph(std::vector<Key>* chunk_keys) const;

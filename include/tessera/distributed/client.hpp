@@ -226,6 +226,12 @@ class Client final : public Executor {
   std::vector<Future> persist(const Graph& graph, const std::vector<Key>& outputs);
   /** @brief Executor: computes on the cluster and returns the values (then releases them). */
   std::vector<Value> get(const Graph& graph, const std::vector<Key>& outputs) override;
+  /**
+   * @brief Executor (Array::persist): computes on the cluster and leaves the results on the
+   * workers while the returned KeptResults lives; graphs this client runs later use them by key.
+   */
+  std::shared_ptr<const KeptResults> keep(const Graph& graph, const std::vector<Key>& outputs) override;
+  bool holds(const KeptResults& kept) const override;
   std::string name() const override;
 
   /** @brief Runs op(args...) on every worker right away (outside the graph); address -> value. */

@@ -1,6 +1,7 @@
 #pragma once
 /** @file Executors: run a task graph and return the values of the requested keys. */
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -11,8 +12,20 @@
 namespace tessera {
 
 /**
- * @brief Something that computes graphs: the local executors here, and later the distributed
- * Client. Array::compute() takes any Executor, so one expression runs anywhere unchanged.
+ * @brief Results an executor keeps for later graphs (Executor::keep; Array::persist holds one).
+ * Dropping the last reference lets the executor release them.
+ */
+struct KeptResults {
+  /** The executor that holds them (see Executor::holds); null when only `values` exist. */
+  std::shared_ptr<const void> holder;
+  std::vector<Key> keys;
+  /** Their values in this process, in key order (for graphs run by any other executor). */
+  std::function<std::vector<Value>()> values;
+};
+
+/**
+ * @brief Something that computes graphs: the local executors and the distributed Client.
+ * Array::compute() takes any Executor, so one expression runs anywhere unchanged.
  */
 class Executor {
  public:
@@ -23,6 +36,14 @@ class Executor {
    *        for an op no registry entry provides; Error for keys neither in the graph nor held.
    */
   virtual std::vector<Value> get(const Graph& graph, const std::vector<Key>& outputs) = 0;
+  /**
+   * @brief Runs what `outputs` need and keeps the results for later graphs; throws as get().
+   * The default (local executors) keeps the values in this process; the distributed Client
+   * leaves them on its workers, where later graphs read them (Dask's persist).
+   */
+  virtual std::shared_ptr<const KeptResults> keep(const Graph& graph, const std::vector<Key>& outputs);
+  /** @brief Whether graphs given to this executor may use `kept.keys` without defining them. */
+  virtual bool holds(const KeptResults& kept) const { return false; }
   /** @brief Human-readable name ("sync", "threads(8)"). */
   virtual std::string name() const = 0;
 };
