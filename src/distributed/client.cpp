@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -91,6 +92,10 @@ struct ClientImpl : std::enable_shared_from_this<ClientImpl> {
   std::condition_variable cv;
   std::unordered_map<Key, KeyState> keys;
   std::vector<Key> pending_release;
+  // Orders what the releaser and submit_graph send: held (before mu) from taking the pending
+  // releases until they are sent, and from a graph's last look at them until the graph is sent,
+  // so a release never overtakes a later graph that wants the key again.
+  std::mutex send_mu;
   std::set<std::string> known_ops;
   std::size_t n_workers = 0;
   bool closed = false;
@@ -329,11 +334,18 @@ struct ClientImpl : std::enable_shared_from_this<ClientImpl> {
     while (true) {
       cv.wait(lock, [&] { return closed || !pending_release.empty(); });
       if (pending_release.empty() && closed) return;
-      std::vector<Key> batch;
-      batch.swap(pending_release);
-      bool was_closed = closed;
       lock.unlock();
-      if (!batch.empty() && !was_closed) send_events({ReleaseKeys{id, std::move(batch)}});
+      {
+        std::lock_guard order_lock(send_mu);
+        std::vector<Key> batch;
+        bool was_closed;
+        {
+          std::lock_guard again(mu);
+          batch.swap(pending_release);
+          was_closed = closed;
+        }
+        if (!batch.empty() && !was_closed) send_events({ReleaseKeys{id, std::move(batch)}});
+      }
       lock.lock();
       if (closed) return;
     }
@@ -417,11 +429,17 @@ struct ClientImpl : std::enable_shared_from_this<ClientImpl> {
     u.tasks = std::move(tasks);
     u.keys = outputs;
     u.order = std::move(order);
+    // Releases not sent yet go first, in the same batch: a key this client let go of and now
+    // wants again is computed again (as in Dask), never forgotten behind the client's back.
+    std::vector<wire::ClientToScheduler> events;
+    std::lock_guard order_lock(send_mu);
     {
       std::lock_guard lock(mu);
       check_open();
+      if (!pending_release.empty()) events.push_back(ReleaseKeys{id, std::exchange(pending_release, {})});
     }
-    send_events({std::move(u)});
+    events.push_back(std::move(u));
+    send_events(std::move(events));
     return futures;
   }
 

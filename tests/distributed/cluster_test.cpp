@@ -294,6 +294,29 @@ TEST_P(ClusterThreads, UnknownOperationThrowsAtSubmit) {
   EXPECT_EQ(client.submit("cluster_test.inc", 1).result_as<int>(), 2);
 }
 
+TEST_P(ClusterThreads, ComputingTheSameKeysAgainRightAfterReleasingThem) {
+  // Each compute() releases its keys when its futures go (the release leaves in a batch, from
+  // another thread); the next compute() of the same expression asks for the same keys at once.
+  // The release must not overtake that request and make the scheduler forget keys the client
+  // wants again (the client would then wait for a value no worker has).
+  LocalCluster cluster(options());
+  Client client(cluster.scheduler_address(), client_options(cluster.token()));
+  const auto y = (random::uniform(3, 0.0, 1.0, {200, 200}, {100, 100}) + 1).sum();
+  const double want = y.compute(local_executor("sync")).item();
+  auto loop = std::async(std::launch::async, [&] {
+    for (int i = 0; i < 300; ++i) EXPECT_DOUBLE_EQ(y.compute(client).item(), want) << "round " << i;
+  });
+  if (loop.wait_for(60s) != std::future_status::ready) {
+    ADD_FAILURE() << "a compute() of keys just released never finished";
+    client.close();  // its fetch gives up with "client is closed"
+  }
+  try {
+    loop.get();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << e.what();
+  }
+}
+
 TEST_P(ClusterThreads, SeedWorkloadMatchesLocalThreads) {
   LocalCluster cluster(options(2, 2));
   Client client(cluster.scheduler_address(), client_options(cluster.token()));
