@@ -178,6 +178,12 @@ run_bench() {
   # dask-cuda's local_cupy workloads, and CuPy alone as the limit.
   run1 "$b/gpu_arrays" --op transpose_sum --n 40000 --chunk 10000 --device gpu --repeat 3
   run1 "$b/gpu_arrays" --op matmul --n 20000 --chunk 5000 --device gpu --repeat 3
+  # The same with the inputs persisted first (untimed), as dask-cuda's local_cupy and the CuPy
+  # script time them; on one GPU worker of a cluster too (the chunks stay on its GPU).
+  run1 "$b/gpu_arrays" --op transpose_sum --n 40000 --chunk 10000 --device gpu --repeat 3 --persist
+  run1 "$b/gpu_arrays" --op matmul --n 20000 --chunk 5000 --device gpu --repeat 3 --persist
+  run1 "$b/gpu_arrays" --op transpose_sum --n 40000 --chunk 10000 --device gpu --repeat 3 --persist \
+    --scheduler distributed --workers 1
   (cd "$b" && timeout 300 python3 cupy_local.py --n 40000 --matmul-n 20000 --seed-n 50000 2>>"$OUT/bench.err" | tee -a "$j") || true
   # Device to device between two workers sharing the GPU (issue 5), over tcp and ucx.
   run1 "$b/transfer" --device gpu --megabytes 256 --repeat 5 --protocol tcp
