@@ -11,10 +11,8 @@
 #include <cstdint>
 #include <string>
 
+#include "../distributed/cluster_fixture.hpp"
 #include "gpu_test_util.hpp"
-#include "tessera/distributed/client.hpp"
-#include "tessera/distributed/scheduler.hpp"
-#include "tessera/distributed/worker.hpp"
 #include "tessera/tessera.hpp"
 
 namespace {
@@ -22,69 +20,28 @@ namespace {
 using namespace std::chrono_literals;
 using namespace tessera;
 using namespace tessera::distributed;
+using tessera_cuda_test::PoolSettingsGuard;
+using tessera_test::find_worker;
 
 constexpr std::size_t MiB = std::size_t{1} << 20;
 
-/**
- * Device 0's pool back to no limit and no pressure handler when a test ends (after its workers
- * are gone), so later tests in this process see the runtime as they expect.
- */
-struct PoolReset {
-  ~PoolReset() {
-    DeviceRuntime& rt = tessera_cuda_test::cuda_runtime();
-    rt.set_pressure_handler({});
-    try {
-      rt.set_memory_limit(0, 0);
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "could not reset the device memory limit: " << e.what();
-    }
-  }
-};
-
-/** A scheduler on 127.0.0.1 and the options of its GPU and host-only workers. */
-struct Cluster {
-  std::string token;
-  Scheduler scheduler;
-  explicit Cluster(std::string t) : token(std::move(t)), scheduler(scheduler_options(token)) {}
-  static SchedulerOptions scheduler_options(const std::string& token) {
-    SchedulerOptions so;
-    so.address = "tcp://127.0.0.1:0";
-    so.token = token;
-    return so;
-  }
+/** An in-process cluster (cluster_fixture.hpp) whose workers run one task at a time. */
+struct Cluster : tessera_test::InProcessCluster {
+  using InProcessCluster::InProcessCluster;
   WorkerOptions worker(const std::string& name, GpuPolicy gpu, std::size_t device_memory_limit = 0) const {
-    WorkerOptions o;
-    o.scheduler_address = scheduler.address();
-    o.token = token;
-    o.name = name;
+    WorkerOptions o = InProcessCluster::worker(name, gpu, device_memory_limit);
     o.nthreads = 1;  // tessera-cuda-worker's default
-    o.heartbeat_interval = 0.1;
-    o.death_timeout = 5;
-    o.gpu = gpu;
-    o.device_memory_limit = device_memory_limit;
-    if (gpu == GpuPolicy::Auto) o.resources = {{"GPU", 1}};
     return o;
   }
-  ClientOptions client() const {
-    ClientOptions c;
-    c.token = token;
-    c.timeout = 30;
-    return c;
-  }
+  ClientOptions client() const { return InProcessCluster::client(30); }
 };
-
-const WorkerInfo* find_worker(const SchedulerInfo& info, const std::string& name) {
-  for (const auto& w : info.workers)
-    if (w.name == name) return &w;
-  return nullptr;
-}
 
 TEST(CudaCluster, DeviceArraysOnAGpuWorkerMatchTheHost) {
   TESSERA_SKIP_WITHOUT_GPU();
   DeviceRuntime& rt = tessera_cuda_test::cuda_runtime();
   ASSERT_EQ(rt.memory_in_use(0), 0u) << "device buffers of an earlier test are still alive";
   const GpuInfo local = rt.info(0);
-  PoolReset reset;
+  PoolSettingsGuard reset;  // after the workers are gone
   Cluster c("cuda-cluster-1");
   Worker gpu(c.worker("gpu", GpuPolicy::Auto));
   Worker cpu(c.worker("cpu", GpuPolicy::Off));
@@ -137,7 +94,7 @@ TEST(CudaCluster, TwiceTheDeviceMemoryLimitCompletesThroughTheRealPool) {
   DeviceRuntime& rt = tessera_cuda_test::cuda_runtime();
   ASSERT_EQ(rt.memory_in_use(0), 0u) << "device buffers of an earlier test are still alive";
   const std::size_t limit = 32 * MiB;
-  PoolReset reset;
+  PoolSettingsGuard reset;  // after the workers are gone
   Cluster c("cuda-cluster-2");
   Worker gpu(c.worker("gpu", GpuPolicy::Auto, limit));
   Client client(c.scheduler.address(), c.client());

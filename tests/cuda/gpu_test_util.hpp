@@ -28,6 +28,22 @@ inline tessera::DeviceRuntime& cuda_runtime() {
   return r;
 }
 
+/**
+ * Puts device 0's pool back to no limit and no pressure handler when a test ends, so later tests
+ * in this process see the runtime as they expect (declare it before the test's workers).
+ */
+struct PoolSettingsGuard {
+  ~PoolSettingsGuard() {
+    tessera::DeviceRuntime& rt = cuda_runtime();
+    rt.set_pressure_handler({});
+    try {
+      rt.set_memory_limit(0, 0);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "could not reset the memory limit: " << e.what();
+    }
+  }
+};
+
 }  // namespace tessera_cuda_test
 
 /** Skips the current test (with the reason) when this process sees no CUDA device. */

@@ -36,17 +36,7 @@ DeviceRuntime* const g_installed_at_start = device_runtime();
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-/** Puts device 0's pool back to no limit and no pressure handler when a test ends. */
-struct PoolSettingsGuard {
-  ~PoolSettingsGuard() {
-    rt().set_pressure_handler({});
-    try {
-      rt().set_memory_limit(0, 0);
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "could not reset the memory limit: " << e.what();
-    }
-  }
-};
+using tessera_cuda_test::PoolSettingsGuard;
 
 // ---- without a GPU (these run everywhere) -----------------------------------------------------
 

@@ -31,7 +31,10 @@
 #include <vector>
 
 #include "distributed/util.hpp"
+#include "tessera/distributed/client.hpp"
 #include "tessera/distributed/local_cluster.hpp"
+#include "tessera/distributed/scheduler.hpp"
+#include "tessera/distributed/worker.hpp"
 
 
 namespace tessera_test {
@@ -302,6 +305,53 @@ class RawSocket {
 
  private:
   int fd_ = -1;
+};
+
+/** @brief The worker called `name` in scheduler_info(), or nullptr. */
+inline const tessera::distributed::WorkerInfo* find_worker(const tessera::distributed::SchedulerInfo& info,
+                                                           const std::string& name) {
+  for (const auto& w : info.workers)
+    if (w.name == name) return &w;
+  return nullptr;
+}
+
+/**
+ * @brief A Scheduler in this process on tcp://127.0.0.1 and the options of workers and clients
+ * joining it (workers built by hand, so a test picks each one's GPU policy and limits).
+ */
+struct InProcessCluster {
+  std::string token;
+  tessera::distributed::Scheduler scheduler;
+
+  explicit InProcessCluster(std::string t) : token(std::move(t)), scheduler(scheduler_options(token)) {}
+
+  static tessera::distributed::SchedulerOptions scheduler_options(const std::string& token) {
+    tessera::distributed::SchedulerOptions so;
+    so.address = "tcp://127.0.0.1:0";
+    so.token = token;
+    return so;
+  }
+  /** 2 threads, 0.1 s heartbeats; a worker that may take a GPU also gets the resource GPU=1. */
+  tessera::distributed::WorkerOptions worker(const std::string& name, tessera::distributed::GpuPolicy gpu,
+                                             std::size_t device_memory_limit = 0) const {
+    tessera::distributed::WorkerOptions o;
+    o.scheduler_address = scheduler.address();
+    o.token = token;
+    o.name = name;
+    o.nthreads = 2;
+    o.heartbeat_interval = 0.1;
+    o.death_timeout = 5;
+    o.gpu = gpu;
+    o.device_memory_limit = device_memory_limit;
+    if (gpu == tessera::distributed::GpuPolicy::Auto) o.resources = {{"GPU", 1}};
+    return o;
+  }
+  tessera::distributed::ClientOptions client(double timeout = 5) const {
+    tessera::distributed::ClientOptions c;
+    c.token = token;
+    c.timeout = timeout;
+    return c;
+  }
 };
 
 }  // namespace tessera_test

@@ -26,6 +26,7 @@ using namespace tessera;
 using namespace tessera::distributed;
 using tessera_test::FakeDeviceOptions;
 using tessera_test::ScopedFakeDevice;
+using tessera_test::find_worker;
 using tessera_test::wait_until;
 
 // ---- test ops ------------------------------------------------------------------------------------
@@ -87,57 +88,20 @@ const bool g_registered = [] {
   return true;
 }();
 
-ClientOptions client_options(const std::string& token) {
-  ClientOptions c;
-  c.token = token;
-  c.timeout = 5;
-  return c;
-}
-
 SubmitOptions on_device() {
   SubmitOptions o;
   o.annotations = Annotations{.target = Target::Device};
   return o;
 }
 
-/** A scheduler and its worker options (tcp on 127.0.0.1, short heartbeats). */
-struct Cluster {
-  Scheduler scheduler;
-  WorkerOptions worker;
-  explicit Cluster(const std::string& token) : scheduler(scheduler_options(token)) {
-    worker.scheduler_address = scheduler.address();
-    worker.token = token;
-    worker.nthreads = 2;
-    worker.heartbeat_interval = 0.1;
-    worker.death_timeout = 5;
-  }
-  static SchedulerOptions scheduler_options(const std::string& token) {
-    SchedulerOptions so;
-    so.address = "tcp://127.0.0.1:0";
-    so.token = token;
-    return so;
-  }
+/** The in-process cluster of these tests (cluster_fixture.hpp) with their two kinds of worker. */
+struct Cluster : tessera_test::InProcessCluster {
+  using InProcessCluster::InProcessCluster;
   WorkerOptions gpu_worker(std::size_t device_memory_limit = 0) const {
-    WorkerOptions o = worker;
-    o.name = "gpu-worker";
-    o.gpu = GpuPolicy::Auto;
-    o.resources = {{"GPU", 1}};
-    o.device_memory_limit = device_memory_limit;
-    return o;
+    return worker("gpu-worker", GpuPolicy::Auto, device_memory_limit);
   }
-  WorkerOptions cpu_worker() const {
-    WorkerOptions o = worker;
-    o.name = "cpu-worker";
-    o.gpu = GpuPolicy::Off;
-    return o;
-  }
+  WorkerOptions cpu_worker() const { return worker("cpu-worker", GpuPolicy::Off); }
 };
-
-const WorkerInfo* find_worker(const SchedulerInfo& info, const std::string& name) {
-  for (const auto& w : info.workers)
-    if (w.name == name) return &w;
-  return nullptr;
-}
 
 // ---- tests -----------------------------------------------------------------------------------------
 
@@ -146,7 +110,7 @@ TEST(ClusterGpu, DeviceTasksRunOnlyOnTheGpuWorkerAndSchedulerInfoShowsIt) {
   Cluster c("gpu-token");
   Worker gpu(c.gpu_worker(std::size_t{8} << 20));
   Worker cpu(c.cpu_worker());
-  Client client(c.scheduler.address(), client_options("gpu-token"));
+  Client client(c.scheduler.address(), c.client());
   ASSERT_TRUE(client.wait_for_workers(2, 5s));
   EXPECT_EQ(gpu.stats().device, 0);
   EXPECT_EQ(cpu.stats().device, -1);
@@ -214,7 +178,7 @@ TEST(ClusterGpu, DeviceValuesReachClientsAndHostWorkersAsHostBlocks) {
   Cluster c("gpu-token-2");
   Worker gpu(c.gpu_worker());
   Worker cpu(c.cpu_worker());
-  Client client(c.scheduler.address(), client_options("gpu-token-2"));
+  Client client(c.scheduler.address(), c.client());
   ASSERT_TRUE(client.wait_for_workers(2, 5s));
 
   const std::int64_t n = 5000;
@@ -249,7 +213,7 @@ TEST(ClusterGpu, DeviceTaskWithoutAGpuWorkerFailsAtSubmit) {
   ScopedFakeDevice fake;  // the process has a GPU, but its only worker is told not to use it
   Cluster c("gpu-token-3");
   Worker cpu(c.cpu_worker());
-  Client client(c.scheduler.address(), client_options("gpu-token-3"));
+  Client client(c.scheduler.address(), c.client());
   ASSERT_TRUE(client.wait_for_workers(1, 5s));
   EXPECT_TRUE(client.scheduler_info().workers.at(0).gpus.empty());
   Future f = client.submit_with(on_device(), "gpu_test.where", 1);
@@ -270,7 +234,7 @@ TEST(ClusterGpu, TwiceTheDeviceMemoryLimitCompletesBySpillingToHost) {
   ScopedFakeDevice fake({.total_memory = std::size_t{64} << 20});
   Cluster c("gpu-token-4");
   Worker gpu(c.gpu_worker(limit));
-  Client client(c.scheduler.address(), client_options("gpu-token-4"));
+  Client client(c.scheduler.address(), c.client());
   ASSERT_TRUE(client.wait_for_workers(1, 5s));
 
   // 16 device blocks of 128 KiB: 2 MiB, all kept (the futures hold them), then a device sum of
@@ -316,7 +280,7 @@ TEST(ClusterGpu, DeviceValuesBetweenGpuWorkersOverUcxGoAsDeviceFrames) {
   Worker a(over_ucx(c.gpu_worker(), "gpu-a"));
   Worker b(over_ucx(c.gpu_worker(), "gpu-b"));
   Worker cpu(over_ucx(c.cpu_worker(), "cpu-worker"));
-  Client client(c.scheduler.address(), client_options("gpu-token-ucx"));
+  Client client(c.scheduler.address(), c.client());
   ASSERT_TRUE(client.wait_for_workers(3, 5s));
 
   constexpr std::size_t kChunk = std::size_t{8} << 20;  // the comm's staging chunk (docs/ucx.md)
@@ -355,7 +319,7 @@ TEST(ClusterGpu, WorkerWithoutADeviceRuntimeHasNoGpu) {
   if (visible_gpu_count() > 0) GTEST_SKIP() << "this machine has a GPU";
   Cluster c("gpu-token-5");
   Worker w(c.gpu_worker());
-  Client client(c.scheduler.address(), client_options("gpu-token-5"));
+  Client client(c.scheduler.address(), c.client());
   ASSERT_TRUE(client.wait_for_workers(1, 5s));
   EXPECT_EQ(w.stats().device, -1);
   EXPECT_TRUE(client.scheduler_info().workers.at(0).gpus.empty());

@@ -92,12 +92,7 @@ SubmitOptions on(const std::string& worker, bool strict = true) {
   return o;
 }
 
-
-const WorkerInfo* find_worker(const SchedulerInfo& info, const std::string& name) {
-  for (const auto& w : info.workers)
-    if (w.name == name) return &w;
-  return nullptr;
-}
+using tessera_test::find_worker;
 
 std::string extra(const WorkerInfo* w, const std::string& key) {
   if (!w) return "(no such worker)";
