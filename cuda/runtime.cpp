@@ -265,6 +265,7 @@ class CudaRuntime final : public DeviceRuntime {
       if (!handler) out_of_memory(device, bytes, "no pressure handler to free memory");
       const std::size_t freed = (*handler)(device, bytes);
       if (freed == 0) out_of_memory(device, bytes, "the pressure handler freed nothing");
+      trimmed = false;  // the spilled blocks' sizes may not fit either: trim again before more spilling
       // The handler's frees were queued on this thread's stream: once that stream reaches them,
       // the pool can hand the memory to any stream.
       cudaStream_t own = static_cast<cudaStream_t>(thread_stream(device));
@@ -313,6 +314,7 @@ class CudaRuntime final : public DeviceRuntime {
   cudaMemPool_t pool(int device) {
     Device& d = devices_[device];
     if (cudaMemPool_t p = d.pool.load(std::memory_order_acquire)) return p;
+    const std::size_t total = info(device).total_memory;  // info() takes d.mu itself
     std::lock_guard lock(d.mu);
     if (cudaMemPool_t p = d.pool.load()) return p;
     DeviceGuard guard(device);
@@ -328,10 +330,16 @@ class CudaRuntime final : public DeviceRuntime {
     props.location.type = cudaMemLocationTypeDevice;
     props.location.id = device;
     // The driver's cap on reserved memory; the exact limit on live bytes is counted in
-    // reserve(). Rounded up to 2 MiB, the pools' usual reservation granularity.
+    // reserve(). The pool reserves in chunks of 2 MiB and more and may give small allocations a
+    // chunk of their own, so a cap of exactly the limit could refuse live bytes that fit under it:
+    // the cap has some slack (1/16 of the limit, at least 64 MiB, never past the device's memory).
     constexpr std::size_t kGranule = std::size_t{2} << 20;
     const std::size_t limit = d.limit.load();
-    props.maxSize = limit ? (limit + kGranule - 1) / kGranule * kGranule : 0;
+    if (limit) {
+      const std::size_t slack = std::max(limit / 16, std::size_t{64} << 20);
+      const std::size_t cap = total && limit + slack > total ? std::max(limit, total) : limit + slack;
+      props.maxSize = (cap + kGranule - 1) / kGranule * kGranule;
+    }
     cudaMemPool_t p = nullptr;
     cudaError_t e = cudaMemPoolCreate(&p, &props);
     if (e != cudaSuccess && props.maxSize != 0) {

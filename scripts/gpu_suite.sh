@@ -139,12 +139,15 @@ run_tests() {
       >"$OUT/tests.log" 2>&1) && echo "tests: passed" || echo "tests: FAILED (rc $?)"
   grep -E "^\[  (PASSED|FAILED|SKIPPED)" "$OUT/tests.log" | tail -40 || true
   # The GPU tests once more under compute-sanitizer's memcheck: out-of-bounds or misaligned
-  # accesses in the kernels and CUDA API errors, reported with the kernel and the thread.
+  # accesses in the kernels, reported with the kernel and the thread. Failed API calls are not
+  # reported (some tests make them on purpose: a 1 EiB cudaHostAlloc, a full pool), and the
+  # timing test and the largest chunks are left out (memcheck slows kernels 10-100x).
   local sanitizer
   sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
   if [[ -n "$sanitizer" ]]; then
-    (cd "$TREE/tests" && timeout 240 "$sanitizer" --tool memcheck --error-exitcode 9 --print-limit 20 \
-        ./tessera_tests --gtest_brief=1 --gtest_filter='CudaRuntime*:CudaDeviceOps*:CudaRandom*:BlockwiseDevice*' \
+    (cd "$TREE/tests" && timeout 240 "$sanitizer" --tool memcheck --report-api-errors no --error-exitcode 9 --print-limit 20 \
+        ./tessera_tests --gtest_brief=1 \
+        --gtest_filter='CudaRuntime*:CudaDeviceOps*:CudaRandom*:BlockwiseDevice*-BlockwiseDevice.SeedHeadlineTaskTime:BlockwiseDevice.LargeChunks*' \
         >"$OUT/memcheck.log" 2>&1) && echo "memcheck: clean" || echo "memcheck: errors or failures (rc $?): memcheck.log"
     tail -4 "$OUT/memcheck.log"
   fi

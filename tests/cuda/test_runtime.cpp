@@ -231,9 +231,9 @@ TEST(CudaRuntime, PressureHandlerFreesAndTheAllocationIsRetried) {
 }
 
 TEST(CudaRuntime, FreedBlocksOfOtherSizesDoNotBlockAnAllocationUnderTheLimit) {
-  // The pool's reservations are capped at the limit and kept after frees: four freed 2 MiB
-  // blocks may hold all 8 MiB in pieces too small for one 8 MiB block. The allocation is under
-  // the limit, so the runtime must trim the pool and succeed without spilling anything.
+  // The pool's reservations are capped near the limit and kept after frees: four freed 2 MiB
+  // blocks may hold the reservations in pieces too small for one 8 MiB block. The allocation is
+  // under the limit, so the runtime must place it (trimming the pool if it must) without spilling.
   TESSERA_SKIP_WITHOUT_GPU();
   ASSERT_EQ(rt().memory_in_use(0), 0u) << "device buffers of an earlier test are still alive";
   PoolSettingsGuard guard;
