@@ -670,7 +670,16 @@ class Link : public std::enable_shared_from_this<Link> {
     const bool device = (h.flags & kFlagDevice) && device_runtime() && device_runtime()->device_count() > 0;
     if (!slot) {
       try {
-        slot = device ? device_runtime()->allocate(h.item_size, 0) : allocate_frame(h.item_size);
+        if (device) {
+          // The pool may hand out a block freed on another stream whose work is still queued; it
+          // orders that only before later work on this thread's stream, and UCX writes outside
+          // any stream of ours: wait for the stream before UCX may write.
+          auto* rt = device_runtime();
+          slot = rt->allocate(h.item_size, 0);
+          rt->synchronize(rt->thread_stream(0));
+        } else {
+          slot = allocate_frame(h.item_size);
+        }
       } catch (const std::exception& e) {
         protocol_error("cannot allocate " + std::to_string(h.item_size) + " bytes: " + e.what());
         return UCS_OK;

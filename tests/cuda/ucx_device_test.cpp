@@ -70,7 +70,9 @@ TEST(CudaUcx, DeviceFramesCrossUcxStagedOrDirect) {
   comm::Message m("device");
   m.add_frame(on_device(big));
   m.add_frame(on_device(small));
-  client->send(m).get();
+  auto sent = client->send(m);
+  ASSERT_EQ(sent.wait_for(30s), std::future_status::ready) << "the device frames were not sent within 30 s";
+  sent.get();
 
   for (int i = 0; i < 500 && !served; ++i) std::this_thread::sleep_for(10ms);
   ASSERT_TRUE(served) << "the listener never handed over the comm";
