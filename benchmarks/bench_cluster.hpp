@@ -4,6 +4,7 @@
 // when the client goes) unless --scheduler names a running one.
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <memory>
 #include <string>
 
@@ -80,6 +81,20 @@ inline Execution open_execution(const char* benchmark, const std::string& schedu
 
 inline double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/**
+ * A benchmark's main: an exception (a failed task, no GPU where one is needed) becomes
+ * "<name>: <what>" on stderr and exit status 1 instead of an abort, and unwinding stops the
+ * local cluster the benchmark started, so no worker process outlives it.
+ */
+inline int run_main(const char* name, int (*body)(int, char**), int argc, char** argv) {
+  try {
+    return body(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", name, e.what());
+    return 1;
+  }
 }
 
 }  // namespace bench

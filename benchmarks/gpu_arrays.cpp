@@ -18,7 +18,7 @@
 
 #include "bench_cluster.hpp"
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
   tessera::init(argc, argv);
   std::int64_t n = 40000, chunk = 10000;
   std::string op = "transpose_sum", scheduler = "threads", device = "gpu";
@@ -87,3 +87,5 @@ int main(int argc, char** argv) {
       std::fabs(value - expected) / std::fabs(expected), flops / best / 1e9, spilled);
   return 0;
 }
+
+int main(int argc, char** argv) { return bench::run_main("gpu_arrays", run, argc, argv); }

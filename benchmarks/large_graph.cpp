@@ -36,7 +36,7 @@ std::size_t rss_bytes(int pid) {
 }
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
   tessera::init(argc, argv);
   std::int64_t tasks = 1000000;
   bench::ClusterArgs cluster;
@@ -80,3 +80,5 @@ int main(int argc, char** argv) {
               correct ? "true" : "false");
   return correct ? 0 : 1;
 }
+
+int main(int argc, char** argv) { return bench::run_main("large_graph", run, argc, argv); }

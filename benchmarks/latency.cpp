@@ -10,7 +10,7 @@
 int inc(int x) { return x + 1; }
 TESSERA_REGISTER_FUNCTION(inc);
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
   tessera::init(argc, argv);
   int round_trips = 1000;
   bench::ClusterArgs cluster;
@@ -42,3 +42,5 @@ int main(int argc, char** argv) {
               us.front(), correct ? "true" : "false");
   return correct ? 0 : 1;
 }
+
+int main(int argc, char** argv) { return bench::run_main("latency", run, argc, argv); }

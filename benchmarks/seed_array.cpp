@@ -10,7 +10,7 @@
 
 #include "bench_cluster.hpp"
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
   tessera::init(argc, argv);
   std::int64_t n = 20000, chunk = 2000;
   std::string scheduler = "threads", device = "host";
@@ -54,3 +54,5 @@ int main(int argc, char** argv) {
       std::fabs(value - expected) / expected, kept / best);
   return 0;
 }
+
+int main(int argc, char** argv) { return bench::run_main("seed_array", run, argc, argv); }

@@ -9,7 +9,7 @@
 int noop(int x) { return x; }
 TESSERA_REGISTER_FUNCTION(noop);
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
   tessera::init(argc, argv);
   int tasks = 100000, repeat = 1;
   bench::ClusterArgs cluster;
@@ -42,3 +42,5 @@ int main(int argc, char** argv) {
               checksum == expected ? "true" : "false");
   return checksum == expected ? 0 : 1;
 }
+
+int main(int argc, char** argv) { return bench::run_main("task_throughput", run, argc, argv); }

@@ -46,7 +46,7 @@ std::int64_t payload_bytes_on_device(const tessera::OpContext&, tessera::Block b
 }
 TESSERA_REGISTER_DEVICE_FUNCTION_AS("payload_bytes", payload_bytes_on_device);
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
   tessera::init(argc, argv);
   int megabytes = 256, repeat = 5;
   bool sweep = false;
@@ -150,3 +150,5 @@ int main(int argc, char** argv) {
               transport.c_str(), best - overhead, gb / (best - overhead), overhead, gb / best, gb / memcpy_best);
   return 0;
 }
+
+int main(int argc, char** argv) { return bench::run_main("transfer", run, argc, argv); }

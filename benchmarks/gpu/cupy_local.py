@@ -11,8 +11,13 @@ Times are the best of --repeat after one warm-up, measured with CUDA events arou
 """
 import argparse
 import json
+import sys
 
-import cupy as cp
+try:
+    import cupy as cp
+except ImportError as e:  # no CuPy on this machine: say so as a JSON line, not a traceback
+    print(json.dumps({"benchmark": "cupy_local", "skipped": f"CuPy is not importable: {e}", "seconds": None}))
+    sys.exit(0)
 
 
 def timed(fn, repeat):
