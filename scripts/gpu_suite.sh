@@ -2,19 +2,22 @@
 # The GPU run, in two halves (see docs/benchmarks.md "GPU" and DEVELOPERS notes in README):
 #
 #   bash scripts/gpu_suite.sh bundle        # here: build for sm_90 and pack a relocatable tree
-#   bash scripts/gpu_suite.sh run [PART]    # on the GPU machine: PART = tests, examples, bench or all
+#   bash scripts/gpu_suite.sh run PART...   # on the GPU machine: tests, examples, memcheck, bench
 #
 # The GPU machine reaches no package registry and keeps nothing, so `bundle` builds in
 # build-gpu (CUDA on, sm_90 + PTX), copies the binaries it runs (stripped) into the layout of the
 # build tree (bin/, src/, tests/, benchmarks/, examples/: their RUNPATH is $ORIGIN-relative) with
 # the Debian shared libraries they need in lib/ (not glibc, libstdc++ or CUDA's own: the GPU
 # machine has newer ones), and packs it as build-gpu-bundle/tessera-gpu.tar.xz (under the 64 MiB
-# the device tool carries). The device call is then, with carry ["build-gpu-bundle"]:
+# the device tool carries). Then two device calls, each with carry ["build-gpu-bundle"] (one
+# call allows 600 s and brings back 8 files from $OUT):
 #
-#   bash scripts/gpu_suite.sh run all
+#   bash scripts/gpu_suite.sh run tests examples memcheck
+#   bash scripts/gpu_suite.sh run bench
 #
-# which unpacks it, runs the test binary (every GPU test included), the examples and the GPU
-# benchmarks, and writes logs and JSON lines under $OUT (default: ./gpu-out).
+# Each unpacks the bundle and writes logs and JSON lines under $OUT (default: ./gpu-out). Every
+# step's timeout is also capped by what is left of GPU_SUITE_SECONDS (default 560) since the
+# unpack, so a hang costs its step and not the call; a failing step never stops the later ones.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT="$PWD"
@@ -88,8 +91,18 @@ bundle_cuda_ucx() {
 OUT="${OUT:-$ROOT/gpu-out}"
 TREE="$ROOT/build-gpu-run"
 
+SUITE_END=0
+
+# A step's timeout: its own cap, or less when the suite's time is nearly up (at least 5 s).
+cap() {
+  local left=$((SUITE_END - SECONDS - 5))
+  ((left < 5)) && left=5
+  echo $(($1 < left ? $1 : left))
+}
+
 unpack() {
   [[ -f "$ARCHIVE" ]] || { echo "gpu_suite: $ARCHIVE is missing (run 'bundle' here and carry build-gpu-bundle)" >&2; exit 1; }
+  SUITE_END=$((SECONDS + ${GPU_SUITE_SECONDS:-560}))
   rm -rf "$TREE" && mkdir -p "$TREE" "$OUT"
   tar -C "$TREE" -xJf "$ARCHIVE"
   export LD_LIBRARY_PATH="$TREE/lib:$TREE/src${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}:$(cuda_library_dirs)"
@@ -101,7 +114,23 @@ unpack() {
     nproc
     # What the CUDA back end resolves to here (a "not found" explains GPU tests that skip).
     ldd "$TREE/src/libtessera_cuda.so" 2>&1 | grep -E "cudart|cublas|not found" || true
+    if ldd "$TREE/src/libtessera_cuda.so" 2>&1 | grep -q "not found"; then
+      echo "gpu_suite: WARNING: libtessera_cuda.so misses libraries (above): the test binary will not start"
+    fi
+    # The working tree here is what the bundle should have been built from.
+    local checkout bundled
+    bundled=$(head -1 "$TREE/COMMIT")
+    if checkout=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null) && [[ "$bundled" != "$checkout" ]]; then
+      echo "gpu_suite: WARNING: the bundle is from $bundled, the checkout is at $checkout: bundle again"
+    fi
   } | tee "$OUT/device.txt"
+  # One NVML client open for the whole run (it only reads), so that a GPU without persistence
+  # mode is not torn down and initialised again between the many short worker processes.
+  if command -v nvidia-smi >/dev/null; then
+    nvidia-smi -l 30 >/dev/null 2>&1 &
+    NVML_KEEPER=$!
+    trap 'kill "$NVML_KEEPER" 2>/dev/null || true' EXIT
+  fi
 }
 
 # Folders holding CUDA 13's libcudart and libcublas on this machine, ':'-separated: the
@@ -135,9 +164,17 @@ with_cuda_ucx() {
 
 run_tests() {
   # The whole suite; the GPU tests run here instead of skipping. JSON report plus the log tail.
-  (cd "$TREE/tests" && timeout 420 ./tessera_tests --gtest_brief=1 --gtest_output="json:$OUT/tests.json" \
+  (cd "$TREE/tests" && timeout "$(cap 360)" ./tessera_tests --gtest_brief=1 --gtest_output="json:$OUT/tests.json" \
       >"$OUT/tests.log" 2>&1) && echo "tests: passed" || echo "tests: FAILED (rc $?)"
   grep -E "^\[  (PASSED|FAILED|SKIPPED)" "$OUT/tests.log" | tail -40 || true
+  # The UCX and device-frame tests again with the CUDA-enabled UCX: the direct path.
+  (cd "$TREE/tests" && with_cuda_ucx timeout "$(cap 90)" ./tessera_tests --gtest_brief=1 \
+      --gtest_filter='CommUcx*:UcxCluster*:CudaUcx*:ClusterGpu*' --gtest_output="json:$OUT/tests-ucx-cuda.json" \
+      >"$OUT/tests-ucx-cuda.log" 2>&1) && echo "tests (ucx-cuda): passed" || echo "tests (ucx-cuda): FAILED (rc $?)"
+  grep -E "^\[  (PASSED|FAILED)|INFO" "$OUT/tests-ucx-cuda.log" | tail -20 || true
+}
+
+run_memcheck() {
   # The GPU tests once more under compute-sanitizer's memcheck: out-of-bounds or misaligned
   # accesses in the kernels, reported with the kernel and the thread. Failed API calls are not
   # reported (some tests make them on purpose: a 1 EiB cudaHostAlloc, a full pool), and the
@@ -145,17 +182,12 @@ run_tests() {
   local sanitizer
   sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
   if [[ -n "$sanitizer" ]]; then
-    (cd "$TREE/tests" && timeout 240 "$sanitizer" --tool memcheck --report-api-errors no --error-exitcode 9 --print-limit 20 \
+    (cd "$TREE/tests" && timeout "$(cap 180)" "$sanitizer" --tool memcheck --report-api-errors no --error-exitcode 9 --print-limit 20 \
         ./tessera_tests --gtest_brief=1 \
         --gtest_filter='CudaRuntime*:CudaDeviceOps*:CudaRandom*:BlockwiseDevice*-BlockwiseDevice.SeedHeadlineTaskTime:BlockwiseDevice.LargeChunks*' \
         >"$OUT/memcheck.log" 2>&1) && echo "memcheck: clean" || echo "memcheck: errors or failures (rc $?): memcheck.log"
     tail -4 "$OUT/memcheck.log"
   fi
-  # The UCX and device-frame tests again with the CUDA-enabled UCX: the direct path.
-  (cd "$TREE/tests" && with_cuda_ucx timeout 240 ./tessera_tests --gtest_brief=1 \
-      --gtest_filter='CommUcx*:UcxCluster*:CudaUcx*:ClusterGpu*' --gtest_output="json:$OUT/tests-ucx-cuda.json" \
-      >"$OUT/tests-ucx-cuda.log" 2>&1) && echo "tests (ucx-cuda): passed" || echo "tests (ucx-cuda): FAILED (rc $?)"
-  grep -E "^\[  (PASSED|FAILED)|INFO" "$OUT/tests-ucx-cuda.log" | tail -20 || true
 }
 
 run_examples() {
@@ -164,7 +196,7 @@ run_examples() {
   for ex in test_gpu cuda_kernel gpu_trials mixed_pipeline seed_workload; do
     [[ -x "$TREE/examples/$ex" ]] || continue
     echo "== $ex" | tee -a "$log"
-    (cd "$TREE/examples" && timeout 120 "./$ex" >>"$log" 2>&1) && echo "$ex: ok" || echo "$ex: FAILED (rc $?)"
+    (cd "$TREE/examples" && timeout "$(cap 90)" "./$ex" >>"$log" 2>&1) && echo "$ex: ok" || echo "$ex: FAILED (rc $?)"
   done
   tail -30 "$log"
 }
@@ -172,12 +204,26 @@ run_examples() {
 run_bench() {
   local j="$OUT/bench.jsonl" b="$TREE/benchmarks"
   : >"$j"
-  run1() { echo "+ $*" >&2; timeout 300 "$@" 2>>"$OUT/bench.err" | tee -a "$j"; }
-  # The seed headline at full size on one GPU, then several workers sharing it, then the host
-  # on this machine's cores in the same run.
+  # One benchmark: its JSON lines to bench.jsonl (anything else on its stdout, such as UCX's
+  # log, to bench.err); a failure or timeout is a JSON line too, and never stops the steps after it.
+  json_lines() {
+    local line
+    while IFS= read -r line; do
+      if [[ "$line" == "{"* ]]; then echo "$line" | tee -a "$j"; else echo "$line" >>"$OUT/bench.err"; fi
+    done
+  }
+  run1() {
+    echo "+ $*" >&2
+    echo "+ $*" >>"$OUT/bench.err"
+    local rc=0
+    timeout "$(cap 240)" "$@" 2>>"$OUT/bench.err" | json_lines || rc=$?
+    ((rc == 0)) || echo "{\"benchmark\": \"failed\", \"command\": \"${*//\"/}\", \"rc\": $rc}" | tee -a "$j"
+    return 0
+  }
+  # The seed headline at full size on one GPU, then several workers sharing it (the host on
+  # this machine's cores comes last: the slowest step).
   run1 "$b/seed_array" --n 500000 --chunk 10000 --device gpu --scheduler threads
   run1 "$b/seed_array" --n 500000 --chunk 10000 --device gpu --scheduler distributed --workers 4 --threads 1
-  run1 "$b/seed_array" --n 500000 --chunk 10000 --device host --scheduler threads
   # dask-cuda's local_cupy workloads, and CuPy alone as the limit.
   run1 "$b/gpu_arrays" --op transpose_sum --n 40000 --chunk 10000 --device gpu --repeat 3
   run1 "$b/gpu_arrays" --op matmul --n 20000 --chunk 5000 --device gpu --repeat 3
@@ -187,32 +233,39 @@ run_bench() {
   run1 "$b/gpu_arrays" --op matmul --n 20000 --chunk 5000 --device gpu --repeat 3 --persist
   run1 "$b/gpu_arrays" --op transpose_sum --n 40000 --chunk 10000 --device gpu --repeat 3 --persist \
     --scheduler distributed --workers 1
-  (cd "$b" && timeout 300 python3 cupy_local.py --n 40000 --matmul-n 20000 --seed-n 50000 2>>"$OUT/bench.err" | tee -a "$j") || true
+  run1 python3 "$b/cupy_local.py" --n 40000 --matmul-n 20000 --seed-n 50000
   # Device to device between two workers sharing the GPU (issue 5), over tcp and ucx.
   run1 "$b/transfer" --device gpu --megabytes 256 --repeat 5 --protocol tcp
   run1 "$b/transfer" --device gpu --megabytes 256 --repeat 5 --protocol ucx
   # ... and over a CUDA-enabled UCX (direct device frames), beside UCX's own device-to-device
   # bandwidth between two processes on this GPU as the limit.
-  with_cuda_ucx run1 "$b/transfer" --device gpu --megabytes 256 --repeat 5 --protocol ucx
+  # UCX_PROTO_INFO=y: bench.err shows which protocol UCX picked for the device memory.
+  UCX_PROTO_INFO=y with_cuda_ucx run1 "$b/transfer" --device gpu --megabytes 256 --repeat 5 --protocol ucx
   with_cuda_ucx bash -c 'p="$1"; m="$2"; "$p" -t ucp_put_bw -m cuda,cuda -s 268435456 -n 20 -p 13377 >/dev/null 2>&1 &
-      srv=$!; sleep 2; timeout 60 "$p" 127.0.0.1 -t ucp_put_bw -m cuda,cuda -s 268435456 -n 20 -p 13377 -f 2>&1 | tail -3 >>"$m";
+      srv=$!; sleep 2; timeout 30 "$p" 127.0.0.1 -t ucp_put_bw -m cuda,cuda -s 268435456 -n 20 -p 13377 -f 2>&1 | tail -3 >>"$m";
       kill $srv 2>/dev/null; wait $srv 2>/dev/null; true' _ "$TREE/ucx-cuda/libucx/bin/ucx_perftest" "$OUT/ucx_perftest_cuda.txt"
   # A run needing about twice its device memory limit: matmul inputs and outputs are held on
   # the device (3 x 40000^2 x 8 B = 38 GB) by one worker limited to 16 GB, so it must spill.
   run1 "$b/gpu_arrays" --op matmul --n 40000 --chunk 10000 --device gpu --scheduler distributed --workers 1 \
-    --device-memory-limit 16GB || true
+    --device-memory-limit 16GB
+  # The seed headline on the host, all cores, for host vs GPU in the same run.
+  run1 "$b/seed_array" --n 500000 --chunk 10000 --device host --scheduler threads
 }
 
 case "${1:-}" in
   bundle) bundle ;;
   run)
     unpack
-    case "${2:-all}" in
-      tests) run_tests ;;
-      examples) run_examples ;;
-      bench) run_bench ;;
-      all) run_tests; run_examples; run_bench ;;
-      *) echo "usage: gpu_suite.sh run [tests|examples|bench|all]" >&2; exit 2 ;;
-    esac ;;
-  *) echo "usage: gpu_suite.sh bundle | run [tests|examples|bench|all]" >&2; exit 2 ;;
+    shift
+    # Parts run in the order given, under one deadline.
+    for part in "${@:-tests}"; do
+      case "$part" in
+        tests) run_tests ;;
+        examples) run_examples ;;
+        memcheck) run_memcheck ;;
+        bench) run_bench ;;
+        *) echo "usage: gpu_suite.sh run [tests] [examples] [memcheck] [bench]" >&2; exit 2 ;;
+      esac
+    done ;;
+  *) echo "usage: gpu_suite.sh bundle | run [tests] [examples] [memcheck] [bench]" >&2; exit 2 ;;
 esac
