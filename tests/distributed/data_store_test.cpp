@@ -1,6 +1,8 @@
 // The worker's data store: spilling to disk (LRU), pausing, and the --memory-limit / --resources parsers.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -413,6 +415,62 @@ TEST(DataStore, UnwritableDirectoryKeepsEverythingInMemory) {
     expect_same(v, *got);
   }
   EXPECT_EQ(s.size(), expected.size());
+}
+
+/** Files in this process may grow to `bytes` at most (writes past it fail with EFBIG, as on a
+ *  full disk, and SIGXFSZ is ignored); the previous limit and signal action come back after. */
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    ::getrlimit(RLIMIT_FSIZE, &saved_);
+    rlimit r = saved_;
+    r.rlim_cur = bytes;
+    ok_ = ::setrlimit(RLIMIT_FSIZE, &r) == 0;
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGXFSZ, &ignore, &saved_action_);
+  }
+  ~FileSizeLimit() {
+    ::setrlimit(RLIMIT_FSIZE, &saved_);
+    ::sigaction(SIGXFSZ, &saved_action_, nullptr);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  rlimit saved_{};
+  struct sigaction saved_action_ {};
+  bool ok_ = false;
+};
+
+TEST(DataStore, DiskFullMidWriteKeepsTheValueInMemoryAndLeavesNoFile) {
+  // A spill file that cannot be written whole (the disk fills up part way) is removed and its
+  // value stays in memory, readable; values whose files fit still spill.
+  TempDir dir;
+  DataStore s(small(dir, 10000));
+  std::map<Key, Value> expected;
+  {
+    FileSizeLimit full(4096);
+    ASSERT_TRUE(full.ok()) << "setrlimit(RLIMIT_FSIZE) failed";
+    for (int i = 0; i < 10; ++i) {
+      const Key k = "k" + std::to_string(i);
+      expected[k] = bytes_block(1000, i);
+      ASSERT_NO_THROW(s.put(k, expected[k]));
+    }
+    const std::size_t spilled_before = s.stats().spilled;
+    EXPECT_GT(spilled_before, 0u) << "1000-byte values past the 6000-byte target should spill";
+    EXPECT_EQ(count_files(s.spill_directory()), spilled_before);
+    // Larger than the target, so it goes straight to disk: 4096 bytes are written, then EFBIG.
+    expected["big"] = bytes_block(8000, 99);
+    ASSERT_NO_THROW(s.put("big", expected["big"]));
+    EXPECT_FALSE(s.is_spilled("big"));
+    EXPECT_EQ(s.stats().spilled, spilled_before);
+    EXPECT_EQ(count_files(s.spill_directory()), spilled_before) << "the partial file was left behind";
+  }
+  for (const auto& [k, v] : expected) {
+    auto got = s.get(k);
+    ASSERT_TRUE(got.has_value()) << k;
+    expect_same(v, *got);
+  }
 }
 
 TEST(DataStore, DeviceBlocksStayOnTheDeviceWithoutADeviceLimit) {
