@@ -17,7 +17,7 @@ fi
 PACKAGES=(
   cmake ninja-build g++ pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
-  libboost-dev libboost-program-options-dev
+  libboost-dev
   libcereal-dev libspdlog-dev librandom123-dev libopenblas-dev libucx-dev ucx-utils libcli11-dev
   python3-venv
 )
