@@ -198,6 +198,11 @@ run_examples() {
     echo "== $ex" | tee -a "$log"
     (cd "$TREE/examples" && timeout "$(cap 90)" "./$ex" >>"$log" 2>&1) && echo "$ex: ok" || echo "$ex: FAILED (rc $?)"
   done
+  # The README's main job over the bundle's binaries: its GPU step starts tessera-cuda-worker,
+  # runs test_gpu and the seed workload on device arrays.
+  echo "== scripts/main.sh" | tee -a "$log"
+  (TESSERA_SKIP_SETUP=1 TESSERA_SKIP_BUILD=1 TESSERA_BUILD_DIR="$TREE" timeout "$(cap 120)" bash "$ROOT/scripts/main.sh" \
+      >>"$log" 2>&1) && echo "main.sh: ok" || echo "main.sh: FAILED (rc $?)"
   tail -30 "$log"
 }
 
