@@ -35,6 +35,7 @@
 #include "tessera/distributed/local_cluster.hpp"
 #include "tessera/distributed/scheduler.hpp"
 #include "tessera/distributed/worker.hpp"
+#include "tessera/tessera.hpp"
 
 
 namespace tessera_test {
@@ -315,6 +316,21 @@ inline const tessera::distributed::WorkerInfo* find_worker(const tessera::distri
   return nullptr;
 }
 
+/** A client's options in a test: the cluster's token, and a timeout (s) that fails the test
+ *  instead of hanging it. */
+inline tessera::distributed::ClientOptions client_options(const std::string& token = {}, double timeout = 5) {
+  tessera::distributed::ClientOptions c;
+  c.token = token;
+  c.timeout = timeout;
+  return c;
+}
+
+/** The seed workload's expression: (x + 1)[::2, ::2].sum() over normal(10, 1) n x n in c x c chunks. */
+inline tessera::Array seed_expr(std::int64_t n, std::int64_t c) {
+  auto x = tessera::random::normal(0, 10.0, 1.0, {n, n}, {c, c});
+  return ((x + 1)[{tessera::step(2), tessera::step(2)}]).sum();
+}
+
 /**
  * @brief A Scheduler in this process on tcp://127.0.0.1 and the options of workers and clients
  * joining it (workers built by hand, so a test picks each one's GPU policy and limits).
@@ -346,12 +362,7 @@ struct InProcessCluster {
     if (gpu == tessera::distributed::GpuPolicy::Auto) o.resources = {{"GPU", 1}};
     return o;
   }
-  tessera::distributed::ClientOptions client(double timeout = 5) const {
-    tessera::distributed::ClientOptions c;
-    c.token = token;
-    c.timeout = timeout;
-    return c;
-  }
+  tessera::distributed::ClientOptions client(double timeout = 5) const { return client_options(token, timeout); }
 };
 
 }  // namespace tessera_test

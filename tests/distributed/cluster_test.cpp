@@ -27,6 +27,7 @@ namespace {
 using namespace std::chrono_literals;
 using namespace tessera;
 using namespace tessera::distributed;
+using tessera_test::client_options;
 using tessera_test::Clock;
 using tessera_test::expect_close;
 using tessera_test::seconds_since;
@@ -139,17 +140,7 @@ LocalClusterOptions thread_options(const std::string& protocol = "tcp", int n_wo
   return o;
 }
 
-ClientOptions client_options(const std::string& token = {}) {
-  ClientOptions c;
-  c.token = token;
-  c.timeout = 5;
-  return c;
-}
-
-double seed_value(Executor& ex, std::int64_t n, std::int64_t c) {
-  auto x = random::normal(0, 10.0, 1.0, {n, n}, {c, c});
-  return ((x + 1)[{step(2), step(2)}]).sum().compute(ex).item();
-}
+double seed_value(Executor& ex, std::int64_t n, std::int64_t c) { return tessera_test::seed_expr(n, c).compute(ex).item(); }
 
 
 // ---- 1-3, 5, 10, 11, 13 on thread workers over tcp and inproc --------------------------------------
@@ -561,23 +552,13 @@ INSTANTIATE_TEST_SUITE_P(Cluster, ClusterThreads, ::testing::Values("tcp", "inpr
 // ---- 4. resources: a Scheduler and two differently configured Workers, by hand ----------------------
 
 TEST(ClusterResources, GpuTasksRunOnlyOnTheGpuWorkerOneAtATime) {
-  SchedulerOptions so;
-  so.address = "tcp://127.0.0.1:0";
-  so.token = "resources-token";
-  Scheduler scheduler(so);
-  WorkerOptions wo;
-  wo.scheduler_address = scheduler.address();
-  wo.token = so.token;
-  wo.nthreads = 2;
-  wo.heartbeat_interval = 0.1;
-  wo.death_timeout = 5;
-  WorkerOptions gpu_opt = wo, cpu_opt = wo;
-  gpu_opt.name = "gpu-worker";
+  // Simulated resources: neither worker takes a real GPU, one says it has GPU=1.
+  tessera_test::InProcessCluster cluster("resources-token");
+  WorkerOptions gpu_opt = cluster.worker("gpu-worker", GpuPolicy::Off);
   gpu_opt.resources = {{"GPU", 1}};
-  cpu_opt.name = "cpu-worker";
   Worker gpu(gpu_opt);
-  Worker cpu(cpu_opt);
-  Client client(scheduler.address(), client_options(so.token));
+  Worker cpu(cluster.worker("cpu-worker", GpuPolicy::Off));
+  Client client(cluster.scheduler.address(), cluster.client());
   ASSERT_TRUE(client.wait_for_workers(2, 5s));
 
   auto info = client.scheduler_info();
@@ -623,21 +604,12 @@ TEST(ClusterResources, GpuTasksRunOnlyOnTheGpuWorkerOneAtATime) {
 }
 
 TEST(ClusterResources, WorkerRestrictionsStrictAndLoose) {
-  SchedulerOptions so;
-  so.address = "tcp://127.0.0.1:0";
-  so.token = "restrictions-token";
-  Scheduler scheduler(so);
-  WorkerOptions wo;
-  wo.scheduler_address = scheduler.address();
-  wo.token = so.token;
-  wo.heartbeat_interval = 0.1;
-  wo.death_timeout = 5;
-  WorkerOptions oa = wo, ob = wo;
-  oa.name = "a";
-  ob.name = "b";
+  tessera_test::InProcessCluster cluster("restrictions-token");
+  WorkerOptions oa = cluster.worker("a", GpuPolicy::Off), ob = cluster.worker("b", GpuPolicy::Off);
+  oa.nthreads = ob.nthreads = 1;
   Worker a(oa);
   Worker b(ob);
-  Client client(scheduler.address(), client_options(so.token));
+  Client client(cluster.scheduler.address(), cluster.client());
   ASSERT_TRUE(client.wait_for_workers(2, 5s));
   SubmitOptions strict, loose, by_address;
   strict.annotations = Annotations{.workers = {"b"}};

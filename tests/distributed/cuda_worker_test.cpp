@@ -28,6 +28,7 @@ using tessera_test::Children;
 using tessera_test::child_env;
 using tessera_test::expect_exit_zero;
 using tessera_test::processes_with;
+using tessera_test::client_options;
 using tessera_test::wait_until;
 
 // Runs in the LocalCUDACluster's workers (this test binary, started with --tessera-worker).
@@ -41,13 +42,6 @@ std::string cwt_getenv(std::string name) {
 TESSERA_REGISTER_FUNCTION_AS("cuda_worker_test.getenv", cwt_getenv);
 
 namespace {
-
-ClientOptions client_options(const std::string& token) {
-  ClientOptions c;
-  c.token = token;
-  c.timeout = 10;
-  return c;
-}
 
 // Client::run of a getenv op on every worker: worker name -> value.
 std::map<std::string, std::string> env_by_name(Client& client, const std::string& op, const std::string& var) {
@@ -122,7 +116,7 @@ TEST(LocalCUDACluster, OneWorkerPerListedDeviceEachPinnedAndNamed) {
     pids = cluster.worker_pids();
     EXPECT_EQ(cluster.devices(), (std::vector<std::string>{"0", "1"}));
     EXPECT_EQ(cluster.worker_count(), 2u);
-    Client client(cluster, client_options(cluster.token()));
+    Client client(cluster, client_options(cluster.token(), 10));
     auto info = client.scheduler_info();
     ASSERT_EQ(info.workers.size(), 2u);
     std::set<std::string> names;
@@ -160,7 +154,7 @@ TEST(LocalCUDACluster, FirstNDevicesAndReplacementWorkersKeepTheirDevice) {
     LocalCUDACluster cluster(o);
     address = cluster.scheduler_address();
     EXPECT_EQ(cluster.devices(), (std::vector<std::string>{"3"}));
-    Client client(cluster, client_options(cluster.token()));
+    Client client(cluster, client_options(cluster.token(), 10));
     auto info = client.scheduler_info();
     ASSERT_EQ(info.workers.size(), 1u);
     EXPECT_EQ(info.workers[0].name, "node-gpu3");
@@ -222,7 +216,7 @@ TEST(CudaWorkerBinary, ExplicitDevicesTwoPinnedWorkersStoppedBySigterm) {
                                "--token", token, "--memory-limit", "2GB", "--device-memory-limit", "0.5",
                                "--death-timeout", "10", "--log-level", "warning"},
                               env);
-    auto client = Client::from_scheduler_file(sfile, client_options(token));
+    auto client = Client::from_scheduler_file(sfile, client_options(token, 10));
     ASSERT_TRUE(client->wait_for_workers(2, 20s));
     auto info = client->scheduler_info();
     ASSERT_EQ(info.workers.size(), 2u);
@@ -253,7 +247,7 @@ TEST(CudaWorkerBinary, ExplicitDevicesTwoPinnedWorkersStoppedBySigterm) {
     expect_exit_zero(kids, parent, "tessera-cuda-worker after SIGTERM");
     for (int pid : pids) EXPECT_TRUE(wait_until([&] { return !tessera_test::process_alive(pid); }, 3)) << pid;
     EXPECT_TRUE(kids.running(sched));
-    auto again = Client::from_scheduler_file(sfile, client_options(token));
+    auto again = Client::from_scheduler_file(sfile, client_options(token, 10));
     EXPECT_TRUE(wait_until([&] { return again->scheduler_info().workers.empty(); }, 3))
         << "workers that left must be gone from the scheduler";
     again->close();
@@ -285,7 +279,7 @@ TEST(CudaWorkerBinary, WithoutCudaVisibleDevicesOneWorkerPerGpuNvmlReports) {
                                            "--log-level", "info"},
                                           log),
                               env);
-    auto client = Client::from_scheduler_file(sfile, client_options(token));
+    auto client = Client::from_scheduler_file(sfile, client_options(token, 10));
     ASSERT_TRUE(client->wait_for_workers(2, 20s)) << read_file(log);
     const std::string host = hostname();
     std::set<std::string> names;
@@ -366,7 +360,7 @@ TEST(CudaWorkerBinary, ApplicationAsItsOwnCudaWorker) {
     pid_t nanny = kids.spawn({self, "--tessera-cuda-worker", address, "--name", "app", "--memory-limit", "0",
                               "--log-level", "error"},
                              env);
-    Client client(cluster, client_options(cluster.token()));
+    Client client(cluster, client_options(cluster.token(), 10));
     ASSERT_TRUE(client.wait_for_workers(2, 20s));
     EXPECT_EQ(env_by_name(client, "cuda_worker_test.getenv", "CUDA_VISIBLE_DEVICES"),
               (std::map<std::string, std::string>{{"app-gpu1", "1,0"}, {"app-gpu0", "0,1"}}));
@@ -401,7 +395,7 @@ TEST(CudaWorkerBinary, MixedClusterGpuStepsOnlyOnGpuWorkers) {
     pid_t cpu = kids.spawn({bins.worker, address, "--preload", bins.plugin, "--name", "cpu", "--nthreads", "2",
                             "--memory-limit", "0", "--log-level", "error"},
                            env);
-    Client client(cluster, client_options(cluster.token()));
+    Client client(cluster, client_options(cluster.token(), 10));
     ASSERT_TRUE(client.wait_for_workers(3, 20s));
     std::set<std::string> gpu_pids, all_pids;
     std::string cpu_pid;

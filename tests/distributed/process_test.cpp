@@ -26,10 +26,12 @@ using tessera_test::child_env;
 using tessera_test::expect_exit_zero;
 using tessera_test::expect_close;
 using tessera_test::expect_no_workers_left;
+using tessera_test::client_options;
 using tessera_test::Clock;
 using tessera_test::processes_with;
 using tessera_test::seconds_since;
 using tessera_test::wait_until;
+using tessera_test::seed_expr;
 
 // ---- task functions (they run in the worker processes) ------------------------------------------------
 
@@ -87,17 +89,6 @@ LocalClusterOptions process_options(int n_workers = 2, int threads = 1) {
   return o;
 }
 
-ClientOptions client_options(const std::string& token = {}) {
-  ClientOptions c;
-  c.token = token;
-  c.timeout = 5;
-  return c;
-}
-
-Array seed_expr(std::int64_t n, std::int64_t c) {
-  auto x = random::normal(0, 10.0, 1.0, {n, n}, {c, c});
-  return ((x + 1)[{step(2), step(2)}]).sum();
-}
 // The same value, with a 4 ms task per chunk in between.
 Array slow_seed_expr(std::int64_t n, std::int64_t c) {
   auto x = random::normal(0, 10.0, 1.0, {n, n}, {c, c});

@@ -21,12 +21,14 @@ namespace {
 using namespace std::chrono_literals;
 using namespace tessera;
 using namespace tessera::distributed;
+using tessera_test::client_options;
 using tessera_test::Clock;
 using tessera_test::expect_close;
 using tessera_test::expect_no_workers_left;
 using tessera_test::processes_with;
 using tessera_test::seconds_since;
 using tessera_test::wait_until;
+using tessera_test::seed_expr;
 
 // A block of n doubles, element i = i * 0.5 + seed, every page written.
 Block ucx_make(std::int64_t n, double seed) {
@@ -72,16 +74,6 @@ LocalClusterOptions ucx_options(int n_workers = 2) {
   return o;
 }
 
-ClientOptions client_options() {
-  ClientOptions c;
-  c.timeout = 10;
-  return c;
-}
-
-Array seed_expr(std::int64_t n, std::int64_t c) {
-  auto x = random::normal(0, 10.0, 1.0, {n, n}, {c, c});
-  return ((x + 1)[{step(2), step(2)}]).sum();
-}
 
 
 SubmitOptions on(const std::string& worker, bool strict = true) {
@@ -115,7 +107,7 @@ TEST(UcxCluster, ProtocolUcxComputesWithOrWithoutUcx) {
   {
     LocalCluster cluster(ucx_options(2));
     address = cluster.scheduler_address();
-    Client client(cluster, client_options());
+    Client client(cluster, client_options({}, 10));
     ASSERT_TRUE(client.wait_for_workers(2, 10s));
     for (const auto& w : client.scheduler_info().workers) {
       EXPECT_EQ(w.address.rfind("ucx://", 0), 0u) << w.address;
@@ -135,7 +127,7 @@ TEST(UcxCluster, SeedWorkloadAcrossTwoWorkers) {
     LocalCluster cluster(ucx_options(2));
     address = cluster.scheduler_address();
     EXPECT_EQ(address.rfind("ucx://", 0), 0u) << address;
-    Client client(cluster, client_options());
+    Client client(cluster, client_options({}, 10));
     ASSERT_TRUE(client.wait_for_workers(2, 10s));
     auto info = client.scheduler_info();
     ASSERT_EQ(info.workers.size(), 2u);
@@ -161,7 +153,7 @@ TEST(UcxCluster, WorkerKilledMidTransferIsDetectedAndRecomputed) {
   {
     LocalCluster cluster(ucx_options(2));
     address = cluster.scheduler_address();
-    Client client(cluster, client_options());
+    Client client(cluster, client_options({}, 10));
     ASSERT_TRUE(client.wait_for_workers(2, 10s));
     // 256 MiB made on worker-0 (only a preference, so it can be made again elsewhere), then
     // summed on worker-1: worker-0 is killed while worker-1 pulls it.
@@ -203,7 +195,7 @@ TEST(UcxCluster, UcxFailingOrDisabledAtStartFallsBackToTcp) {
       o.worker_env = {env};
       LocalCluster cluster(o);
       address = cluster.scheduler_address();
-      Client client(cluster, client_options());
+      Client client(cluster, client_options({}, 10));
       ASSERT_TRUE(client.wait_for_workers(2, 10s));
       auto info = client.scheduler_info();
       for (const auto& w : info.workers) {
@@ -228,7 +220,7 @@ TEST(UcxCluster, MixedPeersOneUcxOneTcpOnly) {
     o.worker_env = {{}, {{"TESSERA_UCX", "0"}}};  // worker-1 has no UCX
     LocalCluster cluster(o);
     address = cluster.scheduler_address();
-    Client client(cluster, client_options());
+    Client client(cluster, client_options({}, 10));
     ASSERT_TRUE(client.wait_for_workers(2, 10s));
     auto info = client.scheduler_info();
     EXPECT_EQ(extra(find_worker(info, "worker-0"), "comm").rfind("ucx", 0), 0u)
