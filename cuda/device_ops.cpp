@@ -63,12 +63,6 @@ const Block& device_block(std::span<const Value> args, std::size_t i, const char
   return b;
 }
 
-/** An uninitialised block in device memory of w.device, ordered on w.stream. */
-Block device_output(DType dtype, Shape shape, const Where& w) {
-  const std::size_t bytes = static_cast<std::size_t>(shape_size(shape)) * itemsize(dtype);
-  return Block(dtype, std::move(shape), runtime().allocate(bytes, w.device, w.stream));
-}
-
 // ---- reduce_combine -----------------------------------------------------------------------------
 
 Value reduce_combine_device(const OpContext& ctx, std::span<const Value> args) {
@@ -110,7 +104,7 @@ Value reduce_combine_device(const OpContext& ctx, std::span<const Value> args) {
                        std::to_string(slots) + " partial slots");
     dtype = p.out_dtype;
   }
-  Block out = device_output(dtype, shape, w);
+  Block out = tessera::device_block(dtype, shape, w.device, w.stream);
 
   // Up to kCombineMaxInputs partials per launch, in argument order; between launches the
   // accumulator lives in `out` (not finalising) or in scratch memory (finalising).
@@ -139,13 +133,6 @@ Value reduce_combine_device(const OpContext& ctx, std::span<const Value> args) {
 }
 
 // ---- assemble -----------------------------------------------------------------------------------
-
-/** Row-major strides (in elements) of a shape. */
-std::vector<std::int64_t> strides_of(const std::vector<std::int64_t>& shape) {
-  std::vector<std::int64_t> s(shape.size(), 1);
-  for (std::size_t a = shape.size(); a-- > 1;) s[a - 1] = s[a] * shape[a];
-  return s;
-}
 
 /** copy_box (src/array/array_ops.cpp) between device blocks, in order on w.stream. */
 void copy_box_device(const Block& src, const std::vector<std::int64_t>& src_start, Block& dst,
@@ -197,7 +184,7 @@ void copy_box_device(const Block& src, const std::vector<std::int64_t>& src_star
     return;
   }
   // Two or more axes: one 2-d copy (the last two axes) per index of the axes before them.
-  const auto sst = strides_of(sshape), dst_strides = strides_of(dshape);
+  const auto sst = row_major_strides(sshape), dst_strides = row_major_strides(dshape);
   const std::size_t width = static_cast<std::size_t>(ext[n - 1]) * isz;
   const std::size_t height = static_cast<std::size_t>(ext[n - 2]);
   const std::size_t spitch = static_cast<std::size_t>(sst[n - 2]) * isz;
@@ -236,7 +223,7 @@ Value assemble_device(const OpContext& ctx, std::span<const Value> args) {
   const Where w = where(ctx);
   if (args.empty()) throw Error("assemble: missing parameters");
   const auto p = from_value<detail::AssembleParams>(args[0]);
-  Block out = device_output(p.dtype, p.shape, w);
+  Block out = tessera::device_block(p.dtype, p.shape, w.device, w.stream);
   for (const auto& piece : p.pieces) {
     const std::size_t i = static_cast<std::size_t>(piece.arg) + 1;
     if (piece.arg < 0 || i >= args.size()) throw Error("assemble: piece reads a missing argument");
@@ -310,7 +297,7 @@ Value matmul_device(const OpContext& ctx, std::span<const Value> args) {
     throw ShapeError("matmul: chunks must be 2-d, got " + shape_to_string(a0.shape()) + " and " +
                      shape_to_string(b0.shape()));
   const std::int64_t m = a0.shape()[0], n = b0.shape()[1];
-  Block c = device_output(a0.dtype(), {m, n}, w);
+  Block c = tessera::device_block(a0.dtype(), {m, n}, w.device, w.stream);
   if (c.nbytes()) check(cudaMemsetAsync(c.raw(), 0, c.nbytes(), w.stream), "cudaMemsetAsync (matmul)", w.device);
   for (std::int64_t k = 0; k < nk; ++k) {
     const Block& a = device_block(args, static_cast<std::size_t>(1 + k), "matmul", w.device);

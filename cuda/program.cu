@@ -35,12 +35,13 @@
 #include <climits>
 #include <cstdint>
 #include <mutex>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "check.hpp"
 #include "program_device.hpp"
 #include "program_kernel.cuh"
+#include "tessera/core/error.hpp"
 
 namespace tessera::cuda::prog {
 namespace {
@@ -90,16 +91,6 @@ __global__ void __launch_bounds__(kThreads)
   if (tid == 0) write_partial(out, slot, red[0], kind, partial_f64 != 0, comps);
 }
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky launch error
-    int dev = -1;
-    cudaGetDevice(&dev);
-    throw std::runtime_error(std::string(what) + " failed on device " + std::to_string(dev) + ": " +
-                             cudaGetErrorString(e));
-  }
-}
-
 const void* kernel_for(int nd_kernel, bool reduce) {
   if (nd_kernel == 2)
     return reduce ? reinterpret_cast<const void*>(&program_kernel<2, true>)
@@ -114,7 +105,7 @@ int sm_count(int device) {
   std::lock_guard lock(mu);
   if (static_cast<int>(cache.size()) <= device) cache.resize(device + 1, 0);
   if (!cache[device]) check(cudaDeviceGetAttribute(&cache[device], cudaDevAttrMultiProcessorCount, device),
-                            "cudaDeviceGetAttribute(MultiProcessorCount)");
+                            "cudaDeviceGetAttribute(MultiProcessorCount)", device);
   return cache[device];
 }
 
@@ -133,7 +124,7 @@ int blocks_per_sm(int device, int nd_kernel, bool reduce, std::size_t smem) {
     if (e.device == device && e.nd == nd_kernel && e.reduce == reduce && e.smem == smem) return e.blocks;
   int blocks = 0;
   check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel_for(nd_kernel, reduce), kThreads, smem),
-        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+        "cudaOccupancyMaxActiveBlocksPerMultiprocessor", device);
   cache.push_back(Entry{device, nd_kernel, reduce, smem, blocks});
   return blocks;
 }
@@ -141,20 +132,20 @@ int blocks_per_sm(int device, int nd_kernel, bool reduce, std::size_t smem) {
 }  // namespace
 
 LaunchPlan plan_launch(const DeviceProgram& p, int device) {
-  if (device < 0) check(cudaGetDevice(&device), "cudaGetDevice");
+  if (device < 0) check(cudaGetDevice(&device), "cudaGetDevice", -1);
   const int nd_kernel = p.nd <= 2 ? 2 : kMaxDims;
   const std::size_t smem = static_cast<std::size_t>(p.nslots) * kThreads * sizeof(u64) +
                            (p.reducing ? kThreads * sizeof(Acc) : 0);
   const LaunchPlan L = plan_for(p, sm_count(device), blocks_per_sm(device, nd_kernel, p.reducing, smem));
   if (L.grid_x > INT_MAX || L.grid_y > 65535)
-    throw std::runtime_error("blockwise program: grid " + std::to_string(L.grid_x) + " x " +
+    throw Error("blockwise program: grid " + std::to_string(L.grid_x) + " x " +
                              std::to_string(L.grid_y) + " is too large");
   return L;
 }
 
 void launch_program(const DeviceProgram& p, const LaunchPlan& L, void* out, void* temp, void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
-  if (p.reducing && L.grid_y > 1 && !temp) throw std::runtime_error("blockwise program: no buffer for block partials");
+  if (p.reducing && L.grid_y > 1 && !temp) throw Error("blockwise program: no buffer for block partials");
   const dim3 grid(static_cast<unsigned>(L.grid_x), static_cast<unsigned>(L.grid_y));
   auto* parts = static_cast<Acc*>(temp);
   if (L.nd_kernel == 2) {
@@ -164,10 +155,10 @@ void launch_program(const DeviceProgram& p, const LaunchPlan& L, void* out, void
     if (p.reducing) program_kernel<kMaxDims, true><<<grid, kThreads, L.smem_bytes, s>>>(p, L, out, parts);
     else program_kernel<kMaxDims, false><<<grid, kThreads, L.smem_bytes, s>>>(p, L, out, parts);
   }
-  check(cudaGetLastError(), "blockwise program kernel launch");
+  check_launch("blockwise program kernel launch", -1);
   if (p.reducing && L.grid_y > 1) {
     merge_kernel<<<static_cast<unsigned>(p.S), kThreads, 0, s>>>(parts, L.grid_y, p.kind, p.partial_f64, p.comps, out);
-    check(cudaGetLastError(), "blockwise merge kernel launch");
+    check_launch("blockwise merge kernel launch", -1);
   }
 }
 

@@ -11,6 +11,7 @@
 
 #include "../src/array/array_ops.hpp"
 #include "program_device.hpp"
+#include "runtime.hpp"
 #include "tessera/core/device.hpp"
 #include "tessera/ops/registry.hpp"
 #include "tessera/ops/serialize.hpp"
@@ -468,42 +469,22 @@ EncodedProgram encode_program(const Program& p, const std::vector<const Block*>&
 namespace {
 
 Value blockwise_device(const OpContext& ctx, std::span<const Value> args) {
-  const std::string task = ctx.key ? " (task " + *ctx.key + ")" : std::string();
+  // run_op has placed every block argument on ctx.device and will wait for ctx.stream.
   if (args.empty()) throw Error("blockwise: missing program");
   const auto program = from_value<Program>(args[0]);
   std::vector<const Block*> inputs;
   for (std::size_t i = 1; i < args.size(); ++i) {
     if (!args[i].is_block()) throw Error("blockwise: argument " + std::to_string(i) + " is not a block");
-    const Block& b = args[i].block();
-    if (b.size() > 0 && (b.memory_kind() != MemoryKind::Device || b.buffer()->device() != ctx.device))
-      throw DeviceError("blockwise" + task + ": input " + std::to_string(i - 1) + " is not in memory of device " +
-                        std::to_string(ctx.device));
-    inputs.push_back(&b);
+    inputs.push_back(&args[i].block());
   }
   const auto enc = std::make_unique<EncodedProgram>(encode_program(program, inputs));
-  DeviceRuntime* rt = device_runtime();
-  if (!rt) throw DeviceError("blockwise" + task + ": no CUDA back end (" + device_runtime_status() + ")");
-  const std::size_t bytes = static_cast<std::size_t>(enc->out_elements) * itemsize(enc->out_dtype);
-  Block out(enc->out_dtype, enc->out_shape, rt->allocate(std::max<std::size_t>(bytes, 1), ctx.device, ctx.stream));
+  Block out = device_block(enc->out_dtype, enc->out_shape, ctx.device, ctx.stream);
   if (enc->out_elements == 0) return Value(std::move(out));
-  std::shared_ptr<Buffer> temp;
-  // The block partials go back to the pool only once the kernels that use them have run (run_op
-  // waits for the stream right after anyway, so this costs nothing), also when a launch failed.
-  auto drain = [&] {
-    if (temp) rt->synchronize(ctx.stream);
-  };
-  try {
-    const LaunchPlan plan = plan_launch(enc->dev, ctx.device);
-    if (plan.temp_bytes) temp = rt->allocate(plan.temp_bytes, ctx.device, ctx.stream);
-    launch_program(enc->dev, plan, out.raw(), temp ? temp->data() : nullptr, ctx.stream);
-  } catch (const Error&) {
-    try { drain(); } catch (...) {}
-    throw;
-  } catch (const std::exception& e) {
-    try { drain(); } catch (...) {}
-    throw DeviceError("blockwise" + task + ": " + e.what());
-  }
-  drain();
+  const LaunchPlan plan = plan_launch(enc->dev, ctx.device);
+  const auto stream = static_cast<cudaStream_t>(ctx.stream);
+  // The block partials are freed on the stream, after the kernels that use them.
+  const std::shared_ptr<Buffer> temp = plan.temp_bytes ? allocate_scratch(plan.temp_bytes, ctx.device, stream) : nullptr;
+  launch_program(enc->dev, plan, out.raw(), temp ? temp->data() : nullptr, ctx.stream);
   return Value(std::move(out));
 }
 

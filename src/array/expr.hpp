@@ -125,12 +125,8 @@ struct MapBlocksExpr : Expr {
   using Expr::Expr;
 };
 
-/** Device when any of the inputs is on the device (the rule CuPy-backed Dask arrays follow). */
-inline Target joint_target(std::initializer_list<const Expr*> inputs) {
-  for (const Expr* e : inputs)
-    if (e && e->target == Target::Device) return Target::Device;
-  return Target::Host;
-}
+/** Device when any of the inputs (expression pointers) is on the device (the rule CuPy-backed
+ *  Dask arrays follow). */
 template <typename Range>
 Target joint_target_of(const Range& inputs) {
   for (const auto& e : inputs)

@@ -149,7 +149,7 @@ Array matmul(const Array& a_in, const Array& b_in) {
   auto e = make_expr<MatmulExpr>(ExprKind::Matmul, t, {a.shape()[0], b.shape()[1]}, {a.chunks()[0], b.chunks()[1]}, "matmul");
   e->a = a.expr();
   e->b = b.expr();
-  e->target = joint_target({e->a.get(), e->b.get()});
+  e->target = joint_target_of(std::initializer_list<const Expr*>{e->a.get(), e->b.get()});
   Array out(e);
   if (a_vec && b_vec) return out[{0, 0}];
   if (a_vec) return out[0];

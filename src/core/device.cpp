@@ -97,7 +97,7 @@ Block to_host(const Block& block) {
   return out;
 }
 
-Block to_device(const Block& block, int device, void* stream) {
+Block to_device_async(const Block& block, int device, void* stream) {
   if (!block.empty() && block.memory_kind() == MemoryKind::Device && block.buffer()->device() == device) return block;
   auto* r = device_runtime();
   if (!r) throw DeviceError("to_device: no device runtime (" + device_runtime_status() + ")");
@@ -106,7 +106,15 @@ Block to_device(const Block& block, int device, void* stream) {
   if (!stream) stream = r->thread_stream(device);
   Block out(block.dtype(), block.shape(), r->allocate(block.nbytes(), device, stream));
   r->copy_async(out.raw(), block.raw(), block.nbytes(), stream);
-  r->synchronize(stream);
+  return out;
+}
+
+Block to_device(const Block& block, int device, void* stream) {
+  Block out = to_device_async(block, device, stream);
+  if (out.buffer() != block.buffer()) {
+    auto* r = device_runtime();
+    r->synchronize(stream ? stream : r->thread_stream(device));
+  }
   return out;
 }
 

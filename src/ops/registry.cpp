@@ -111,7 +111,9 @@ Value run_op(const std::string& name, const OpContext& ctx, std::span<const Valu
       if (any_block_where(args, true, dctx.device)) {
         moved.reserve(args.size());
         for (const Value& v : args)
-          moved.push_back(v.is_block() ? Value(to_device(v.block(), dctx.device, dctx.stream)) : v);
+          // Queued only: the op runs after the copies on the same stream, and the sources (in
+          // `args`) outlive the synchronisation below.
+          moved.push_back(v.is_block() ? Value(to_device_async(v.block(), dctx.device, dctx.stream)) : v);
         args = moved;
       }
       Value out = op.device(dctx, args);

@@ -129,4 +129,11 @@ Block to_host(const Block& block);
  */
 Block to_device(const Block& block, int device, void* stream = nullptr);
 
+/**
+ * @brief As to_device, but the copy is only queued on `stream`, not waited for: the result is
+ * complete once `stream` has reached it, and `block` must stay alive until then. run_op moves a
+ * device task's arguments this way and waits for the stream once, after the op.
+ */
+Block to_device_async(const Block& block, int device, void* stream = nullptr);
+
 }  // namespace tessera
