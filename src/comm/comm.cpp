@@ -157,14 +157,7 @@ bool Inbox::closed() const {
 
 std::string Inbox::reason() const {
   std::lock_guard lk(mu_);
-  if (!reason_) return {};
-  try {
-    std::rethrow_exception(reason_);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "unknown error";
-  }
+  return reason_ ? describe_exception(reason_) : std::string();
 }
 
 // ---- Registry ------------------------------------------------------------------------------

@@ -4,7 +4,6 @@
 // message, and every write, use plain non-blocking recvmsg/sendmsg on the socket with no size
 // cap (Asio's composed read/write move at most 64 KiB per system call), waiting for readiness
 // with async_wait only when the socket has nothing (more) to give or take.
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -12,10 +11,8 @@
 #include <array>
 #include <cerrno>
 #include <climits>
-#include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <mutex>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -34,7 +31,6 @@ namespace {
 
 using tcp = asio::ip::tcp;
 using boost::system::error_code;
-using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kReadBuffer = 64 * 1024;    // small messages are parsed out of this
 constexpr std::size_t kDirectRead = 64 * 1024;    // a rest this large is read straight into place
@@ -826,13 +822,7 @@ class TcpListenerImpl : public std::enable_shared_from_this<TcpListenerImpl> {
       auto setup = std::make_shared<TcpSetup>(
           self->io_, self->options_, peer, [self, peer](std::shared_ptr<Comm> comm, std::exception_ptr e) {
             if (e) {
-              std::string why;
-              try {
-                std::rethrow_exception(e);
-              } catch (const std::exception& ex) {
-                why = ex.what();
-              }
-              spdlog::warn("comm: {} refused a connection from {}: {}", self->address_, peer, why);
+              spdlog::warn("comm: {} refused a connection from {}: {}", self->address_, peer, describe_exception(e));
               if (self->on_error_ && !self->stopped_) self->on_error_(peer, e);
               return;
             }

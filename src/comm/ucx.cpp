@@ -32,17 +32,6 @@ constexpr const char* kOffer = "tessera.ucx-offer";
 constexpr const char* kAccept = "tessera.ucx-accept";
 constexpr const char* kResult = "tessera.ucx-result";
 
-std::string describe(std::exception_ptr e) {
-  if (!e) return "closed";
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& ex) {
-    return ex.what();
-  } catch (...) {
-    return "unknown error";
-  }
-}
-
 // "tcp://1.2.3.4:5" -> "ucx://1.2.3.4:5"
 std::string with_scheme(const std::string& address, const std::string& scheme) {
   const auto pos = address.find("://");
@@ -109,7 +98,7 @@ class ClientSetup : public std::enable_shared_from_this<ClientSetup> {
     ctl_->set_handlers([self](Message m) { self->on_message(std::move(m)); },
                        [self](std::exception_ptr e) {
                          self->fail(std::make_exception_ptr(
-                             HandshakeError("UCX negotiation with " + self->address_ + " failed: " + describe(e))));
+                             HandshakeError("UCX negotiation with " + self->address_ + " failed: " + describe_exception(e))));
                        });
     const auto offer = comm_->offer();
     ctl_->send(offer_message(&offer), nullptr);
@@ -143,7 +132,7 @@ class ClientSetup : public std::enable_shared_from_this<ClientSetup> {
     comm_->ping(timeout, [weak](std::exception_ptr e) {
       auto self = weak.lock();
       if (!self || self->finished_) return;
-      if (e) return self->fall_back(describe(e), true);
+      if (e) return self->fall_back(describe_exception(e), true);
       self->succeed();
     });
   }
@@ -222,7 +211,7 @@ class ServerSetup : public std::enable_shared_from_this<ServerSetup> {
     ctl_->set_handlers([self](Message m) { self->on_message(std::move(m)); },
                        [self, peer = ctl_->peer_address()](std::exception_ptr e) {
                          self->fail(std::make_exception_ptr(
-                             HandshakeError("UCX negotiation with " + peer + " failed: " + describe(e))));
+                             HandshakeError("UCX negotiation with " + peer + " failed: " + describe_exception(e))));
                        });
     timer_.expires_after(listener_->options.handshake_timeout);
     timer_.async_wait([weak](error_code ec) {
@@ -305,7 +294,7 @@ class ServerSetup : public std::enable_shared_from_this<ServerSetup> {
     const auto peer = ctl_->peer_address();
     ctl_->close();
     ctl_.reset();
-    spdlog::warn("comm: {} refused a connection from {}: {}", listener_->address, peer, describe(e));
+    spdlog::warn("comm: {} refused a connection from {}: {}", listener_->address, peer, describe_exception(e));
     if (listener_->on_error && !listener_->stopped) listener_->on_error(peer, e);
   }
 

@@ -115,7 +115,6 @@ class Engine {
   bool cuda = false;    // UCX handles CUDA memory
   bool alive = false;
   bool ignore_pings = false;  // TESSERA_UCX_TEST_IGNORE_PINGS=1: tests of the handshake's fallback
-  std::string version;
 
   std::unordered_map<std::uint64_t, std::shared_ptr<Link>> links;
   std::uint64_t next_id = 0;
@@ -508,8 +507,8 @@ class Link : public std::enable_shared_from_this<Link> {
     if (op && --op->remaining == 0) {
       std::weak_ptr<Link> weak = weak_from_this();
       e_.defer([weak, op] {
-        if (auto self = weak.lock()) self->finish_op(op);
-        else if (!op->finished) {
+        if (auto self = weak.lock()) return self->finish_op(op);  // clears the frames
+        if (!op->finished) {
           op->finished = true;
           if (op->done) op->done(op->error);
         }
@@ -645,7 +644,7 @@ class Link : public std::enable_shared_from_this<Link> {
       }
       in.head_seen = true;
       if (!rndv) {
-        parse_head(h.seq, in, static_cast<const std::uint8_t*>(data), length);
+        parse_head(in, static_cast<const std::uint8_t*>(data), length);
       } else {
         const std::size_t max_head = wire::kPreambleFixedBytes + 9 * (std::size_t{options_.max_frames} + 1) +
                                      options_.max_header_bytes + kHeadBudget;
@@ -743,14 +742,14 @@ class Link : public std::enable_shared_from_this<Link> {
     auto it = incoming_.find(ctx->seq);
     if (it == incoming_.end()) return;
     if (ctx->item == kHeadItem) {
-      parse_head(ctx->seq, it->second, static_cast<const std::uint8_t*>(ctx->buffer->data()), ctx->length);
+      parse_head(it->second, static_cast<const std::uint8_t*>(ctx->buffer->data()), ctx->length);
     } else {
       it->second.got += ctx->length;
       schedule_delivery();
     }
   }
 
-  void parse_head(std::uint64_t seq, Incoming& in, const std::uint8_t* p, std::size_t n) {
+  void parse_head(Incoming& in, const std::uint8_t* p, std::size_t n) {
     if (n < wire::kPreambleFixedBytes) return protocol_error("message head of " + std::to_string(n) + " bytes");
     const auto pre = wire::decode_preamble_fixed(p);
     if (pre.magic != wire::kMessageMagic) return protocol_error("bad message magic");
@@ -814,7 +813,6 @@ class Link : public std::enable_shared_from_this<Link> {
     if (off != n) return protocol_error(std::to_string(n - off) + " bytes left over in a message head");
     in.expected = expected;
     in.head = true;
-    (void)seq;
     schedule_delivery();
   }
 
@@ -851,9 +849,9 @@ class Link : public std::enable_shared_from_this<Link> {
       }
       if (in.rndv_bytes) --arriving_messages_;
       arriving_bytes_ -= in.rndv_bytes;
+      std::size_t bytes = in.header_bytes;  // header and frames, as tcp:// counts them
       incoming_.erase(it);
       ++next_deliver_;
-      std::size_t bytes = 0;
       for (const auto& f : msg.frames) bytes += f ? f->size() : 0;
       backlog_.pushed(bytes, *inbox_);  // trims too: eager-only traffic never asks over()
       inbox_->push(std::move(msg));
@@ -963,17 +961,11 @@ class Link : public std::enable_shared_from_this<Link> {
     auto self = shared_from_this();
     if (failed_ || closed_ || abandoned_) return;
     failed_ = true;
-    std::string why;
-    try {
-      std::rethrow_exception(reason);
-    } catch (const std::exception& e) {
-      why = e.what();
-    }
-    close_text_ = why;
-    if (log) spdlog::debug("comm: {}: {}", peer_, why);
+    close_text_ = describe_exception(reason);
+    if (log) spdlog::debug("comm: {}: {}", peer_, close_text_);
     close_timer_.cancel();
     inbox_->push_close(reason);
-    fail_ops(why);
+    fail_ops(close_text_);
     drop_incoming();
     if (ping_done_) {
       auto done = std::move(ping_done_);
@@ -1434,7 +1426,6 @@ UcxStatus start_engine(Holder& h) {
   auto engine = std::make_unique<Engine>(CommRuntime::instance().io());
   engine->ctx = ctx;
   engine->cuda = s.cuda;
-  engine->version = s.version;
   std::string error;
   run_on_io_thread([&] {
     try {

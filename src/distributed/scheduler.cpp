@@ -334,12 +334,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
   }
 
   void on_close(const std::shared_ptr<Conn>& conn, std::exception_ptr reason) {
-    std::string why = "connection closed";
-    try {
-      if (reason) std::rethrow_exception(reason);
-    } catch (const std::exception& e) {
-      why = e.what();
-    }
+    const std::string why = reason ? describe_exception(reason) : "connection closed";
     std::lock_guard lock(mu);
     conns.erase(conn);
     if (stopping) return;
@@ -451,11 +446,7 @@ Scheduler::Scheduler(SchedulerOptions options) : impl_(std::make_shared<Impl>(st
     if (auto self = weak.lock()) self->on_accept(std::move(c));
   };
   auto on_error = [](const std::string& peer, std::exception_ptr reason) {
-    try {
-      std::rethrow_exception(reason);
-    } catch (const std::exception& e) {
-      spdlog::warn("scheduler: refused connection from {}: {}", peer, e.what());
-    }
+    spdlog::warn("scheduler: refused connection from {}: {}", peer, describe_exception(reason));
   };
   impl_->listener = comm::listen(impl_->opt.address, on_comm, co, on_error);
   for (const auto& a : impl_->opt.also_listen) impl_->other_listeners.push_back(comm::listen(a, on_comm, co, on_error));

@@ -16,17 +16,6 @@ extern char** environ;
 
 namespace tessera::distributed {
 
-std::string describe_exception(std::exception_ptr e) {
-  if (!e) return "closed";
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& x) {
-    return x.what();
-  } catch (...) {
-    return "unknown error";
-  }
-}
-
 std::string random_hex(int n) {
   static thread_local std::mt19937_64 rng(std::random_device{}() ^
                                            std::hash<std::thread::id>{}(std::this_thread::get_id()));

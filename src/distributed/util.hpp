@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "tessera/core/error.hpp"  // describe_exception
+
 namespace tessera::distributed {
 
 /**
@@ -16,8 +18,6 @@ namespace tessera::distributed {
  */
 inline constexpr std::size_t kClusterMaxHeaderBytes = std::size_t{1} << 30;
 
-/** @brief The exception's what(), for logs and messages ("closed" when null). */
-std::string describe_exception(std::exception_ptr e);
 
 /** @brief n random hex digits (ids, key prefixes, tokens). */
 std::string random_hex(int n);

@@ -1,9 +1,13 @@
 #pragma once
 /** @file Error types. Every error Tessera raises derives from tessera::Error. */
+#include <exception>
 #include <stdexcept>
 #include <string>
 
 namespace tessera {
+
+/** @brief The message of a stored exception ("closed" for none, "unknown error" for a non-std one). */
+std::string describe_exception(std::exception_ptr e);
 
 /** @brief Base of every error Tessera throws. */
 class Error : public std::runtime_error {
