@@ -1,5 +1,7 @@
 #include "tessera/comm/comm.hpp"
 
+#include <cstdio>
+#include <cstring>
 #include <map>
 #include <mutex>
 
@@ -305,10 +307,97 @@ wire::Hello make_hello(const CommOptions& options, std::string address) {
   h.token = options.token;
   h.name = options.name;
   h.address = options.advertise_address.empty() ? std::move(address) : options.advertise_address;
-  // ucx is always registered (it falls back to TCP); it is offered only when UCX really runs.
-  for (auto& t : transport_schemes())
-    if (t != "ucx" || ucx_running()) h.transports.push_back(std::move(t));
+  auto& r = registry();
+  std::lock_guard lk(r.mu);
+  for (const auto& [name, t] : r.transports)
+    if (t->offered()) h.transports.push_back(name);
   return h;
+}
+
+std::exception_ptr closed_error(const std::string& peer, const std::string& why) {
+  return std::make_exception_ptr(CommClosedError("comm to " + peer + " is closed: " + why));
+}
+
+void call_done(const Comm::SendCallback& done, std::exception_ptr e) {
+  if (!done) return;
+  try {
+    done(std::move(e));
+  } catch (const std::exception& ex) {
+    spdlog::error("comm: send callback threw: {}", ex.what());
+  }
+}
+
+std::exception_ptr prepare_send(const Message& msg, const CommOptions& options, const std::string& peer,
+                                const char* device_refusal, std::string& header, std::vector<std::uint64_t>& lens) {
+  // The message text is built only for a refusal (this runs for every message sent).
+  auto what = [&](const std::string& why) { return "cannot send message '" + msg.op + "' to " + peer + ": " + why; };
+  auto limit = [&](const std::string& why) { return std::make_exception_ptr(ProtocolError(what(why))); };
+  auto refuse = [&](const std::string& why) { return std::make_exception_ptr(CommError(what(why))); };
+  if (msg.frames.size() > options.max_frames)
+    return limit(std::to_string(msg.frames.size()) + " frames exceed the limit of " +
+                 std::to_string(options.max_frames));
+  lens.clear();
+  lens.reserve(msg.frames.size());
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < msg.frames.size(); ++i) {
+    const auto& f = msg.frames[i];
+    if (!f) return refuse("frame " + std::to_string(i) + " is null");
+    if (f->size() > options.max_frame_bytes)
+      return limit("frame " + std::to_string(i) + " of " + std::to_string(f->size()) +
+                   " bytes exceeds the limit of " + std::to_string(options.max_frame_bytes));
+    if (device_refusal && f->kind() == MemoryKind::Device && f->size() > 0)
+      return refuse("frame " + std::to_string(i) + " is in device memory; " + device_refusal);
+    lens.push_back(f->size());
+    total += f->size();
+  }
+  try {
+    header = encode_header(msg);
+  } catch (...) {
+    return std::current_exception();
+  }
+  total += header.size();
+  if (header.size() > options.max_header_bytes || total > options.max_message_bytes)
+    return limit("header of " + std::to_string(header.size()) + " bytes / message of " + std::to_string(total) +
+                 " bytes exceeds the limits (" + std::to_string(options.max_header_bytes) + " / " +
+                 std::to_string(options.max_message_bytes) + ")");
+  return nullptr;
+}
+
+std::string check_preamble(const wire::Preamble& pre, const CommOptions& options) {
+  if (pre.magic != wire::kMessageMagic) {
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "0x%08x", pre.magic);
+    return std::string("bad message magic ") + hex + " (garbage, or not a Tessera peer)";
+  }
+  if (pre.version != wire::kProtocolVersion)
+    return "message protocol version " + std::to_string(pre.version) + ", expected " +
+           std::to_string(wire::kProtocolVersion);
+  if (pre.nframes > options.max_frames)
+    return "message declares " + std::to_string(pre.nframes) + " frames; the limit is " +
+           std::to_string(options.max_frames);
+  if (pre.header_bytes > options.max_header_bytes)
+    return "message header of " + std::to_string(pre.header_bytes) + " bytes exceeds the limit of " +
+           std::to_string(options.max_header_bytes);
+  return {};
+}
+
+std::string read_frame_sizes(const std::uint8_t* p, const wire::Preamble& pre, const CommOptions& options,
+                             std::vector<std::uint64_t>& lens, std::uint64_t& total) {
+  lens.resize(pre.nframes);
+  total = pre.header_bytes;
+  for (std::uint32_t i = 0; i < pre.nframes; ++i) {
+    std::uint64_t n = 0;
+    std::memcpy(&n, p + wire::kPreambleFixedBytes + 8 * i, 8);  // x86-64: little-endian
+    if (n > options.max_frame_bytes)
+      return "frame " + std::to_string(i) + " of " + std::to_string(n) + " bytes exceeds the limit of " +
+             std::to_string(options.max_frame_bytes);
+    lens[i] = n;
+    total += n;
+  }
+  if (total > options.max_message_bytes)
+    return "message of " + std::to_string(total) + " bytes exceeds the limit of " +
+           std::to_string(options.max_message_bytes);
+  return {};
 }
 
 }  // namespace tessera::comm::detail

@@ -82,19 +82,6 @@ HostPort parse_tcp_address(const std::string& address) {
   return hp;
 }
 
-std::exception_ptr closed_error(const std::string& peer, const std::string& why) {
-  return std::make_exception_ptr(CommClosedError("comm to " + peer + " is closed: " + why));
-}
-
-void call_done(const Comm::SendCallback& done, std::exception_ptr e) {
-  if (!done) return;
-  try {
-    done(std::move(e));
-  } catch (const std::exception& ex) {
-    spdlog::error("comm: send callback threw: {}", ex.what());
-  }
-}
-
 /** One message on its way out: preamble (with the header when small), header, frames. */
 struct Out {
   std::vector<std::uint8_t> head;
@@ -321,25 +308,8 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
   bool begin_message(std::size_t avail) {
     const std::uint8_t* p = rbuf_.data() + rbeg_;
     const auto pre = wire::decode_preamble_fixed(p);
-    if (pre.magic != wire::kMessageMagic) {
-      char hex[16];
-      std::snprintf(hex, sizeof hex, "0x%08x", pre.magic);
-      protocol_error(std::string("bad message magic ") + hex + " (garbage, or not a Tessera peer)");
-      return false;
-    }
-    if (pre.version != wire::kProtocolVersion) {
-      protocol_error("message protocol version " + std::to_string(pre.version) + ", expected " +
-                     std::to_string(wire::kProtocolVersion));
-      return false;
-    }
-    if (pre.nframes > options_.max_frames) {
-      protocol_error("message declares " + std::to_string(pre.nframes) + " frames; the limit is " +
-                     std::to_string(options_.max_frames));
-      return false;
-    }
-    if (pre.header_bytes > options_.max_header_bytes) {
-      protocol_error("message header of " + std::to_string(pre.header_bytes) +
-                     " bytes exceeds the limit of " + std::to_string(options_.max_header_bytes));
+    if (auto error = check_preamble(pre, options_); !error.empty()) {
+      protocol_error(error);
       return false;
     }
     const std::size_t need = wire::kPreambleFixedBytes + 8 * std::size_t{pre.nframes};
@@ -353,22 +323,10 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
       read_more();
       return false;
     }
-    std::vector<std::uint64_t> lens(pre.nframes);
-    std::uint64_t total = pre.header_bytes;
-    for (std::uint32_t i = 0; i < pre.nframes; ++i) {
-      std::uint64_t n = 0;
-      std::memcpy(&n, p + wire::kPreambleFixedBytes + 8 * i, 8);  // x86-64: little-endian
-      if (n > options_.max_frame_bytes) {
-        protocol_error("frame " + std::to_string(i) + " of " + std::to_string(n) +
-                       " bytes exceeds the limit of " + std::to_string(options_.max_frame_bytes));
-        return false;
-      }
-      lens[i] = n;
-      total += n;
-    }
-    if (total > options_.max_message_bytes) {
-      protocol_error("message of " + std::to_string(total) + " bytes exceeds the limit of " +
-                     std::to_string(options_.max_message_bytes));
+    std::vector<std::uint64_t> lens;
+    std::uint64_t total = 0;
+    if (auto error = read_frame_sizes(p, pre, options_, lens, total); !error.empty()) {
+      protocol_error(error);
       return false;
     }
     try {
@@ -587,41 +545,11 @@ class TcpComm final : public Comm {
 
  protected:
   void do_send(Message msg, SendCallback done) override {
-    auto refuse = [&](std::exception_ptr e) { call_done(done, std::move(e)); };
-    if (is_closed()) return refuse(closed_error(peer_address(), close_reason()));
-    const auto& opt = conn_->options();
-    const std::string what = "cannot send message '" + msg.op + "' to " + peer_address() + ": ";
-    if (msg.frames.size() > opt.max_frames)
-      return refuse(std::make_exception_ptr(ProtocolError(
-          what + std::to_string(msg.frames.size()) + " frames exceed the limit of " + std::to_string(opt.max_frames))));
-    std::vector<std::uint64_t> lens;
-    lens.reserve(msg.frames.size());
+    if (is_closed()) return call_done(done, closed_error(peer_address(), close_reason()));
     Out out;
-    std::uint64_t total = 0;
-    for (std::size_t i = 0; i < msg.frames.size(); ++i) {
-      const auto& f = msg.frames[i];
-      if (!f) return refuse(std::make_exception_ptr(CommError(what + "frame " + std::to_string(i) + " is null")));
-      if (f->kind() == MemoryKind::Device)
-        return refuse(std::make_exception_ptr(
-            CommError(what + "frame " + std::to_string(i) + " is in device memory; tcp:// sends host memory only")));
-      if (f->size() > opt.max_frame_bytes)
-        return refuse(std::make_exception_ptr(ProtocolError(what + "frame " + std::to_string(i) + " of " +
-                                                            std::to_string(f->size()) + " bytes exceeds the limit of " +
-                                                            std::to_string(opt.max_frame_bytes))));
-      lens.push_back(f->size());
-      total += f->size();
-    }
-    try {
-      out.header = encode_header(msg);
-    } catch (...) {
-      return refuse(std::current_exception());
-    }
-    total += out.header.size();
-    if (out.header.size() > opt.max_header_bytes || total > opt.max_message_bytes)
-      return refuse(std::make_exception_ptr(ProtocolError(
-          what + "header of " + std::to_string(out.header.size()) + " bytes / message of " + std::to_string(total) +
-          " bytes exceeds the limits (" + std::to_string(opt.max_header_bytes) + " / " +
-          std::to_string(opt.max_message_bytes) + ")")));
+    std::vector<std::uint64_t> lens;
+    if (auto error = prepare_send(msg, conn_->options(), peer_address(), "tcp:// sends host memory only", out.header, lens))
+      return call_done(done, std::move(error));
     out.head = wire::encode_preamble(out.header.size(), lens);
     if (out.header.size() <= kInlineHeader) {
       out.head.insert(out.head.end(), out.header.begin(), out.header.end());

@@ -328,6 +328,8 @@ class UcxTransport final : public Transport {
  public:
   UcxTransport() : tcp_(make_tcp_transport()) {}
   std::string scheme() const override { return "ucx"; }
+  // Always registered (it falls back to TCP), offered only when UCX really runs.
+  bool offered() const override { return ucx::engine_running(); }
 
   void connect(const std::string& address, const CommOptions& options, ConnectHandler done) override {
     const auto st = ucx::engine_status();  // starts UCX here the first time
@@ -365,8 +367,6 @@ class UcxTransport final : public Transport {
 }  // namespace
 
 std::shared_ptr<Transport> make_ucx_transport() { return std::make_shared<UcxTransport>(); }
-
-bool ucx_running() noexcept { return ucx::engine_running(); }
 
 #ifndef TESSERA_HAS_UCX
 namespace ucx {

@@ -398,9 +398,7 @@ class Link : public std::enable_shared_from_this<Link> {
       op->finished = true;
       const std::string why = !e_.alive ? "UCX has shut down" : close_text_.empty() ? "closed" : close_text_;
       auto done = std::move(op->done);
-      e_.defer([done, why, peer = peer_] {
-        if (done) done(std::make_exception_ptr(CommClosedError("comm to " + peer + " is closed: " + why)));
-      });
+      e_.defer([done, why, peer = peer_] { call_done(done, closed_error(peer, why)); });
       e_.kick();
       return;
     }
@@ -524,13 +522,7 @@ class Link : public std::enable_shared_from_this<Link> {
       ops_.erase(op);
       auto done = std::move(op->done);
       op->done = nullptr;
-      if (done) {
-        try {
-          done(op->error);
-        } catch (const std::exception& e) {
-          spdlog::error("comm: send callback threw: {}", e.what());
-        }
-      }
+      call_done(done, op->error);
     }
     op->frames.clear();
     if (closing_ && ops_.empty()) finish_close();
@@ -752,33 +744,12 @@ class Link : public std::enable_shared_from_this<Link> {
   void parse_head(Incoming& in, const std::uint8_t* p, std::size_t n) {
     if (n < wire::kPreambleFixedBytes) return protocol_error("message head of " + std::to_string(n) + " bytes");
     const auto pre = wire::decode_preamble_fixed(p);
-    if (pre.magic != wire::kMessageMagic) return protocol_error("bad message magic");
-    if (pre.version != wire::kProtocolVersion)
-      return protocol_error("message protocol version " + std::to_string(pre.version) + ", expected " +
-                            std::to_string(wire::kProtocolVersion));
-    if (pre.nframes > options_.max_frames)
-      return protocol_error("message declares " + std::to_string(pre.nframes) + " frames; the limit is " +
-                            std::to_string(options_.max_frames));
-    if (pre.header_bytes > options_.max_header_bytes)
-      return protocol_error("message header of " + std::to_string(pre.header_bytes) +
-                            " bytes exceeds the limit of " + std::to_string(options_.max_header_bytes));
+    if (auto error = check_preamble(pre, options_); !error.empty()) return protocol_error(error);
     const std::size_t nitems = std::size_t{pre.nframes} + 1;
     std::size_t off = wire::kPreambleFixedBytes + 8 * std::size_t{pre.nframes};
     if (n < off + nitems) return protocol_error("truncated message head");
-    in.lens.resize(pre.nframes);
-    std::uint64_t total = pre.header_bytes;
-    for (std::uint32_t i = 0; i < pre.nframes; ++i) {
-      std::uint64_t len = 0;
-      std::memcpy(&len, p + wire::kPreambleFixedBytes + 8 * i, 8);  // x86-64: little-endian
-      if (len > options_.max_frame_bytes)
-        return protocol_error("frame " + std::to_string(i) + " of " + std::to_string(len) +
-                              " bytes exceeds the limit of " + std::to_string(options_.max_frame_bytes));
-      in.lens[i] = len;
-      total += len;
-    }
-    if (total > options_.max_message_bytes)
-      return protocol_error("message of " + std::to_string(total) + " bytes exceeds the limit of " +
-                            std::to_string(options_.max_message_bytes));
+    std::uint64_t total = 0;
+    if (auto error = read_frame_sizes(p, pre, options_, in.lens, total); !error.empty()) return protocol_error(error);
     const std::uint8_t* map = p + off;
     off += nitems;
     for (const auto& [item, f] : in.parts)  // parts that came before the head
@@ -986,13 +957,7 @@ class Link : public std::enable_shared_from_this<Link> {
       op->finished = true;
       auto done = std::move(op->done);
       op->done = nullptr;
-      if (done) {
-        try {
-          done(std::make_exception_ptr(CommClosedError("comm to " + peer_ + " is closed: " + why)));
-        } catch (const std::exception& e) {
-          spdlog::error("comm: send callback threw: {}", e.what());
-        }
-      }
+      call_done(done, closed_error(peer_, why));
     }
   }
 
@@ -1294,49 +1259,12 @@ class UcxComm final : public UcxCommBase {
 
  protected:
   void do_send(Message msg, SendCallback done) override {
-    auto refuse = [&](std::exception_ptr e) {
-      if (!done) return;
-      try {
-        done(std::move(e));
-      } catch (const std::exception& ex) {
-        spdlog::error("comm: send callback threw: {}", ex.what());
-      }
-    };
-    if (is_closed())
-      return refuse(std::make_exception_ptr(CommClosedError("comm to " + peer_address() + " is closed: " + close_reason())));
-    const std::string what = "cannot send message '" + msg.op + "' to " + peer_address() + ": ";
-    if (msg.frames.size() > options_.max_frames)
-      return refuse(std::make_exception_ptr(ProtocolError(what + std::to_string(msg.frames.size()) +
-                                                          " frames exceed the limit of " +
-                                                          std::to_string(options_.max_frames))));
+    if (is_closed()) return call_done(done, closed_error(peer_address(), close_reason()));
     auto op = std::make_shared<SendOp>();
     std::vector<std::uint64_t> lens;
-    lens.reserve(msg.frames.size());
-    std::uint64_t total = 0;
-    for (std::size_t i = 0; i < msg.frames.size(); ++i) {
-      const auto& f = msg.frames[i];
-      if (!f) return refuse(std::make_exception_ptr(CommError(what + "frame " + std::to_string(i) + " is null")));
-      if (f->size() > options_.max_frame_bytes)
-        return refuse(std::make_exception_ptr(ProtocolError(what + "frame " + std::to_string(i) + " of " +
-                                                            std::to_string(f->size()) + " bytes exceeds the limit of " +
-                                                            std::to_string(options_.max_frame_bytes))));
-      if (f->kind() == MemoryKind::Device && f->size() > 0 && !e_.cuda && !device_runtime())
-        return refuse(std::make_exception_ptr(CommError(what + "frame " + std::to_string(i) +
-                                                        " is in device memory and this process has no device runtime")));
-      lens.push_back(f->size());
-      total += f->size();
-    }
-    try {
-      op->header = encode_header(msg);
-    } catch (...) {
-      return refuse(std::current_exception());
-    }
-    total += op->header.size();
-    if (op->header.size() > options_.max_header_bytes || total > options_.max_message_bytes)
-      return refuse(std::make_exception_ptr(ProtocolError(
-          what + "header of " + std::to_string(op->header.size()) + " bytes / message of " + std::to_string(total) +
-          " bytes exceeds the limits (" + std::to_string(options_.max_header_bytes) + " / " +
-          std::to_string(options_.max_message_bytes) + ")")));
+    const char* device_refusal = e_.cuda || device_runtime() ? nullptr : "this process has no device runtime";
+    if (auto error = prepare_send(msg, options_, peer_address(), device_refusal, op->header, lens))
+      return call_done(done, std::move(error));
     // The head: preamble, which items are inline, then those items.
     op->head = wire::encode_preamble(op->header.size(), lens);
     const std::size_t nitems = msg.frames.size() + 1;

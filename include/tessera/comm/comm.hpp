@@ -170,6 +170,8 @@ class Transport {
   virtual ~Transport();
   /** @brief "tcp", "inproc", ... */
   virtual std::string scheme() const = 0;
+  /** @brief Whether this process offers it to peers in its hello now (ucx: once UCX runs). */
+  virtual bool offered() const { return true; }
   /** @brief Connects to address (with its scheme) and handshakes; calls done exactly once. */
   virtual void connect(const std::string& address, const CommOptions& options, ConnectHandler done) = 0;
   virtual std::unique_ptr<Listener> listen(const std::string& address, AcceptHandler on_comm,
