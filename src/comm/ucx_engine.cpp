@@ -145,7 +145,6 @@ class Engine {
 
   /** Makes sure progress runs soon (I/O thread). */
   void kick() {
-    mode_ = Mode::Spinning;
     last_activity_ = Clock::now();
     if (!poll_posted_) {
       poll_posted_ = true;
@@ -165,8 +164,6 @@ class Engine {
                             const ucp_am_recv_param_t* param);
 
  private:
-  enum class Mode { Sleeping, Spinning };
-
   void run_deferred() {
     while (!deferred_.empty()) {
       auto batch = std::move(deferred_);
@@ -187,7 +184,6 @@ class Engine {
   std::shared_ptr<asio::io_context> io_;
   asio::posix::stream_descriptor efd_;
   std::vector<std::function<void()>> deferred_;
-  Mode mode_ = Mode::Sleeping;
   bool poll_posted_ = false;
   bool wait_pending_ = false;
   Clock::time_point last_activity_{};
@@ -1128,13 +1124,12 @@ void Engine::sleep() {
     }
     break;
   }
-  mode_ = Mode::Sleeping;
   if (wait_pending_) return;
   wait_pending_ = true;
   efd_.async_wait(asio::posix::stream_descriptor::wait_read, [this](error_code ec) {
     wait_pending_ = false;
     if (ec || !alive) return;
-    if (mode_ == Mode::Sleeping) kick();
+    kick();  // while a poll is already posted this only extends the spin window
   });
 }
 
