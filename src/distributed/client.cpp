@@ -261,7 +261,9 @@ struct ClientImpl : std::enable_shared_from_this<ClientImpl> {
     });
   }
 
-  // result(): the prefetched value when there is one (waiting for one in flight).
+  // result(): the prefetched value when there is one (waiting for one in flight). Taken, not
+  // copied: the client does not keep a result alive after handing it out (a later result()
+  // fetches it again, as in Dask).
   std::optional<Value> take_prefetched(const Key& key) {
     std::unique_lock lock(mu);
     auto it = keys.find(key);
@@ -272,7 +274,8 @@ struct ClientImpl : std::enable_shared_from_this<ClientImpl> {
     });
     it = keys.find(key);
     if (it == keys.end() || it->second.prefetch != KeyState::Prefetch::Done) return std::nullopt;
-    return it->second.value;
+    it->second.prefetch = KeyState::Prefetch::None;
+    return std::exchange(it->second.value, Value());
   }
 
   void want_value(const Key& key) {
@@ -615,7 +618,7 @@ Value Future::result(std::optional<std::chrono::duration<double>> timeout) const
   if (st == FutureStatus::Pending)
     throw comm::CommTimeoutError("timed out waiting for " + r.key);
   if (st != FutureStatus::Finished) std::rethrow_exception(r.client->error_of(r.key));
-  if (auto v = r.client->take_prefetched(r.key)) return *v;
+  if (auto v = r.client->take_prefetched(r.key)) return std::move(*v);
   return r.client->fetch({r.key})[0];
 }
 

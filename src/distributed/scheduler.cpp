@@ -380,6 +380,9 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
   // up leaves instead of lingering unknown, and tell the other workers, whose transfers from
   // it would otherwise wait forever. Called with the lock held; releases it while closing.
   void drop_removed_workers(std::unique_lock<std::mutex>& lock) {
+    // Connections and live workers come and go together except after a Tick expired a worker:
+    // nothing to do (the common case, every tick) unless the counts differ.
+    if (workers.size() == state.worker_count()) return;
     std::set<std::string> alive;
     for (const auto& w : state.workers()) alive.insert(w.address);
     std::vector<std::shared_ptr<Conn>> gone;
