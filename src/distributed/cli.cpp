@@ -252,12 +252,6 @@ std::vector<std::string> child_command(int argc, char** argv, bool worker_mode_f
   return args;
 }
 
-std::string describe_wait_status(int status) {
-  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return "was killed by signal " + std::to_string(WTERMSIG(status));
-  return "stopped";
-}
-
 // The nanny: starts the worker processes, passes SIGINT/SIGTERM on to them and waits for all.
 // Returns 0 when every one exited with status 0. The children get TESSERA_PARENT_PID, so they
 // also exit when this process dies without passing a signal on (SIGKILL).
@@ -304,8 +298,8 @@ int run_worker_processes(const std::string& program, const std::vector<ChildProc
       }
       if (!clean) worst = 1;
       if (r != pids[i]) spdlog::warn("{}: lost worker {} (pid {})", program, children[i].name, pids[i]);
-      else if (clean) spdlog::info("{}: worker {} (pid {}) {}", program, children[i].name, pids[i], describe_wait_status(status));
-      else spdlog::warn("{}: worker {} (pid {}) {}", program, children[i].name, pids[i], describe_wait_status(status));
+      else if (clean) spdlog::info("{}: worker {} (pid {}) {}", program, children[i].name, pids[i], describe_status(status));
+      else spdlog::warn("{}: worker {} (pid {}) {}", program, children[i].name, pids[i], describe_status(status));
     }
     if (left > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -484,8 +478,8 @@ int cuda_worker_main(int argc, char** argv) {
     const std::string res_text = gpu_worker_resources(resources);  // GPU=1 unless --resources names GPU
     const std::size_t limit = parse_memory_limit(memory_limit, system_memory(), n);
     if (name.empty()) {
-      char h[256] = {};
-      name = ::gethostname(h, sizeof h - 1) == 0 && h[0] ? h : "worker";
+      name = host_name();
+      if (name.empty()) name = "worker";
     }
     std::vector<ChildProcess> children;
     for (int i = 0; i < n; ++i) {

@@ -44,10 +44,15 @@ struct Child {
 };
 
 
-std::string describe_status(int status) {
-  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
-  return "stopped";
+/** A program installed beside the library (build tree: bin/; installed: the same folder), else its name for PATH. */
+std::string bundled_program(const std::string& name) {
+  const auto dir = library_dir();
+  if (!dir.empty())
+    for (auto candidate : {dir / ".." / "bin" / name, dir / name}) {
+      std::error_code ec;
+      if (std::filesystem::exists(candidate, ec)) return std::filesystem::weakly_canonical(candidate).string();
+    }
+  return name;
 }
 
 }  // namespace
@@ -59,14 +64,7 @@ std::vector<std::string> default_worker_command() {
     auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
     if (!ec) return {self.string(), kWorkerModeFlag};
   }
-  auto dir = library_dir();
-  if (!dir.empty()) {
-    for (auto candidate : {dir / ".." / "bin" / "tessera-worker", dir / "tessera-worker"}) {
-      std::error_code ec;
-      if (std::filesystem::exists(candidate, ec)) return {std::filesystem::weakly_canonical(candidate).string()};
-    }
-  }
-  return {"tessera-worker"};  // from PATH
+  return {bundled_program("tessera-worker")};
 }
 
 struct LocalCluster::Impl {
@@ -91,6 +89,13 @@ struct LocalCluster::Impl {
     return names[i % names.size()] + "-" + std::to_string(i / names.size());
   }
 
+  /** The processes' --log-level: the option, else $TESSERA_LOG_LEVEL, else warning. */
+  std::string child_log_level() const {
+    if (!opt.log_level.empty()) return opt.log_level;
+    const char* e = std::getenv("TESSERA_LOG_LEVEL");
+    return e && *e ? e : "warning";
+  }
+
   void start_process_worker(std::size_t i) {
     std::vector<std::string> argv = worker_cmd;
     argv.push_back(address);
@@ -102,10 +107,7 @@ struct LocalCluster::Impl {
     argv.insert(argv.end(), {"--protocol", opt.protocol});  // listens on ucx:// too (docs/ucx.md)
     if (!opt.local_directory.empty()) argv.insert(argv.end(), {"--local-directory", opt.local_directory});
     for (const auto& p : opt.preload) argv.insert(argv.end(), {"--preload", p});
-    std::string level = opt.log_level;
-    if (level.empty())
-      if (const char* e = std::getenv("TESSERA_LOG_LEVEL")) level = e;
-    argv.insert(argv.end(), {"--log-level", level.empty() ? "warning" : level});
+    argv.insert(argv.end(), {"--log-level", child_log_level()});
     argv.insert(argv.end(), opt.worker_args.begin(), opt.worker_args.end());
     std::map<std::string, std::string> env;
     env["TESSERA_TOKEN"] = opt.token;
@@ -151,24 +153,13 @@ struct LocalCluster::Impl {
   }
 
   void start_scheduler_process() {
-    auto dir = library_dir();
-    std::string program = "tessera-scheduler";
-    for (auto candidate : {dir / ".." / "bin" / "tessera-scheduler", dir / "tessera-scheduler"}) {
-      std::error_code ec;
-      if (!dir.empty() && std::filesystem::exists(candidate, ec)) {
-        program = std::filesystem::weakly_canonical(candidate).string();
-        break;
-      }
-    }
+    const std::string program = bundled_program("tessera-scheduler");
     scheduler_file = (std::filesystem::temp_directory_path() /
                       ("tessera-scheduler-" + std::to_string(::getpid()) + "-" + random_hex(8) + ".json"))
                          .string();
-    std::string level = opt.log_level;
-    if (level.empty())
-      if (const char* e = std::getenv("TESSERA_LOG_LEVEL")) level = e;
     std::vector<std::string> argv{program, "--host", opt.host, "--port", std::to_string(opt.scheduler_port),
                                   "--protocol", opt.protocol, "--scheduler-file", scheduler_file, "--worker-ttl",
-                                  std::to_string(opt.worker_ttl), "--log-level", level.empty() ? "warning" : level};
+                                  std::to_string(opt.worker_ttl), "--log-level", child_log_level()};
     std::map<std::string, std::string> env{{"TESSERA_TOKEN", opt.token},
                                            {"TESSERA_PARENT_PID", std::to_string(::getpid())}};
     scheduler_child.pid = spawn_process(argv, env);

@@ -1,6 +1,8 @@
 #include "util.hpp"
 
 #include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <cstdio>
@@ -15,6 +17,18 @@
 extern char** environ;
 
 namespace tessera::distributed {
+
+std::string host_name() {
+  char buf[256] = {0};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return {};
+  return buf;
+}
+
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+  return "stopped";
+}
 
 std::string random_hex(int n) {
   static thread_local std::mt19937_64 rng(std::random_device{}() ^

@@ -22,6 +22,12 @@ inline constexpr std::size_t kClusterMaxHeaderBytes = std::size_t{1} << 30;
 /** @brief n random hex digits (ids, key prefixes, tokens). */
 std::string random_hex(int n);
 
+/** @brief This machine's host name ("" when it cannot be read). */
+std::string host_name();
+
+/** @brief How a child process ended, from waitpid's status: "exited with code 1", "killed by signal 9". */
+std::string describe_status(int status);
+
 /** @brief `token`, or $TESSERA_TOKEN when it is empty. */
 std::string token_or_env(std::string token);
 

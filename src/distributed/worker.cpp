@@ -28,12 +28,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 
-std::string host_name() {
-  char buf[256] = {0};
-  ::gethostname(buf, sizeof buf - 1);
-  return buf;
-}
-
 // The data stores of this process's GPU workers. The device runtime has one pressure handler
 // per process (thread workers share a process), which asks each store in turn to move device
 // values to host. Leaked on purpose: the runtime may call the handler during exit.

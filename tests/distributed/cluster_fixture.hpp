@@ -162,11 +162,7 @@ class Children {
   std::vector<Kid> kids_;
 };
 
-inline std::string describe_status(int status) {
-  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
-  return "status " + std::to_string(status);
-}
+using tessera::distributed::describe_status;  // how a child ended, for failure messages
 
 /** @brief Pids (other than this process) whose command line contains `needle`; zombies excluded. */
 inline std::vector<int> processes_with(const std::string& needle) {
