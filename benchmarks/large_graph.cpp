@@ -10,30 +10,21 @@
 #include "bench_cluster.hpp"
 
 namespace {
-std::size_t peak_rss_bytes(int pid) {
+/** A memory figure of process pid from /proc/PID/status ("VmHWM:" peak, "VmRSS:" now), in bytes. */
+std::size_t status_bytes(int pid, const std::string& field) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   while (std::getline(in, line))
-    if (line.rfind("VmHWM:", 0) == 0) {
-      std::istringstream is(line.substr(6));
+    if (line.rfind(field, 0) == 0) {
+      std::istringstream is(line.substr(field.size()));
       std::size_t kb = 0;
       is >> kb;
       return kb * 1024;
     }
   return 0;
 }
-std::size_t rss_bytes(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("VmRSS:", 0) == 0) {
-      std::istringstream is(line.substr(6));
-      std::size_t kb = 0;
-      is >> kb;
-      return kb * 1024;
-    }
-  return 0;
-}
+std::size_t peak_rss_bytes(int pid) { return status_bytes(pid, "VmHWM:"); }
+std::size_t rss_bytes(int pid) { return status_bytes(pid, "VmRSS:"); }
 }  // namespace
 
 static int run(int argc, char** argv) {

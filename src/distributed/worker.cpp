@@ -18,6 +18,7 @@
 #include "rpc.hpp"
 #include "util.hpp"
 #include "tessera/comm/comm.hpp"
+#include "tessera/core/gpus.hpp"
 #include "tessera/distributed/worker_state.hpp"
 #include "tessera/ops/registry.hpp"
 #include "wire.hpp"
@@ -70,19 +71,6 @@ struct GpuStores {
     });
   }
 };
-
-std::string format_bytes(std::size_t n) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(n);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
-  return buf;
-}
 
 // A connection to a peer worker, used to fetch its data. Requests wait while it connects.
 struct Peer {
@@ -675,9 +663,8 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     flusher = std::thread([this] { flush_loop(); });
     std::string gpu_text = "no GPU";
     if (device >= 0)
-      gpu_text = "GPU " + std::to_string(device) + ": " + gpu.name + " (" + gpu.uuid + ", " +
-                 format_bytes(gpu.total_memory) + ", device memory limit " +
-                 (opt.device_memory_limit ? format_bytes(opt.device_memory_limit) : std::string("none")) + ")";
+      gpu_text = "GPU " + std::to_string(device) + ": " + describe_gpu(gpu) + ", device memory limit " +
+                 (opt.device_memory_limit ? std::to_string(opt.device_memory_limit) + " bytes" : std::string("none"));
     spdlog::info("worker {} ({}): registered with {}, {} threads, {}", address, opt.name, opt.scheduler_address,
                  opt.nthreads, gpu_text);
   }
