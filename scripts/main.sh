@@ -53,22 +53,29 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Starts tessera-scheduler and one worker command (WORKER_BINARY ARGS...; the scheduler file,
+# a scratch folder and the log level are added) in a fresh scratch folder, and waits for the
+# scheduler's address: sets CLUSTER_ADDRESS. cleanup stops both and removes the folder.
+start_cluster() {
+  local worker="$1" dir
+  shift
+  dir="$(mktemp -d)"
+  CLUSTER_DIRS+=("$dir")
+  "$BUILD_DIR/bin/tessera-scheduler" --port 0 --scheduler-file "$dir/scheduler.json" --log-level warning &
+  CLUSTER_PIDS+=($!)
+  "$worker" --scheduler-file "$dir/scheduler.json" --local-directory "$dir" --log-level warning "$@" &
+  CLUSTER_PIDS+=($!)
+  for _ in $(seq 100); do [[ -s "$dir/scheduler.json" ]] && break; sleep 0.1; done
+  CLUSTER_ADDRESS="$(sed -n 's/.*"address": *"\([^"]*\)".*/\1/p' "$dir/scheduler.json")"
+}
+
 run_cluster() {
   local bin="$BUILD_DIR/bin" tasks="$BUILD_DIR/examples/libtessera_example_tasks.so"
   need_binary "$bin/tessera-scheduler" "the scheduler binary (apps/)"
   need_binary "$bin/tessera-worker" "the worker binary (apps/)"
-  local dir
-  dir="$(mktemp -d)"
-  CLUSTER_DIRS+=("$dir")
   echo "main: starting tessera-scheduler and 2 tessera-worker processes (1 thread each)"
-  "$bin/tessera-scheduler" --port 0 --scheduler-file "$dir/scheduler.json" --log-level warning &
-  CLUSTER_PIDS+=($!)
-  "$bin/tessera-worker" --scheduler-file "$dir/scheduler.json" --nworkers 2 --nthreads 1 \
-    --preload "$tasks" --local-directory "$dir" --log-level warning &
-  CLUSTER_PIDS+=($!)
-  for _ in $(seq 100); do [[ -s "$dir/scheduler.json" ]] && break; sleep 0.1; done
-  local address
-  address="$(sed -n 's/.*"address": *"\([^"]*\)".*/\1/p' "$dir/scheduler.json")"
+  start_cluster "$bin/tessera-worker" --nworkers 2 --nthreads 1 --preload "$tasks"
+  local address="$CLUSTER_ADDRESS"
   echo "main: seed workload on the cluster at $address"
   "$BUILD_DIR/examples/seed_workload" --scheduler "$address"
   echo "main: submit/map example on the cluster"
@@ -108,18 +115,9 @@ run_gpu() {
   need_binary "$bin/tessera-cuda-worker" "the GPU worker binary (apps/)"
   need_binary "$seed" "the seed benchmark (benchmarks/seed_array.cpp)"
   need_binary "$ex/test_gpu" "the test_gpu example (examples/test_gpu.cpp)"
-  local dir
-  dir="$(mktemp -d)"
-  CLUSTER_DIRS+=("$dir")
   echo "main: $gpus GPU(s): starting tessera-scheduler and tessera-cuda-worker (one worker per GPU)"
-  "$bin/tessera-scheduler" --port 0 --scheduler-file "$dir/scheduler.json" --log-level warning &
-  CLUSTER_PIDS+=($!)
-  "$bin/tessera-cuda-worker" --scheduler-file "$dir/scheduler.json" --nthreads 1 \
-    --preload "$ex/libtessera_example_tasks.so" --local-directory "$dir" --log-level warning &
-  CLUSTER_PIDS+=($!)
-  for _ in $(seq 100); do [[ -s "$dir/scheduler.json" ]] && break; sleep 0.1; done
-  local address
-  address="$(sed -n 's/.*"address": *"\([^"]*\)".*/\1/p' "$dir/scheduler.json")"
+  start_cluster "$bin/tessera-cuda-worker" --nthreads 1 --preload "$ex/libtessera_example_tasks.so"
+  local address="$CLUSTER_ADDRESS"
   # test_gpu first: it waits until every GPU worker has registered (a device task submitted
   # before any GPU worker is there would fail at once).
   echo "main: test_gpu (seed 000) on the GPU workers at $address"
