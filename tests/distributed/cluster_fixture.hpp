@@ -211,6 +211,13 @@ inline std::map<std::string, std::string> child_env() {
   return {{"TESSERA_PARENT_PID", std::to_string(::getpid())}};
 }
 
+/** @brief Starts the tessera-scheduler binary on a free port, writing `sfile`, with `token`. */
+inline pid_t spawn_scheduler(Children& kids, const std::string& binary, const std::string& sfile,
+                             const std::string& token, const std::string& log_level = "warning",
+                             const std::map<std::string, std::string>& env = child_env()) {
+  return kids.spawn({binary, "--port", "0", "--scheduler-file", sfile, "--token", token, "--log-level", log_level}, env);
+}
+
 /** @brief Waits up to timeout_s for a child to exit and expects status 0. */
 inline void expect_exit_zero(Children& kids, pid_t pid, const std::string& what, double timeout_s = 8) {
   auto st = kids.wait_exit(pid, timeout_s);

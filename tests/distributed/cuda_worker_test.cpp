@@ -26,6 +26,7 @@ using namespace tessera;
 using namespace tessera::distributed;
 using tessera_test::Children;
 using tessera_test::child_env;
+using tessera_test::spawn_scheduler;
 using tessera_test::expect_exit_zero;
 using tessera_test::processes_with;
 using tessera_test::client_options;
@@ -207,9 +208,7 @@ TEST(CudaWorkerBinary, ExplicitDevicesTwoPinnedWorkersStoppedBySigterm) {
   const std::string token = "cuda-worker-token";
   {
     Children kids;
-    pid_t sched = kids.spawn({bins.scheduler, "--port", "0", "--scheduler-file", sfile, "--token", token,
-                              "--log-level", "warning"},
-                             child_env());
+    pid_t sched = spawn_scheduler(kids, bins.scheduler, sfile, token);
     auto env = child_env();
     env["CUDA_VISIBLE_DEVICES"] = "0,1";
     pid_t parent = kids.spawn({bins.cuda_worker, "--scheduler-file", sfile, "--preload", bins.plugin, "--name", "node",
@@ -268,9 +267,7 @@ TEST(CudaWorkerBinary, WithoutCudaVisibleDevicesOneWorkerPerGpuNvmlReports) {
   const std::string token = "cuda-worker-nvml";
   {
     Children kids;
-    pid_t sched = kids.spawn({bins.scheduler, "--port", "0", "--scheduler-file", sfile, "--token", token,
-                              "--log-level", "warning"},
-                             child_env());
+    pid_t sched = spawn_scheduler(kids, bins.scheduler, sfile, token);
     auto env = child_env();
     env["TESSERA_NVML_LIBRARY"] = nvml;  // 2 fake GPUs
     env["TESSERA_TOKEN"] = token;

@@ -23,6 +23,7 @@ using namespace tessera;
 using namespace tessera::distributed;
 using tessera_test::Children;
 using tessera_test::child_env;
+using tessera_test::spawn_scheduler;
 using tessera_test::expect_exit_zero;
 using tessera_test::expect_close;
 using tessera_test::expect_no_workers_left;
@@ -471,9 +472,7 @@ TEST(ClusterBinaries, SchedulerAndWorkerWithSchedulerFile) {
   const std::string token = "binaries-token";
   {
     Children kids;
-    pid_t sched = kids.spawn({bins.scheduler, "--port", "0", "--scheduler-file", sfile, "--token", token,
-                              "--log-level", "warning"},
-                             child_env());
+    pid_t sched = spawn_scheduler(kids, bins.scheduler, sfile, token);
     pid_t worker = kids.spawn({bins.worker, "--scheduler-file", sfile, "--nthreads", "1", "--token", token,
                                "--memory-limit", "0", "--death-timeout", "10", "--log-level", "warning"},
                               child_env());
@@ -510,9 +509,7 @@ TEST(ClusterBinaries, WorkerNWorkers2RegistersTwoWorkers) {
   const std::string token = "nworkers-token";
   {
     Children kids;
-    pid_t sched = kids.spawn({bins.scheduler, "--port", "0", "--scheduler-file", sfile, "--token", token,
-                              "--log-level", "warning"},
-                             child_env());
+    pid_t sched = spawn_scheduler(kids, bins.scheduler, sfile, token);
     pid_t parent = kids.spawn({bins.worker, "--scheduler-file", sfile, "--nworkers", "2", "--nthreads", "1",
                                "--token", token, "--memory-limit", "0", "--death-timeout", "10", "--log-level",
                                "warning"},
@@ -551,9 +548,7 @@ TEST(ClusterBinaries, SigtermToNWorkersParentStopsItsWorkers) {
   const std::string token = "nworkers-term-token";
   {
     Children kids;
-    pid_t sched = kids.spawn({bins.scheduler, "--port", "0", "--scheduler-file", sfile, "--token", token,
-                              "--log-level", "warning"},
-                             child_env());
+    pid_t sched = spawn_scheduler(kids, bins.scheduler, sfile, token);
     pid_t parent = kids.spawn({bins.worker, "--scheduler-file", sfile, "--nworkers", "2", "--nthreads", "1",
                                "--token", token, "--memory-limit", "0", "--log-level", "warning"},
                               child_env());
@@ -588,9 +583,7 @@ TEST(ClusterBinaries, SigtermWithLibraryThreads) {
     Children kids;
     auto env = child_env();
     env["OPENBLAS_NUM_THREADS"] = "2";  // an OpenBLAS pool thread even on a one-core machine
-    pid_t sched = kids.spawn({bins.scheduler, "--port", "0", "--scheduler-file", sfile, "--token", token,
-                              "--log-level", "warning"},
-                             env);
+    pid_t sched = spawn_scheduler(kids, bins.scheduler, sfile, token, "warning", env);
     auto worker_argv = std::vector<std::string>{bins.worker, "--scheduler-file", sfile, "--nthreads", "1",
                                                 "--token", token, "--memory-limit", "0", "--log-level", "warning"};
     pid_t w1 = kids.spawn(worker_argv, env);
@@ -623,9 +616,7 @@ TEST(ClusterBinaries, SigtermRightAfterRegistration) {
   std::string last;
   for (int round = 0; round < 25; ++round) {
     const std::string sfile = (dir.path() / ("s" + std::to_string(round) + ".json")).string();
-    pid_t sched = kids.spawn({bins.scheduler, "--port", "0", "--scheduler-file", sfile, "--token", token,
-                              "--log-level", "error"},
-                             child_env());
+    pid_t sched = spawn_scheduler(kids, bins.scheduler, sfile, token, "error");
     ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(sfile); }, 5, 1));
     auto client = Client::from_scheduler_file(sfile, client_options(token));
     pid_t worker = kids.spawn({bins.worker, "--scheduler-file", sfile, "--nthreads", "1", "--token", token,
@@ -643,9 +634,7 @@ TEST(ClusterBinaries, SigtermRightAfterRegistration) {
     client.reset();
     // A scheduler signalled as soon as its file appears.
     const std::string sfile2 = (dir.path() / ("t" + std::to_string(round) + ".json")).string();
-    pid_t sched2 = kids.spawn({bins.scheduler, "--port", "0", "--scheduler-file", sfile2, "--token", token,
-                               "--log-level", "error"},
-                              child_env());
+    pid_t sched2 = spawn_scheduler(kids, bins.scheduler, sfile2, token, "error");
     ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(sfile2); }, 5, 0));
     ::kill(sched2, SIGTERM);
     st = kids.wait_exit(sched2, 5);
