@@ -122,30 +122,8 @@ TEST_P(CommProtocol, RoundTripHeaderAndFrames) {
 TEST_P(CommProtocol, ManyConcurrentConnections) {
   EchoServer server(listen_address());
   constexpr int kThreads = 8, kCommsPerThread = 4, kMessages = 20;
-  std::atomic<int> ok{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      std::vector<std::shared_ptr<Comm>> comms;
-      for (int c = 0; c < kCommsPerThread; ++c) comms.push_back(connect(server.address()));
-      for (int i = 0; i < kMessages; ++i)
-        for (int c = 0; c < kCommsPerThread; ++c) {
-          Message m("ping");
-          m.set("id", t * 1000000 + c * 1000 + i);
-          m.add_frame(pattern_frame(100 + i, static_cast<std::uint8_t>(c)));
-          comms[c]->send(std::move(m), nullptr);
-        }
-      for (int c = 0; c < kCommsPerThread; ++c)
-        for (int i = 0; i < kMessages; ++i) {
-          auto m = comms[c]->recv(1500ms);
-          if (m.get<int>("id") == t * 1000000 + c * 1000 + i &&
-              same_bytes(m.frames.at(0), pattern_frame(100 + i, static_cast<std::uint8_t>(c))))
-            ++ok;
-        }
-    });
-  }
-  for (auto& th : threads) th.join();
-  EXPECT_EQ(ok.load(), kThreads * kCommsPerThread * kMessages);
+  EXPECT_EQ(concurrent_echoes(server.address(), kThreads, kCommsPerThread, kMessages, 1, 1500ms),
+            kThreads * kCommsPerThread * kMessages);
   EXPECT_EQ(server.accepted(), kThreads * kCommsPerThread);
 }
 

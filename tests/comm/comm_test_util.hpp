@@ -160,4 +160,36 @@ class EchoServer {
   std::unique_ptr<Listener> listener_;
 };
 
+/**
+ * Many comms at once: `threads` threads each open `comms` comms to the echo server at `address`
+ * and send `messages` pings on each (message i with a frame of 100 + i * frame_step bytes), then
+ * check every echo. Returns how many came back with the right id and bytes.
+ */
+inline int concurrent_echoes(const std::string& address, int threads, int comms, int messages, std::size_t frame_step,
+                             std::chrono::milliseconds timeout) {
+  std::atomic<int> ok{0};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      std::vector<std::shared_ptr<Comm>> open;
+      for (int c = 0; c < comms; ++c) open.push_back(tessera::comm::connect(address));
+      auto frame = [&](int c, int i) { return pattern_frame(100 + i * frame_step, static_cast<std::uint8_t>(c)); };
+      for (int i = 0; i < messages; ++i)
+        for (int c = 0; c < comms; ++c) {
+          Message m("ping");
+          m.set("id", t * 1000000 + c * 1000 + i);
+          m.add_frame(frame(c, i));
+          open[c]->send(std::move(m), nullptr);
+        }
+      for (int c = 0; c < comms; ++c)
+        for (int i = 0; i < messages; ++i) {
+          auto m = open[c]->recv(timeout);
+          if (m.get<int>("id") == t * 1000000 + c * 1000 + i && same_bytes(m.frames.at(0), frame(c, i))) ++ok;
+        }
+    });
+  }
+  for (auto& w : workers) w.join();
+  return ok.load();
+}
+
 }  // namespace tessera_comm_test
