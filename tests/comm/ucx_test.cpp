@@ -421,6 +421,27 @@ TEST(CommUcx, AnotherProcessUsesSharedMemory) {
   EXPECT_TRUE(same_bytes(back.frames[1], m.frames[1]));
 }
 
+// UCX_* variables are the user's (docs/ucx.md): a peer started with UCX_TLS=tcp offers UCX's tcp
+// interfaces only, so the link between two processes of one host, which would otherwise take
+// shared memory (test above), runs UCX over TCP, and data still crosses.
+TEST(CommUcx, UcxTlsFromTheEnvironmentIsHonoured) {
+  REQUIRE_UCX();
+  PeerProcess peer(std::map<std::string, std::string>{{"UCX_TLS", "tcp"}});
+  ASSERT_FALSE(peer.address().empty()) << "the peer process did not start";
+  auto comm = connect(peer.address());
+  const auto tr = comm->transport();
+  EXPECT_EQ(tr.rfind("ucx", 0), 0u) << "UCX_TLS=tcp still leaves UCX usable: " << tr;
+  EXPECT_NE(tr.find("tcp"), std::string::npos) << tr;
+  for (const char* shm : {"sysv", "posix", "cma"})
+    EXPECT_EQ(tr.find(shm), std::string::npos) << "the peer offered only tcp, got " << tr;
+  Message m("echo");
+  m.add_frame(pattern_frame(std::size_t{4} << 20, 6));
+  comm->send(m).get();
+  auto back = comm->recv(5000ms);
+  ASSERT_EQ(back.frames.size(), 1u);
+  EXPECT_TRUE(same_bytes(back.frames[0], m.frames[0]));
+}
+
 TEST(CommUcx, PeerKilledWhileWeSendIsDetected) {
   REQUIRE_UCX();
   PeerProcess peer;
