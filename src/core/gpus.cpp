@@ -3,15 +3,19 @@
 #include "tessera/core/gpus.hpp"
 
 #include <dlfcn.h>
+#include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 
 #include "tessera/core/error.hpp"
@@ -46,6 +50,8 @@ struct Nvml {
   nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
   nvmlReturn_t (*pci)(nvmlDevice_t, nvmlPciInfo_t*) = nullptr;
   nvmlReturn_t (*cc)(nvmlDevice_t, int*, int*) = nullptr;
+  // (device, number of unsigned longs in the set, the set): bit b of word w is CPU 64 w + b.
+  nvmlReturn_t (*cpu_affinity)(nvmlDevice_t, unsigned int, unsigned long*) = nullptr;
 
   std::string describe(const char* call, nvmlReturn_t rc) const {
     const char* s = error_string ? error_string(rc) : nullptr;
@@ -65,15 +71,16 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(b, e - b));
 }
 
-// NVML: nullopt when it cannot be used (why in *why); otherwise its answer, possibly empty.
-std::optional<std::vector<GpuInfo>> nvml_gpus(const std::string& library, std::string* why) {
+// NVML: false when it cannot be used (why in *why); otherwise true with its answer in *d,
+// possibly no GPU.
+bool nvml_gpus(const std::string& library, GpuDiscovery* d, std::string* why) {
   // Kept loaded once opened (as pynvml does): later calls reuse it, and nothing it registered
   // is unloaded under it.
   void* lib = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     const char* e = ::dlerror();
     *why = "NVML is not available (" + std::string(e ? e : library) + ")";
-    return std::nullopt;
+    return false;
   }
   Nvml n;
   bind(lib, "nvmlInit_v2", n.init);
@@ -86,24 +93,29 @@ std::optional<std::vector<GpuInfo>> nvml_gpus(const std::string& library, std::s
   bind(lib, "nvmlDeviceGetMemoryInfo", n.memory);
   bind(lib, "nvmlDeviceGetPciInfo_v3", n.pci);
   bind(lib, "nvmlDeviceGetCudaComputeCapability", n.cc);
+  bind(lib, "nvmlDeviceGetCpuAffinity", n.cpu_affinity);
   if (!n.init || !n.shutdown || !n.count || !n.handle) {
     *why = "NVML (" + library + ") lacks nvmlInit_v2, nvmlShutdown, nvmlDeviceGetCount_v2 or "
            "nvmlDeviceGetHandleByIndex_v2";
-    return std::nullopt;
+    return false;
   }
   if (nvmlReturn_t rc = n.init(); rc != kNvmlSuccess) {
     *why = "NVML is not usable: " + n.describe("nvmlInit_v2", rc);
-    return std::nullopt;
+    return false;
   }
-  std::vector<GpuInfo> out;
   unsigned int count = 0;
   if (nvmlReturn_t rc = n.count(&count); rc != kNvmlSuccess) {
     *why = "NVML is not usable: " + n.describe("nvmlDeviceGetCount_v2", rc);
     n.shutdown();
-    return std::nullopt;
+    return false;
   }
+  // Room for every CPU this kernel can number (CPU_SETSIZE is 1024; sysconf covers larger).
+  const long ncpus = std::max<long>(CPU_SETSIZE, ::sysconf(_SC_NPROCESSORS_CONF));
+  std::vector<unsigned long> set(static_cast<std::size_t>((ncpus + 63) / 64));
+  static_assert(sizeof(unsigned long) == 8, "NVML's CPU sets are 64-bit words");
   for (unsigned int i = 0; i < count; ++i) {
     GpuInfo g;
+    std::vector<int> near;
     g.ordinal = static_cast<int>(i);
     nvmlDevice_t dev = nullptr;
     if (n.handle(i, &dev) == kNvmlSuccess) {
@@ -121,11 +133,17 @@ std::optional<std::vector<GpuInfo>> nvml_gpus(const std::string& library, std::s
         g.cc_major = major;
         g.cc_minor = minor;
       }
+      std::fill(set.begin(), set.end(), 0UL);
+      if (n.cpu_affinity && n.cpu_affinity(dev, static_cast<unsigned int>(set.size()), set.data()) == kNvmlSuccess)
+        for (std::size_t w = 0; w < set.size(); ++w)
+          for (int b = 0; b < 64; ++b)
+            if (set[w] >> b & 1UL) near.push_back(static_cast<int>(w * 64) + b);
     }
-    out.push_back(std::move(g));
+    d->gpus.push_back(std::move(g));
+    d->near_cpus.push_back(std::move(near));
   }
   n.shutdown();
-  return out;
+  return true;
 }
 
 // /proc/driver/nvidia/gpus/<bus id>/information, one folder per GPU, in bus order (NVML's).
@@ -182,14 +200,14 @@ GpuDiscovery discover_gpus(const GpuDiscoveryOptions& options) {
     if (const char* e = std::getenv("TESSERA_NVML_LIBRARY"); e && *e) library = e;
   if (library.empty()) library = "libnvidia-ml.so.1";
   std::string nvml_why;
-  if (auto gpus = nvml_gpus(library, &nvml_why)) {
-    d.gpus = std::move(*gpus);
+  if (nvml_gpus(library, &d, &nvml_why)) {
     d.source = d.gpus.empty() ? "none" : "nvml";
     if (d.gpus.empty()) d.detail = "NVML reports none";
     return d;
   }
   std::string proc_why;
   d.gpus = proc_gpus(options.proc_directory, &proc_why);
+  d.near_cpus.assign(d.gpus.size(), {});
   d.source = d.gpus.empty() ? "none" : "procfs";
   d.detail = d.gpus.empty() ? nvml_why + "; " + proc_why : nvml_why;
   return d;
@@ -262,6 +280,115 @@ std::vector<std::string> gpu_worker_devices(const std::optional<std::string>& cu
   std::vector<std::string> devices;
   for (const auto& g : d.gpus) devices.push_back(std::to_string(g.ordinal));
   return devices;
+}
+
+int find_gpu(const GpuDiscovery& found, const std::string& device) {
+  const bool uuid = is_uuid_entry(device);
+  for (std::size_t i = 0; i < found.gpus.size(); ++i) {
+    const GpuInfo& g = found.gpus[i];
+    if (uuid ? (!g.uuid.empty() && g.uuid == device) : std::to_string(g.ordinal) == device) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::string gpu_worker_cpus(const GpuDiscovery& found, const std::string& device) {
+  const int i = find_gpu(found, device);
+  if (i < 0 || static_cast<std::size_t>(i) >= found.near_cpus.size()) return "";
+  const std::vector<int>& near = found.near_cpus[static_cast<std::size_t>(i)];
+  // Only CPUs this process may use (a cgroup or taskset may allow fewer than NVML lists): a
+  // worker pinned outside them would fail to pin and run unpinned.
+  const std::vector<int> allowed = allowed_cpus();
+  std::vector<int> both;
+  std::set_intersection(near.begin(), near.end(), allowed.begin(), allowed.end(), std::back_inserter(both));
+  return format_cpu_list(std::move(both));
+}
+
+std::vector<int> parse_cpu_list(std::string_view text) {
+  auto fail = [&](const std::string& why) {
+    return Error("invalid CPU list \"" + std::string(text) + "\": " + why + " (expected e.g. \"0-3,8,10-11\")");
+  };
+  constexpr long kMaxCpu = 65535;
+  auto number = [&](const std::string& s) {
+    long v = -1;
+    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc() || ptr != s.data() + s.size() || v < 0 || v > kMaxCpu)
+      throw fail("'" + s + "' is not a CPU number");
+    return static_cast<int>(v);
+  };
+  std::set<int> cpus;
+  if (trim(text).empty()) return {};
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    const std::string entry = trim(text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+    if (entry.empty()) throw fail("empty entry");
+    const std::size_t dash = entry.find('-');
+    const int lo = number(trim(std::string_view(entry).substr(0, dash)));
+    const int hi = dash == std::string::npos ? lo : number(trim(std::string_view(entry).substr(dash + 1)));
+    if (hi < lo) throw fail("range '" + entry + "' runs backwards");
+    for (int c = lo; c <= hi; ++c) cpus.insert(c);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return {cpus.begin(), cpus.end()};
+}
+
+std::string format_cpu_list(std::vector<int> cpus) {
+  std::sort(cpus.begin(), cpus.end());
+  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+  std::string out;
+  for (std::size_t i = 0; i < cpus.size();) {
+    std::size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += std::to_string(cpus[i]);
+    if (j > i) {
+      out += '-';
+      out += std::to_string(cpus[j]);
+    }
+    i = j + 1;
+  }
+  return out;
+}
+
+namespace {
+// A CPU set sized for `n` CPUs (CPU_ALLOC: machines past CPU_SETSIZE work too).
+struct CpuSet {
+  explicit CpuSet(int n) : count(std::max(n, CPU_SETSIZE)), size(CPU_ALLOC_SIZE(count)), set(CPU_ALLOC(count)) {
+    if (!set) throw Error("CPU_ALLOC failed");
+    CPU_ZERO_S(size, set);
+  }
+  ~CpuSet() { CPU_FREE(set); }
+  CpuSet(const CpuSet&) = delete;
+  CpuSet& operator=(const CpuSet&) = delete;
+  int count;
+  std::size_t size;
+  cpu_set_t* set;
+};
+}  // namespace
+
+std::vector<int> allowed_cpus() {
+  CpuSet s(static_cast<int>(::sysconf(_SC_NPROCESSORS_CONF)));
+  std::vector<int> out;
+  if (::sched_getaffinity(0, s.size, s.set) != 0) return out;
+  for (int c = 0; c < s.count; ++c)
+    if (CPU_ISSET_S(c, s.size, s.set)) out.push_back(c);
+  return out;
+}
+
+void pin_process_to_cpus(const std::vector<int>& cpus) {
+  if (cpus.empty()) throw Error("pin_process_to_cpus: no CPU given");
+  CpuSet s(*std::max_element(cpus.begin(), cpus.end()) + 1);
+  for (int c : cpus) CPU_SET_S(c, s.size, s.set);
+  if (::sched_setaffinity(0, s.size, s.set) != 0)
+    throw Error("cannot pin this process to CPUs " + format_cpu_list(cpus) + ": " + std::strerror(errno));
+  // Threads started before this call keep their mask unless set one by one (a thread that has
+  // exited since the listing is no error).
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    const pid_t tid = static_cast<pid_t>(std::atol(e.path().filename().c_str()));
+    if (tid > 0) ::sched_setaffinity(tid, s.size, s.set);
+  }
 }
 
 std::string gpu_worker_name(const std::string& prefix, const std::string& device) {

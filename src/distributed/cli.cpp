@@ -134,6 +134,27 @@ void die_with_parent() {
   }).detach();
 }
 
+// $TESSERA_CPU_AFFINITY: pins every thread of this worker, those already started included.
+// A malformed list is an error; CPUs the system refuses (outside a cgroup's set) leave the
+// worker unpinned with a warning, since it can still do its work.
+void apply_cpu_affinity_env() {
+  const char* v = std::getenv(kCpuAffinityEnv);
+  if (!v || !*v || std::string_view(v) == "none") return;
+  std::vector<int> cpus;
+  try {
+    cpus = parse_cpu_list(v);
+  } catch (const Error& e) {
+    throw Error(std::string(kCpuAffinityEnv) + ": " + e.what());
+  }
+  if (cpus.empty()) return;
+  try {
+    pin_process_to_cpus(cpus);
+    spdlog::info("tessera-worker: threads pinned to CPUs {} ({})", format_cpu_list(cpus), kCpuAffinityEnv);
+  } catch (const Error& e) {
+    spdlog::warn("tessera-worker: {} ({}); running unpinned", e.what(), kCpuAffinityEnv);
+  }
+}
+
 std::string host_of(const std::string& address) {
   auto s = address.find("://");
   std::string rest = s == std::string::npos ? address : address.substr(s + 3);
@@ -363,6 +384,7 @@ int worker_main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
+    apply_cpu_affinity_env();
     if (!device_memory_limit.empty()) check_device_memory_limit(device_memory_limit);
     if (nworkers > 1) return run_nworkers(argc, argv, nworkers, name, nthreads, memory_limit);
     if (nworkers < 1) throw Error("--nworkers must be at least 1");
@@ -495,11 +517,14 @@ int cuda_worker_main(int argc, char** argv) {
                                    std::to_string(limit), "--resources", res_text, "--device-memory-limit",
                                    device_memory_limit});
       c.env["CUDA_VISIBLE_DEVICES"] = cuda_visible_devices_for(static_cast<std::size_t>(i), devices);
-      const GpuInfo* info = nullptr;
-      for (const auto& g : found.gpus)
-        if (std::to_string(g.ordinal) == dev || (!g.uuid.empty() && g.uuid == dev)) info = &g;
-      spdlog::info("tessera-cuda-worker: worker {} with CUDA_VISIBLE_DEVICES={}{}", c.name, c.env["CUDA_VISIBLE_DEVICES"],
-                   info ? " (" + describe_gpu(*info) + ")" : std::string());
+      // The CPUs near the GPU, unless the user chose for every worker (the variable is inherited).
+      if (!std::getenv(kCpuAffinityEnv))
+        if (std::string cpus = gpu_worker_cpus(found, dev); !cpus.empty()) c.env[kCpuAffinityEnv] = cpus;
+      const int gpu = find_gpu(found, dev);
+      spdlog::info("tessera-cuda-worker: worker {} with CUDA_VISIBLE_DEVICES={}{}{}", c.name,
+                   c.env["CUDA_VISIBLE_DEVICES"],
+                   gpu >= 0 ? " (" + describe_gpu(found.gpus[static_cast<std::size_t>(gpu)]) + ")" : std::string(),
+                   c.env.count(kCpuAffinityEnv) ? ", CPUs " + c.env[kCpuAffinityEnv] : std::string());
       children.push_back(std::move(c));
     }
     return run_worker_processes("tessera-cuda-worker", children);

@@ -355,8 +355,9 @@ LocalCUDACluster::Plan LocalCUDACluster::plan(const LocalCUDAClusterOptions& o) 
     if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) visible = v;
   Plan p;
   std::vector<std::string> all;
+  const GpuDiscovery found = discover_gpus();  // NVML, no CUDA context here; also for CPU affinity
   try {
-    all = gpu_worker_devices(visible);  // NVML when no list is given: no CUDA context here
+    all = gpu_worker_devices(visible, found);
   } catch (const Error& e) {
     throw Error(std::string("LocalCUDACluster: ") + e.what());
   }
@@ -388,6 +389,10 @@ LocalCUDACluster::Plan LocalCUDACluster::plan(const LocalCUDAClusterOptions& o) 
   // first n devices get a worker.
   for (std::size_t i = 0; i < n; ++i) {
     c.worker_env.push_back({{"CUDA_VISIBLE_DEVICES", cuda_visible_devices_for(i, all)}});
+    // Pinned to the CPUs near its GPU (dask-cuda's CPUAffinity), unless the user set the
+    // variable for every worker.
+    if (!std::getenv(kCpuAffinityEnv))
+      if (std::string cpus = gpu_worker_cpus(found, all[i]); !cpus.empty()) c.worker_env.back()[kCpuAffinityEnv] = cpus;
     c.worker_names.push_back(gpu_worker_name(o.name_prefix, all[i]));
     p.devices.push_back(all[i]);
   }

@@ -4,11 +4,14 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <thread>
 #include <tuple>
 
 #include <gtest/gtest.h>
@@ -111,6 +114,17 @@ TEST(GpuDiscovery, NvmlGivesIndexNameUuidMemoryAndShutsDown) {
     EXPECT_EQ(g.cc_major, 9);
     EXPECT_EQ(g.cc_minor, 0);
   }
+  // The CPUs near each GPU (the fake: GPU i near CPU i), and the list its worker is pinned to:
+  // those this process may use, matched by index or UUID.
+  EXPECT_EQ(d.near_cpus, (std::vector<std::vector<int>>{{0}, {1}}));
+  const auto allowed = allowed_cpus();
+  const bool has1 = std::binary_search(allowed.begin(), allowed.end(), 1);
+  EXPECT_EQ(find_gpu(d, "1"), 1);
+  EXPECT_EQ(find_gpu(d, "GPU-00000000-0000-0000-0000-000000000001"), 1);
+  EXPECT_EQ(find_gpu(d, "2"), -1);
+  EXPECT_EQ(gpu_worker_cpus(d, "1"), has1 ? "1" : "");
+  EXPECT_EQ(gpu_worker_cpus(d, "GPU-00000000-0000-0000-0000-000000000001"), has1 ? "1" : "");
+  EXPECT_EQ(gpu_worker_cpus(d, "7"), "") << "a device NVML does not list gets no pinning";
   EXPECT_EQ(live(), 0) << "every nvmlInit_v2 must be matched by nvmlShutdown";
   EXPECT_EQ(describe_gpu(d.gpus[1]), "Fake GPU 1, GPU-00000000-0000-0000-0000-000000000001, 00000000:1A:00.0, 32.0 GiB, sm_90");
   // The devices GPU workers get when CUDA_VISIBLE_DEVICES is unset: every GPU NVML reports.
@@ -163,6 +177,8 @@ TEST(GpuDiscovery, WithoutNvmlFallsBackToProcDriverNvidia) {
   EXPECT_EQ(d.gpus[2].pci_bus_id, "0000:5d:00.0");
   EXPECT_EQ(d.gpus[2].name, "");
   for (int i = 0; i < 3; ++i) EXPECT_EQ(d.gpus[static_cast<std::size_t>(i)].ordinal, i);
+  EXPECT_EQ(d.near_cpus, std::vector<std::vector<int>>(3)) << "/proc says nothing of CPUs";
+  EXPECT_EQ(gpu_worker_cpus(d, "0"), "");
 
   // An NVML whose nvmlInit_v2 fails (driver not loaded) also falls back, saying why.
   const std::string failing = fake_nvml("fail");
@@ -207,3 +223,50 @@ TEST(GpuDiscovery, ThisMachine) {
 }
 
 }  // namespace
+
+// ---- CPU lists and pinning -------------------------------------------------------------------------
+
+TEST(CpuList, ParsesAndFormatsTheLinuxListFormat) {
+  EXPECT_EQ(parse_cpu_list("0-3,8,10-11"), (std::vector<int>{0, 1, 2, 3, 8, 10, 11}));
+  EXPECT_EQ(parse_cpu_list(" 5 , 0-1,1 "), (std::vector<int>{0, 1, 5})) << "sorted, repeats merged";
+  EXPECT_EQ(parse_cpu_list("7-7"), (std::vector<int>{7}));
+  EXPECT_TRUE(parse_cpu_list("").empty());
+  EXPECT_TRUE(parse_cpu_list("  ").empty());
+  EXPECT_EQ(format_cpu_list({0, 1, 2, 3, 8, 10, 11}), "0-3,8,10-11");
+  EXPECT_EQ(format_cpu_list({11, 3, 2, 2}), "2-3,11");
+  EXPECT_EQ(format_cpu_list({}), "");
+  EXPECT_EQ(format_cpu_list(parse_cpu_list("0-63,128-191")), "0-63,128-191");
+  for (const char* bad : {"3-1", "a", "0,,1", "0,", "-1", "1-", "0-2x", "70000"}) {
+    const std::string e = error_of([&] { parse_cpu_list(bad); });
+    EXPECT_TRUE(contains(e, "invalid CPU list \"" + std::string(bad) + "\"")) << bad << ": " << e;
+  }
+}
+
+TEST(CpuList, PinningCoversThreadsStartedBeforeAndAfterAndRefusesAbsentCpus) {
+  const std::vector<int> before = allowed_cpus();
+  ASSERT_FALSE(before.empty());
+  // A thread already running when the process is pinned.
+  std::atomic<bool> pinned{false};
+  std::vector<int> seen_by_old;
+  std::thread old([&] {
+    while (!pinned) std::this_thread::yield();
+    seen_by_old = allowed_cpus();
+  });
+  const std::vector<int> one{before.back()};
+  pin_process_to_cpus(one);
+  pinned = true;
+  old.join();
+  std::vector<int> seen_by_new;
+  std::thread([&] { seen_by_new = allowed_cpus(); }).join();
+  const std::vector<int> seen_here = allowed_cpus();
+  pin_process_to_cpus(before);  // restore before checking, so a failure leaves no pinned process
+  EXPECT_EQ(seen_here, one);
+  EXPECT_EQ(seen_by_old, one) << "a thread started before the call is pinned too";
+  EXPECT_EQ(seen_by_new, one) << "a thread started after inherits the mask";
+  EXPECT_EQ(allowed_cpus(), before);
+  // A CPU this machine does not have: an error that names it; nothing changes.
+  const std::string e = error_of([] { pin_process_to_cpus({65000}); });
+  EXPECT_TRUE(contains(e, "cannot pin this process to CPUs 65000")) << e;
+  EXPECT_EQ(allowed_cpus(), before);
+  EXPECT_TRUE(contains(error_of([] { pin_process_to_cpus({}); }), "no CPU"));
+}

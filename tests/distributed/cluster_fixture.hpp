@@ -207,6 +207,29 @@ inline char process_state(int pid) {
 }
 
 /** @brief Environment for a child binary: it dies with this process even if this one is killed. */
+/**
+ * @brief Sets (or, with nullopt, unsets) an environment variable for one scope and restores it.
+ * Only for code that reads the variable on this thread while no other thread does.
+ */
+class ScopedEnv {
+ public:
+  ScopedEnv(std::string name, const std::optional<std::string>& value) : name_(std::move(name)) {
+    if (const char* old = std::getenv(name_.c_str())) old_ = old;
+    if (value) ::setenv(name_.c_str(), value->c_str(), 1);
+    else ::unsetenv(name_.c_str());
+  }
+  ~ScopedEnv() {
+    if (old_) ::setenv(name_.c_str(), old_->c_str(), 1);
+    else ::unsetenv(name_.c_str());
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
 inline std::map<std::string, std::string> child_env() {
   return {{"TESSERA_PARENT_PID", std::to_string(::getpid())}};
 }

@@ -38,9 +38,17 @@ std::string cwt_getenv(std::string name) {
   return v ? v : "<unset>";
 }
 
+// The CPUs the task's thread may run on, comma-separated (the argument is ignored).
+std::string cwt_cpus(std::string) {
+  std::string out;
+  for (int c : tessera::allowed_cpus()) out += (out.empty() ? "" : ",") + std::to_string(c);
+  return out;
+}
+
 }  // namespace
 
 TESSERA_REGISTER_FUNCTION_AS("cuda_worker_test.getenv", cwt_getenv);
+TESSERA_REGISTER_FUNCTION_AS("cuda_worker_test.cpus", cwt_cpus);
 
 namespace {
 
@@ -137,6 +145,41 @@ TEST(LocalCUDACluster, OneWorkerPerListedDeviceEachPinnedAndNamed) {
   }
   for (int pid : pids) EXPECT_TRUE(wait_until([&] { return !tessera_test::process_alive(pid); }, 3)) << pid;
   EXPECT_TRUE(wait_until([&] { return processes_with(address + " ").empty(); }, 3));
+}
+
+// Each worker is pinned to the CPUs near its GPU (TESSERA_CPU_AFFINITY in its environment), as
+// dask-cuda's CPUAffinity does; a TESSERA_CPU_AFFINITY the user set is left for every worker.
+TEST(LocalCUDACluster, WorkersArePinnedToTheCpusNearTheirGpu) {
+  const std::string nvml = (tests_dir() / "libtessera_fake_nvml_2.so").string();
+  if (!std::filesystem::exists(nvml)) GTEST_SKIP() << nvml << " not built";
+  const std::vector<int> allowed = allowed_cpus();
+  if (!std::binary_search(allowed.begin(), allowed.end(), 0) || !std::binary_search(allowed.begin(), allowed.end(), 1))
+    GTEST_SKIP() << "needs CPUs 0 and 1, this process may use " << format_cpu_list(allowed);
+  tessera_test::ScopedEnv fake("TESSERA_NVML_LIBRARY", nvml);  // fake GPU i is near CPU i
+  tessera_test::ScopedEnv unset(kCpuAffinityEnv, std::nullopt);
+  LocalCUDAClusterOptions o;
+  o.cuda_visible_devices = "1,0";  // worker-gpu1 has GPU 1
+  o.timeout = 20;
+  o.log_level = "error";
+  {
+    LocalCUDACluster cluster(o);
+    Client client(cluster, client_options(cluster.token(), 10));
+    EXPECT_EQ(env_by_name(client, "cuda_worker_test.getenv", kCpuAffinityEnv),
+              (std::map<std::string, std::string>{{"worker-gpu1", "1"}, {"worker-gpu0", "0"}}));
+    EXPECT_EQ(env_by_name(client, "cuda_worker_test.cpus", ""),
+              (std::map<std::string, std::string>{{"worker-gpu1", "1"}, {"worker-gpu0", "0"}}))
+        << "the threads that run tasks are pinned";
+    client.close();
+  }
+  // "none" from the user: inherited by every worker, which then stays unpinned.
+  tessera_test::ScopedEnv none(kCpuAffinityEnv, "none");
+  o.cuda_visible_devices = "1";
+  LocalCUDACluster cluster(o);
+  Client client(cluster, client_options(cluster.token(), 10));
+  std::string all;
+  for (int c : allowed) all += (all.empty() ? "" : ",") + std::to_string(c);
+  EXPECT_EQ(env_by_name(client, "cuda_worker_test.cpus", ""), (std::map<std::string, std::string>{{"worker-gpu1", all}}));
+  client.close();
 }
 
 TEST(LocalCUDACluster, FirstNDevicesAndReplacementWorkersKeepTheirDevice) {
@@ -288,12 +331,27 @@ TEST(CudaWorkerBinary, WithoutCudaVisibleDevicesOneWorkerPerGpuNvmlReports) {
     EXPECT_EQ(names, (std::set<std::string>{host + "-gpu0", host + "-gpu1"}));
     EXPECT_EQ(env_by_name(*client, "cuda_plugin.getenv", "CUDA_VISIBLE_DEVICES"),
               (std::map<std::string, std::string>{{host + "-gpu0", "0,1"}, {host + "-gpu1", "1,0"}}));
+    // Each worker's threads run on the CPUs NVML reports near its GPU (fake GPU i: CPU i), where
+    // this process may use that CPU; otherwise the worker is left unpinned.
+    const std::vector<int> allowed = allowed_cpus();
+    auto joined = [](const std::vector<int>& cpus) {
+      std::string out;
+      for (int c : cpus) out += (out.empty() ? "" : ",") + std::to_string(c);
+      return out;
+    };
+    auto expected_cpus = [&](int gpu) {
+      return std::binary_search(allowed.begin(), allowed.end(), gpu) ? std::to_string(gpu) : joined(allowed);
+    };
+    EXPECT_EQ(env_by_name(*client, "cuda_plugin.cpus", ""),
+              (std::map<std::string, std::string>{{host + "-gpu0", expected_cpus(0)}, {host + "-gpu1", expected_cpus(1)}}));
     client->close();
     client.reset();
-    // The nanny logged which GPU each worker has.
+    // The nanny logged which GPU each worker has, and its CPUs.
     const std::string text = read_file(log);
     EXPECT_NE(text.find("worker " + host + "-gpu1 with CUDA_VISIBLE_DEVICES=1,0 (Fake GPU 1, GPU-"), std::string::npos)
         << text;
+    if (allowed.size() >= 2)
+      EXPECT_NE(text.find("00000000:1A:00.0, 32.0 GiB, sm_90), CPUs 1"), std::string::npos) << text;
     // Stopping the scheduler closes the workers, and with them the nanny.
     ::kill(sched, SIGTERM);
     expect_exit_zero(kids, sched, "tessera-scheduler");

@@ -1,6 +1,7 @@
 // Task functions for the tessera-cuda-worker tests, loaded into the generic binaries with
 // --preload (tests/distributed/cuda_worker_test.cpp). Each says where it ran, so a test can check
 // placement without a GPU: pid and CUDA_VISIBLE_DEVICES of the worker process.
+#include <sched.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -23,6 +24,17 @@ std::string cw_getenv(std::string name) {
   return v ? v : "<unset>";
 }
 int cw_pid() { return static_cast<int>(::getpid()); }
+// The CPUs the task's thread may run on, comma-separated: shows the worker's pinning. The
+// argument is ignored (it lets the tests' run-with-a-string helper call this too).
+std::string cw_cpus(std::string) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return "?";
+  std::string out;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) out += (out.empty() ? "" : ",") + std::to_string(c);
+  return out;
+}
 
 // The seed's foo -> bar -> baz: each appends "<step>:<pid>@<CUDA_VISIBLE_DEVICES>;".
 std::string cw_foo(int i) {
@@ -42,6 +54,7 @@ std::string cw_baz(std::string s) {
 
 TESSERA_REGISTER_FUNCTION_AS("cuda_plugin.getenv", cw_getenv);
 TESSERA_REGISTER_FUNCTION_AS("cuda_plugin.pid", cw_pid);
+TESSERA_REGISTER_FUNCTION_AS("cuda_plugin.cpus", cw_cpus);
 TESSERA_REGISTER_FUNCTION_AS("cuda_plugin.foo", cw_foo);
 TESSERA_REGISTER_FUNCTION_AS("cuda_plugin.bar", cw_bar);
 TESSERA_REGISTER_FUNCTION_AS("cuda_plugin.baz", cw_baz);

@@ -86,6 +86,15 @@ int nvmlDeviceGetCudaComputeCapability(void* dev, int* major, int* minor) {
   *minor = 0;
   return 0;
 }
+// GPU i is near CPU i (so on a machine of two or more CPUs the two fake GPUs get different CPUs).
+int nvmlDeviceGetCpuAffinity(void* dev, unsigned int words, unsigned long* set) {
+  if (int rc = check(dev)) return rc;
+  const unsigned cpu = static_cast<unsigned>(index_of(dev));
+  if (words <= cpu / 64) return 7;  // NVML_ERROR_INSUFFICIENT_SIZE
+  for (unsigned w = 0; w < words; ++w) set[w] = 0;
+  set[cpu / 64] = 1UL << (cpu % 64);
+  return 0;
+}
 int fake_nvml_live() { return g_live; }
 
 }  // extern "C"

@@ -8,7 +8,9 @@
  * NVML, loaded with dlopen (libnvidia-ml.so.1 comes with the driver; nothing links it at build
  * time), as dask-cuda does with pynvml, and falls back to counting /proc/driver/nvidia/gpus/.
  * Every worker is then given the device list rotated so that its own device comes first
- * (dask-cuda's cuda_visible_devices(i)): "0,1,2,3" -> worker 1 gets "1,2,3,0".
+ * (dask-cuda's cuda_visible_devices(i)): "0,1,2,3" -> worker 1 gets "1,2,3,0", and is pinned to
+ * the CPUs NVML reports near its GPU (dask-cuda's CPUAffinity): host work (staging copies, the
+ * worker's own threads) then runs on the GPU's socket and uses its NUMA node's memory.
  */
 #include <cstddef>
 #include <optional>
@@ -28,6 +30,11 @@ struct GpuDiscovery {
    * default order too). Fields NVML did not give stay empty / 0.
    */
   std::vector<GpuInfo> gpus;
+  /**
+   * @brief The CPUs close to each GPU (nvmlDeviceGetCpuAffinity), ascending, indexed as `gpus`;
+   * an empty entry where NVML did not say (procfs discovery, a driver without the call).
+   */
+  std::vector<std::vector<int>> near_cpus;
   std::string source;  ///< "nvml", "procfs" or "none"
   std::string detail;  ///< why NVML or /proc was not used (for messages); empty when NVML answered
 };
@@ -81,6 +88,49 @@ std::vector<std::string> gpu_worker_devices(const std::optional<std::string>& cu
  * "<prefix>-<uuid>" for a UUID entry ("node1-GPU-5f0c...").
  */
 std::string gpu_worker_name(const std::string& prefix, const std::string& device);
+
+/**
+ * @brief The entry of found.gpus a CUDA_VISIBLE_DEVICES entry names: an index is matched against
+ * the NVML index, a GPU-/MIG- UUID against the UUID. -1 when none matches.
+ */
+int find_gpu(const GpuDiscovery& found, const std::string& device);
+
+/**
+ * @brief The CPU list ("0-15,32-47") the GPU worker of `device` is pinned to: the CPUs NVML
+ * reports near that GPU which this process may itself run on. "" (no pinning) when the GPU is
+ * not found, NVML gave no CPUs, or none of them is allowed here.
+ */
+std::string gpu_worker_cpus(const GpuDiscovery& found, const std::string& device);
+
+/**
+ * @brief The environment variable that pins a worker process's threads to a CPU list
+ * ("0-15,32-47"); "none" or empty leaves it unpinned. tessera-cuda-worker and LocalCUDACluster set
+ * it per worker to gpu_worker_cpus() unless it is already set (then every worker inherits it);
+ * any worker applies it at start.
+ */
+inline constexpr const char* kCpuAffinityEnv = "TESSERA_CPU_AFFINITY";
+
+// ---- CPU lists -------------------------------------------------------------------------------------
+
+/**
+ * @brief Parses a Linux CPU list (cpuset(7) "List format": "0-3,8,10-11"), spaces around entries
+ * ignored, into ascending distinct CPU numbers. A blank text gives none. Throws tessera::Error
+ * quoting the text on anything else ("3-1", "a", "0,,1", a CPU past 65535).
+ */
+std::vector<int> parse_cpu_list(std::string_view text);
+
+/** @brief The CPU list of `cpus` ("0-3,8"), ranges collapsed; "" for none. */
+std::string format_cpu_list(std::vector<int> cpus);
+
+/** @brief The CPUs the calling thread may run on (sched_getaffinity), ascending. */
+std::vector<int> allowed_cpus();
+
+/**
+ * @brief Pins every thread of this process, and so every thread it starts later, to `cpus`
+ * (sched_setaffinity on each entry of /proc/self/task). Throws Error naming the CPUs and the
+ * system's answer when the calling thread cannot be pinned (e.g. CPUs outside the cgroup).
+ */
+void pin_process_to_cpus(const std::vector<int>& cpus);
 
 /** @brief "NVIDIA H100 80GB HBM3, GPU-5f0c..., 79.6 GiB" for logs (the fields that are known). */
 std::string describe_gpu(const GpuInfo& gpu);
