@@ -230,6 +230,14 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
+/** @brief The whole text of a file ("" when it cannot be read), e.g. a child's log. */
+inline std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 inline std::map<std::string, std::string> child_env() {
   return {{"TESSERA_PARENT_PID", std::to_string(::getpid())}};
 }

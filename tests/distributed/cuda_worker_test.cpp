@@ -31,6 +31,7 @@ using tessera_test::expect_exit_zero;
 using tessera_test::processes_with;
 using tessera_test::client_options;
 using tessera_test::wait_until;
+using tessera_test::read_text;
 
 // Runs in the LocalCUDACluster's workers (this test binary, started with --tessera-worker).
 std::string cwt_getenv(std::string name) {
@@ -86,16 +87,9 @@ struct Binaries {
   if (!(bins).found) GTEST_SKIP() << "tessera-scheduler/-worker/-cuda-worker or the test plugin not built"
 
 
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // /proc/PID/cmdline with spaces between the arguments.
 std::string cmdline_of(int pid) {
-  std::string cmd = read_file("/proc/" + std::to_string(pid) + "/cmdline");
+  std::string cmd = read_text("/proc/" + std::to_string(pid) + "/cmdline");
   for (auto& c : cmd)
     if (c == '\0') c = ' ';
   return cmd;
@@ -320,7 +314,7 @@ TEST(CudaWorkerBinary, WithoutCudaVisibleDevicesOneWorkerPerGpuNvmlReports) {
                                           log),
                               env);
     auto client = Client::from_scheduler_file(sfile, client_options(token, 10));
-    ASSERT_TRUE(client->wait_for_workers(2, 20s)) << read_file(log);
+    ASSERT_TRUE(client->wait_for_workers(2, 20s)) << read_text(log);
     const std::string host = hostname();
     std::set<std::string> names;
     for (const auto& w : client->scheduler_info().workers) {
@@ -347,7 +341,7 @@ TEST(CudaWorkerBinary, WithoutCudaVisibleDevicesOneWorkerPerGpuNvmlReports) {
     client->close();
     client.reset();
     // The nanny logged which GPU each worker has, and its CPUs.
-    const std::string text = read_file(log);
+    const std::string text = read_text(log);
     EXPECT_NE(text.find("worker " + host + "-gpu1 with CUDA_VISIBLE_DEVICES=1,0 (Fake GPU 1, GPU-"), std::string::npos)
         << text;
     if (allowed.size() >= 2)
@@ -378,7 +372,7 @@ TEST(CudaWorkerBinary, NoGpuExitsWithStatus1AndSaysWhy) {
     pid_t pid = kids.spawn(unset_cvd ? without_cvd(cmd, log) : sh, env);
     auto st = kids.wait_exit(pid, 10);
     EXPECT_TRUE(st.has_value());
-    return std::pair{st ? *st : -1, read_file(log)};
+    return std::pair{st ? *st : -1, read_text(log)};
   };
   // NVML answers and reports no GPU.
   auto [st, text] = run({"tcp://127.0.0.1:9", "--token", "x"}, {{"TESSERA_NVML_LIBRARY", nvml}}, true);

@@ -30,6 +30,7 @@ using tessera_test::expect_no_workers_left;
 using tessera_test::client_options;
 using tessera_test::Clock;
 using tessera_test::processes_with;
+using tessera_test::read_text;
 using tessera_test::seconds_since;
 using tessera_test::wait_until;
 using tessera_test::seed_expr;
@@ -649,6 +650,67 @@ TEST(ClusterBinaries, SigtermRightAfterRegistration) {
   EXPECT_EQ(unclean_workers, 0) << "workers that died of a SIGTERM sent right after they registered (last: " << last
                                 << ")";
   EXPECT_EQ(unclean_schedulers, 0) << "schedulers that died of a SIGTERM sent right after their file appeared";
+}
+
+// The environment variables the binaries and the client read: a client with no token takes
+// TESSERA_TOKEN, and a bad TESSERA_LOG_LEVEL or TESSERA_CPU_AFFINITY stops a binary with a message
+// that names the value, while CPUs the system refuses only leave a worker unpinned.
+TEST(ClusterBinaries, EnvironmentVariablesAreReadAndBadValuesNamed) {
+  Binaries bins;
+  if (!bins.found) GTEST_SKIP() << "tessera-scheduler / tessera-worker not built next to the tests";
+  tessera_test::TempDir dir;
+  const std::string sfile = (dir.path() / "s.json").string();
+  const std::string token = "env-token";
+  Children kids;
+  // Runs a binary with its stderr in `log`; its exit status.
+  const std::string log = (dir.path() / "log").string();
+  auto run = [&](const std::string& binary, std::vector<std::string> args, std::map<std::string, std::string> env) {
+    std::vector<std::string> cmd{"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>'" + log + "'", binary};
+    cmd.insert(cmd.end(), args.begin(), args.end());
+    for (const auto& [k, v] : child_env()) env[k] = v;
+    return kids.spawn(cmd, env);
+  };
+  auto exit_status = [&](pid_t pid) {
+    auto st = kids.wait_exit(pid, 10);
+    return st ? *st : -1;
+  };
+  {
+    pid_t bad = run(bins.scheduler, {"--port", "0"}, {{"TESSERA_LOG_LEVEL", "bogus"}});
+    const int st = exit_status(bad);
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) != 0) << tessera_test::describe_status(st);
+    EXPECT_NE(read_text(log).find("unknown level 'bogus'"), std::string::npos) << read_text(log);
+  }
+  pid_t sched = spawn_scheduler(kids, bins.scheduler, sfile, token);
+  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(sfile); }, 10));
+  {
+    tessera_test::ScopedEnv unset("TESSERA_TOKEN", std::nullopt);
+    EXPECT_THROW(Client::from_scheduler_file(sfile, client_options("", 5)), std::exception)
+        << "no token at all must be refused by a scheduler that has one";
+    tessera_test::ScopedEnv set("TESSERA_TOKEN", token);
+    auto client = Client::from_scheduler_file(sfile, client_options("", 5));
+    EXPECT_TRUE(client->scheduler_info().workers.empty());
+    client->close();
+  }
+  {
+    pid_t bad = run(bins.worker, {"--scheduler-file", sfile, "--token", token}, {{"TESSERA_CPU_AFFINITY", "3-1"}});
+    const int st = exit_status(bad);
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 1) << tessera_test::describe_status(st);
+    EXPECT_NE(read_text(log).find("TESSERA_CPU_AFFINITY: invalid CPU list \"3-1\""), std::string::npos)
+        << read_text(log);
+  }
+  {
+    // A CPU this machine lacks: a warning, and the worker runs unpinned.
+    pid_t w = run(bins.worker, {"--scheduler-file", sfile, "--token", token, "--log-level", "warning"},
+                  {{"TESSERA_CPU_AFFINITY", "65000"}});
+    auto client = Client::from_scheduler_file(sfile, client_options(token, 5));
+    EXPECT_TRUE(client->wait_for_workers(1, 10s)) << read_text(log);
+    EXPECT_NE(read_text(log).find("cannot pin this process to CPUs 65000"), std::string::npos) << read_text(log);
+    client->close();
+    ::kill(w, SIGTERM);
+    expect_exit_zero(kids, w, "tessera-worker left unpinned");
+  }
+  ::kill(sched, SIGTERM);
+  expect_exit_zero(kids, sched, "tessera-scheduler");
 }
 
 }  // namespace
