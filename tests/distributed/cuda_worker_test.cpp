@@ -39,12 +39,8 @@ std::string cwt_getenv(std::string name) {
   return v ? v : "<unset>";
 }
 
-// The CPUs the task's thread may run on, comma-separated (the argument is ignored).
-std::string cwt_cpus(std::string) {
-  std::string out;
-  for (int c : tessera::allowed_cpus()) out += (out.empty() ? "" : ",") + std::to_string(c);
-  return out;
-}
+// The CPUs the task's thread may run on ("0-3"; the argument is ignored).
+std::string cwt_cpus(std::string) { return tessera::format_cpu_list(tessera::allowed_cpus()); }
 
 }  // namespace
 
@@ -170,9 +166,8 @@ TEST(LocalCUDACluster, WorkersArePinnedToTheCpusNearTheirGpu) {
   o.cuda_visible_devices = "1";
   LocalCUDACluster cluster(o);
   Client client(cluster, client_options(cluster.token(), 10));
-  std::string all;
-  for (int c : allowed) all += (all.empty() ? "" : ",") + std::to_string(c);
-  EXPECT_EQ(env_by_name(client, "cuda_worker_test.cpus", ""), (std::map<std::string, std::string>{{"worker-gpu1", all}}));
+  EXPECT_EQ(env_by_name(client, "cuda_worker_test.cpus", ""),
+            (std::map<std::string, std::string>{{"worker-gpu1", format_cpu_list(allowed)}}));
   client.close();
 }
 
@@ -328,13 +323,8 @@ TEST(CudaWorkerBinary, WithoutCudaVisibleDevicesOneWorkerPerGpuNvmlReports) {
     // Each worker's threads run on the CPUs NVML reports near its GPU (fake GPU i: CPU i), where
     // this process may use that CPU; otherwise the worker is left unpinned.
     const std::vector<int> allowed = allowed_cpus();
-    auto joined = [](const std::vector<int>& cpus) {
-      std::string out;
-      for (int c : cpus) out += (out.empty() ? "" : ",") + std::to_string(c);
-      return out;
-    };
     auto expected_cpus = [&](int gpu) {
-      return std::binary_search(allowed.begin(), allowed.end(), gpu) ? std::to_string(gpu) : joined(allowed);
+      return std::binary_search(allowed.begin(), allowed.end(), gpu) ? std::to_string(gpu) : format_cpu_list(allowed);
     };
     EXPECT_EQ(env_by_name(*client, "cuda_plugin.cpus", ""),
               (std::map<std::string, std::string>{{host + "-gpu0", expected_cpus(0)}, {host + "-gpu1", expected_cpus(1)}}));

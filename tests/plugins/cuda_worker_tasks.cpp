@@ -1,7 +1,6 @@
 // Task functions for the tessera-cuda-worker tests, loaded into the generic binaries with
 // --preload (tests/distributed/cuda_worker_test.cpp). Each says where it ran, so a test can check
 // placement without a GPU: pid and CUDA_VISIBLE_DEVICES of the worker process.
-#include <sched.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -9,6 +8,7 @@
 #include <string>
 #include <thread>
 
+#include <tessera/core/gpus.hpp>
 #include <tessera/ops/function.hpp>
 
 namespace {
@@ -24,17 +24,9 @@ std::string cw_getenv(std::string name) {
   return v ? v : "<unset>";
 }
 int cw_pid() { return static_cast<int>(::getpid()); }
-// The CPUs the task's thread may run on, comma-separated: shows the worker's pinning. The
-// argument is ignored (it lets the tests' run-with-a-string helper call this too).
-std::string cw_cpus(std::string) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) != 0) return "?";
-  std::string out;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &set)) out += (out.empty() ? "" : ",") + std::to_string(c);
-  return out;
-}
+// The CPUs the task's thread may run on ("0-3"): shows the worker's pinning. The argument is
+// ignored (it lets the tests' run-with-a-string helper call this too).
+std::string cw_cpus(std::string) { return tessera::format_cpu_list(tessera::allowed_cpus()); }
 
 // The seed's foo -> bar -> baz: each appends "<step>:<pid>@<CUDA_VISIBLE_DEVICES>;".
 std::string cw_foo(int i) {
