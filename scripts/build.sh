@@ -7,6 +7,7 @@
 #   TESSERA_BUILD_DIR   build folder (default: build, relative to the repo root)
 #   TESSERA_BUILD_TYPE  CMAKE_BUILD_TYPE (default: Release)
 #   TESSERA_JOBS        parallel compile jobs (default: all cores, capped by memory)
+#   CI                  when "true" (as in CI), warnings are errors (-DTESSERA_WERROR=ON)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -35,8 +36,12 @@ if [[ -f "$BUILD_DIR/CMakeCache.txt" ]] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=
   exit 1
 fi
 
-echo "build: configuring $BUILD_DIR ($BUILD_TYPE)"
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" "$@"
+# CI builds with warnings as errors, so a warning never lands; a local build only shows them.
+WERROR=OFF
+[[ "${CI:-}" == "true" ]] && WERROR=ON
+
+echo "build: configuring $BUILD_DIR ($BUILD_TYPE, warnings as errors: $WERROR)"
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" -DTESSERA_WERROR="$WERROR" "$@"
 
 echo "build: ninja -j$JOBS"
 ninja -C "$BUILD_DIR" -j "$JOBS"

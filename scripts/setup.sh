@@ -15,7 +15,7 @@ if [[ "${TESSERA_SKIP_SETUP:-0}" == "1" ]]; then
 fi
 
 PACKAGES=(
-  cmake ninja-build g++ pkg-config
+  cmake ninja-build g++ pkg-config ccache doxygen
   libgtest-dev libgmock-dev libbenchmark-dev
   libboost-dev
   libcereal-dev libspdlog-dev librandom123-dev libopenblas-dev libucx-dev ucx-utils libcli11-dev

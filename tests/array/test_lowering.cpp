@@ -44,7 +44,7 @@ TEST(ArrayLowering, SeedExpressionIsOneTaskPerChunkPlusCombines) {
     for (const auto& [k, t] : g.tasks()) {
       EXPECT_TRUE(t.op == kBlockwise || t.op == kCombine) << t.op;
       // The fused blockwise tasks read no other task: each draws its own elements.
-      if (t.op == kBlockwise) EXPECT_TRUE(t.dependencies().empty()) << k;
+      if (t.op == kBlockwise) { EXPECT_TRUE(t.dependencies().empty()) << k; }
     }
     // And the value is right.
     const Ref xs = ref_from_block(compute_sync(x));

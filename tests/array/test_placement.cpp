@@ -64,7 +64,7 @@ TEST(ArrayPlacement, OperationsWithADeviceInputRunOnTheDevice) {
   EXPECT_EQ(tasks_with(g, "tessera.array.blockwise", Target::Host), 4u);
   EXPECT_EQ(tasks_with(g, "tessera.array.blockwise", Target::Device), 4u);
   for (const auto& [k, t] : g.tasks())
-    if (t.annotations.target == Target::Device) EXPECT_EQ(t.dependencies().size(), 1u) << k;
+    if (t.annotations.target == Target::Device) { EXPECT_EQ(t.dependencies().size(), 1u) << k; }
 }
 
 TEST(ArrayPlacement, ToHostSplitsTheComputation) {

@@ -151,7 +151,7 @@ TEST(UcxPeer, DISABLED_EchoServer) {
 TEST(CommUcx, StatusSaysWhetherUcxRuns) {
   const auto st = ucx_status();
   EXPECT_EQ(st.available, st.reason.empty()) << st.reason;
-  if (st.built) EXPECT_FALSE(st.version.empty());
+  if (st.built) { EXPECT_FALSE(st.version.empty()); }
   const auto schemes = transport_schemes();
   EXPECT_NE(std::find(schemes.begin(), schemes.end(), "ucx"), schemes.end()) << "ucx:// is always registered";
 }
@@ -204,8 +204,10 @@ TEST(CommUcx, RoundTripHeaderAndFramesOverUcx) {
   for (int i = 0; i < 200; ++i) {
     auto m = comm->recv(5000ms);
     ASSERT_EQ(m.get<int>("i"), i);
-    if (i % 3 == 0) EXPECT_TRUE(same_bytes(m.frames.at(0), pattern_frame(static_cast<std::size_t>(i) * 997,
-                                                                          static_cast<std::uint8_t>(i))));
+    if (i % 3 == 0) {
+      EXPECT_TRUE(same_bytes(m.frames.at(0),
+                             pattern_frame(static_cast<std::size_t>(i) * 997, static_cast<std::uint8_t>(i))));
+    }
   }
 }
 
@@ -500,7 +502,7 @@ TEST(CommUcx, PeerKilledWhileWeReceiveIsDetected) {
     FAIL() << "the peer's death was not reported within 5 s";
   }
   EXPECT_LT(seconds_since(t0), 2.0) << why;
-  if (why.rfind("received", 0) == 0) EXPECT_THROW(comm->recv(2000ms), CommClosedError);
+  if (why.rfind("received", 0) == 0) { EXPECT_THROW(comm->recv(2000ms), CommClosedError); }
   EXPECT_TRUE(comm->is_closed() || why.rfind("received", 0) == 0);
 }
 

@@ -756,7 +756,7 @@ void throw_garbage_at(int port, const std::string& token, bool scheduler) {
   auto refused = [&](const std::string& what, const Bytes& bytes, bool after_hello) {
     SCOPED_TRACE(what);
     RawSocket s(port);
-    if (after_hello) ASSERT_TRUE(raw::handshake(s, token));
+    if (after_hello) { ASSERT_TRUE(raw::handshake(s, token)); }
     s.send_all(bytes);
     EXPECT_TRUE(s.closed_by_peer(3));
   };

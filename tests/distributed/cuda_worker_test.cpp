@@ -334,8 +334,9 @@ TEST(CudaWorkerBinary, WithoutCudaVisibleDevicesOneWorkerPerGpuNvmlReports) {
     const std::string text = read_text(log);
     EXPECT_NE(text.find("worker " + host + "-gpu1 with CUDA_VISIBLE_DEVICES=1,0 (Fake GPU 1, GPU-"), std::string::npos)
         << text;
-    if (allowed.size() >= 2)
+    if (allowed.size() >= 2) {
       EXPECT_NE(text.find("00000000:1A:00.0, 32.0 GiB, sm_90), CPUs 1"), std::string::npos) << text;
+    }
     // Stopping the scheduler closes the workers, and with them the nanny.
     ::kill(sched, SIGTERM);
     expect_exit_zero(kids, sched, "tessera-scheduler");

@@ -422,7 +422,7 @@ TEST(ClusterProcesses, GatherFromStoppedPeerDoesNotHang) {
     EXPECT_TRUE(after_kill) << "still stuck after the stopped worker was killed";
   }
   // Recomputed on worker-0 after the loss, or fetched: either way n values of some worker's pid.
-  if (b.done()) EXPECT_GT(get<double>(b), 0.0) << "expected about " << want;
+  if (b.done()) { EXPECT_GT(get<double>(b), 0.0) << "expected about " << want; }
   client.close();
   cluster.close();
   expect_no_workers_left(address);

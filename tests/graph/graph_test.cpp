@@ -69,7 +69,7 @@ Key chains_and_tree_sum(Graph& g, int k) {
 void expect_dependencies_first(const Graph& g, const std::unordered_map<Key, std::int64_t>& o) {
   for (const auto& [k, t] : g.tasks())
     for (const auto& d : t.dependencies())
-      if (g.contains(d)) EXPECT_LT(o.at(d), o.at(k)) << d << " must be ordered before " << k;
+      if (g.contains(d)) { EXPECT_LT(o.at(d), o.at(k)) << d << " must be ordered before " << k; }
 }
 
 }  // namespace

@@ -128,7 +128,7 @@ TEST(Serialize, BlocksRoundTripEveryDType) {
     EXPECT_EQ(r.dtype(), b.dtype());
     EXPECT_EQ(r.shape(), b.shape());
     ASSERT_EQ(r.nbytes(), b.nbytes());
-    if (b.nbytes()) EXPECT_EQ(std::memcmp(r.raw(), b.raw(), b.nbytes()), 0);
+    if (b.nbytes()) { EXPECT_EQ(std::memcmp(r.raw(), b.raw(), b.nbytes()), 0); }
     EXPECT_NE(r.buffer(), b.buffer());
   }
   EXPECT_TRUE(round_trip(Block()).empty());

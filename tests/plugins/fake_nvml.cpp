@@ -16,6 +16,8 @@ namespace {
 struct FakeDevice {
   int index;
 };
+// A variable, not the macro: `i >= 0` with FAKE_NVML_GPUS 0 would be a constant comparison.
+const unsigned g_gpu_count = FAKE_NVML_GPUS;
 FakeDevice g_devices[8] = {{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}};
 int g_live = 0;
 struct Memory {
@@ -53,7 +55,7 @@ int nvmlDeviceGetCount_v2(unsigned int* count) {
 }
 int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void** dev) {
   if (g_live <= 0) return 1;
-  if (i >= FAKE_NVML_GPUS) return 2;
+  if (i >= g_gpu_count) return 2;
   *dev = &g_devices[i];
   return 0;
 }

@@ -1,0 +1,17 @@
+# TESSERA_SANITIZE: a comma-separated list for -fsanitize= ("address,undefined" or "thread"),
+# applied to every target (CMakePresets.json: the asan and tsan presets). The CUDA back end is
+# left out of sanitized builds: the CUDA runtime and ASan's shadow memory do not mix.
+set(TESSERA_SANITIZE "" CACHE STRING "Sanitizers for every target, e.g. address,undefined or thread")
+if(TESSERA_SANITIZE)
+  if(TESSERA_SANITIZE MATCHES "thread" AND TESSERA_SANITIZE MATCHES "address")
+    message(FATAL_ERROR "TESSERA_SANITIZE: thread and address sanitizers cannot be combined")
+  endif()
+  set(_tessera_san -fsanitize=${TESSERA_SANITIZE} -fno-omit-frame-pointer)
+  if(TESSERA_SANITIZE MATCHES "undefined")
+    # Undefined behaviour fails the run instead of printing and going on.
+    list(APPEND _tessera_san -fno-sanitize-recover=undefined)
+  endif()
+  add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:${_tessera_san}>")
+  add_link_options(${_tessera_san})
+  message(STATUS "Tessera sanitizers: ${TESSERA_SANITIZE}")
+endif()
