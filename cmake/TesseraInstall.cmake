@@ -17,3 +17,16 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/tesseraConfigVersion.cmak
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/tesseraConfig.cmake ${PROJECT_BINARY_DIR}/tesseraConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/tessera)
+
+# pkg-config, beside the CMake package. The public headers need C++20 and cereal (found in the
+# default include path on Debian: libcereal-dev); a CUDA build defines TESSERA_HAS_CUDA.
+set(TESSERA_PC_CFLAGS "-std=c++20")
+if(NOT CEREAL_INCLUDE_DIR STREQUAL "/usr/include")
+  string(APPEND TESSERA_PC_CFLAGS " -I${CEREAL_INCLUDE_DIR}")
+endif()
+if(TESSERA_CUDA_ENABLED)
+  string(APPEND TESSERA_PC_CFLAGS " -DTESSERA_HAS_CUDA=1")
+endif()
+file(RELATIVE_PATH TESSERA_PC_TO_PREFIX "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
+configure_file(${PROJECT_SOURCE_DIR}/cmake/tessera.pc.in ${PROJECT_BINARY_DIR}/tessera.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/tessera.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
