@@ -5,6 +5,7 @@
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "arithmetic_fault.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/ops/function.hpp"
 
@@ -90,6 +91,26 @@ bool any_block_where(std::span<const Value> args, bool on_device, int device) {
   return false;
 }
 
+// The host variant, with an arithmetic fault (SIGFPE) in it turned into an error of the task.
+Value run_host(const std::string& name, const OpInfo& op, const OpContext& ctx, std::span<const Value> args) {
+  struct Call {
+    const OpInfo& op;
+    const OpContext& ctx;
+    std::span<const Value> args;
+    Value out;
+  } call{op, ctx, args, {}};
+  const int sig = detail::run_catching_arithmetic_faults(
+      [](void* p) {
+        auto* c = static_cast<Call*>(p);
+        c->out = c->op.host(c->ctx, c->args);
+      },
+      &call);
+  if (sig)
+    throw Error("operation '" + name + "'" + (ctx.key ? " (task " + *ctx.key + ")" : std::string()) +
+                " raised an arithmetic fault (SIGFPE: integer division by zero or overflow)");
+  return std::move(call.out);
+}
+
 }  // namespace
 
 Value run_op(const std::string& name, const OpContext& ctx, std::span<const Value> args) {
@@ -130,9 +151,9 @@ Value run_op(const std::string& name, const OpContext& ctx, std::span<const Valu
     std::vector<Value> moved;
     moved.reserve(args.size());
     for (const Value& v : args) moved.push_back(v.is_block() ? Value(to_host(v.block())) : v);
-    return op.host(ctx, moved);
+    return run_host(name, op, ctx, moved);
   }
-  return op.host(ctx, args);
+  return run_host(name, op, ctx, args);
 }
 
 namespace detail {
