@@ -1,6 +1,7 @@
 #pragma once
 /**
- * @file tessera::init: lets an application be its own worker.
+ * @file
+ * tessera::init: lets an application be its own worker.
  *
  *     TESSERA_REGISTER_FUNCTION(train);          // the application's task functions
  *     int main(int argc, char** argv) {

@@ -1,5 +1,6 @@
 #pragma once
-/** @file Everything a Tessera user needs: arrays, graphs, executors, the op registry and clusters. */
+/** @file
+ * Everything a Tessera user needs: arrays, graphs, executors, the op registry and clusters. */
 #include "tessera/array/array.hpp"
 #include "tessera/core/block.hpp"
 #include "tessera/core/error.hpp"

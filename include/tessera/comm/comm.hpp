@@ -1,6 +1,7 @@
 #pragma once
 /**
- * @file Comm (a connection), Listener, and the transports behind them, chosen by the address
+ * @file
+ * Comm (a connection), Listener, and the transports behind them, chosen by the address
  * scheme: tcp://host:port, ucx://host:port, inproc://name. See docs/protocol.md and docs/ucx.md.
  */
 #include <chrono>

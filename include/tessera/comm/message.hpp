@@ -1,5 +1,6 @@
 #pragma once
-/** @file Message: a small cereal header plus raw data frames that are never copied into it. */
+/** @file
+ * Message: a small cereal header plus raw data frames that are never copied into it. */
 #include <cstddef>
 #include <map>
 #include <memory>

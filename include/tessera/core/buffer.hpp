@@ -1,5 +1,6 @@
 #pragma once
-/** @file Buffer: owned bytes in host, pinned-host or device memory. */
+/** @file
+ * Buffer: owned bytes in host, pinned-host or device memory. */
 #include <cstddef>
 #include <functional>
 #include <memory>

@@ -1,6 +1,7 @@
 #pragma once
 /**
- * @file The device runtime: what the rest of Tessera may ask of the CUDA back end.
+ * @file
+ * The device runtime: what the rest of Tessera may ask of the CUDA back end.
  *
  * libtessera is built and runs without CUDA. The CUDA back end (cuda/, libtessera_cuda.so) is
  * loaded on first use of device_runtime() from the folder that holds libtessera.so; when it is

@@ -1,5 +1,6 @@
 #pragma once
-/** @file Element types of arrays and blocks. */
+/** @file
+ * Element types of arrays and blocks. */
 #include <cstddef>
 #include <cstdint>
 #include <string>

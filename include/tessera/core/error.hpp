@@ -1,5 +1,6 @@
 #pragma once
-/** @file Error types. Every error Tessera raises derives from tessera::Error. */
+/** @file
+ * Error types. Every error Tessera raises derives from tessera::Error. */
 #include <exception>
 #include <stdexcept>
 #include <string>

@@ -1,6 +1,7 @@
 #pragma once
 /**
- * @file The GPUs of this machine, found without the CUDA runtime, and CUDA_VISIBLE_DEVICES.
+ * @file
+ * The GPUs of this machine, found without the CUDA runtime, and CUDA_VISIBLE_DEVICES.
  *
  * A process that starts GPU workers (tessera-cuda-worker, LocalCUDACluster) must not create a
  * CUDA context itself: a context made before CUDA_VISIBLE_DEVICES is set would pin the wrong

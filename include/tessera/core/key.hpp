@@ -1,5 +1,6 @@
 #pragma once
-/** @file Task keys. */
+/** @file
+ * Task keys. */
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -1,5 +1,6 @@
 #pragma once
-/** @file Shapes, strides and chunk grids. */
+/** @file
+ * Shapes, strides and chunk grids. */
 #include <cstdint>
 #include <string>
 #include <vector>

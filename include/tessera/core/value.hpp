@@ -1,5 +1,6 @@
 #pragma once
-/** @file Value: what a task produces and consumes. */
+/** @file
+ * Value: what a task produces and consumes. */
 #include <cstddef>
 #include <memory>
 #include <string>

@@ -1,6 +1,7 @@
 #pragma once
 /**
- * @file Device random generators (tessera::cuda, built when CUDA is found).
+ * @file
+ * Device random generators (tessera::cuda, built when CUDA is found).
  *
  * Each fills out[j], j < n, in device memory with the value of element start + j * delta of the
  * random array, exactly as the host kernels define it (src/array/kernels/random.cpp), on the

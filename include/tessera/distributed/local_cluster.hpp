@@ -1,6 +1,7 @@
 #pragma once
 /**
- * @file LocalCluster: a scheduler plus N workers on this machine, like dask's LocalCluster, and
+ * @file
+ * LocalCluster: a scheduler plus N workers on this machine, like dask's LocalCluster, and
  * LocalCUDACluster: one worker per GPU, like dask-cuda's.
  *
  * With processes (the default) each worker is its own process: this program itself when it
@@ -106,7 +107,7 @@ struct LocalCUDAClusterOptions {
   std::string host = "127.0.0.1";
   int scheduler_port = 0;
   bool scheduler_process = false;    ///< run tessera-scheduler as a process (default: in this one)
-  std::string name_prefix = "worker";  ///< worker names are <prefix>-gpu<device>
+  std::string name_prefix = "worker";  ///< worker names are `<prefix>-gpu<device>`
   std::string local_directory;
   std::vector<std::string> preload;
   std::string worker_program;        ///< as LocalClusterOptions::worker_program
@@ -121,7 +122,7 @@ struct LocalCUDAClusterOptions {
 /**
  * @brief A LocalCluster with one worker process per GPU (dask-cuda's LocalCUDACluster). Worker i
  * runs with CUDA_VISIBLE_DEVICES rotated to start at device i ("0,1" -> "0,1" and "1,0"), the
- * resource GPU=1 and the name <prefix>-gpu<device>. This process never touches CUDA: devices are
+ * resource GPU=1 and the name `<prefix>-gpu<device>`. This process never touches CUDA: devices are
  * found with NVML. Throws tessera::Error when there is no device ("no GPUs found: ...") or an
  * option is invalid, before starting anything.
  */

@@ -1,6 +1,7 @@
 #pragma once
 /**
- * @file Scheduler: the scheduler server. It listens for workers and clients, feeds their
+ * @file
+ * Scheduler: the scheduler server. It listens for workers and clients, feeds their
  * messages to a SchedulerState and sends the resulting actions. See docs/distributed.md.
  */
 #include <memory>

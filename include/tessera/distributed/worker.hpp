@@ -1,6 +1,7 @@
 #pragma once
 /**
- * @file Worker: the worker server. It registers with the scheduler, runs tasks on its threads,
+ * @file
+ * Worker: the worker server. It registers with the scheduler, runs tasks on its threads,
  * fetches inputs straight from peer workers, serves its data to peers and clients, and
  * spills to disk near its memory limit. See docs/distributed.md.
  */

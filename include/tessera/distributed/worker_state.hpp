@@ -1,5 +1,6 @@
 #pragma once
-/** @file WorkerState: a distributed worker as a pure state machine. */
+/** @file
+ * WorkerState: a distributed worker as a pure state machine. */
 #include <cstddef>
 #include <map>
 #include <memory>

@@ -1,5 +1,6 @@
 #pragma once
-/** @file Executors: run a task graph and return the values of the requested keys. */
+/** @file
+ * Executors: run a task graph and return the values of the requested keys. */
 #include <cstddef>
 #include <functional>
 #include <memory>

@@ -1,6 +1,7 @@
 #pragma once
 /**
- * @file cereal serialization of Tessera's values, tasks and op parameters.
+ * @file
+ * cereal serialization of Tessera's values, tasks and op parameters.
  *
  * Include this only where you serialize (it pulls in cereal). Objects use cereal's binary
  * archive: clusters are homogeneous (same architecture and build), as with Dask's pickle.
