@@ -29,7 +29,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "tessera/comm/wire.hpp"
+#include "wire.hpp"
 #include "tessera/core/device.hpp"
 #include "ucx_engine_internal.hpp"
 

@@ -1,16 +1,18 @@
-// Graph layer: Graph, cull, order, fuse_linear.
+// Graph layer: Graph, cull, order, linear_chains; and fuse_linear (ops) over linear_chains.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <set>
 
 #include "tessera/core/error.hpp"
 #include "tessera/exec/executor.hpp"
 #include "tessera/graph/graph.hpp"
 #include "tessera/ops/registry.hpp"
-#include "tessera/ops/task_serialize.hpp"
+#include "ops/fused_tasks.hpp"
+#include "tessera/ops/fuse.hpp"
 
 using namespace tessera;
 
@@ -200,6 +202,40 @@ TEST(Order, IterativeAndFastOnAMillionTaskChain) {
   EXPECT_EQ(o.at("t,123456"), 123456);
   EXPECT_EQ(o.at("t," + std::to_string(n - 1)), n - 1);
   EXPECT_LT(s, 20.0);  // generous: catches quadratic behaviour only
+}
+
+TEST(Graph, LinearChainsGroupEveryTaskOnceHeadFirst) {
+  Graph g;
+  g.add(task("a", {}));
+  g.add(task("b", {"a"}));
+  g.add(task("c", {"b"}));  // a -> b -> c: one chain
+  g.add(task("d", {"c"}));  // c is an output: d starts its own chain
+  g.add(task("p", {}));
+  g.add(task("q", {"p"}));
+  g.add(task("r", {"p"}));  // p has two dependents: a chain of one
+  Task s = task("s", {"q"});
+  s.annotations.priority = 1;  // other annotations than q: not joined
+  g.add(s);
+  auto chains = linear_chains(g, {"c", "d", "r", "s"});
+  std::map<Key, std::vector<Key>> by_tail;
+  std::size_t tasks = 0;
+  for (const auto& chain : chains) {
+    ASSERT_FALSE(chain.empty());
+    std::vector<Key> keys;
+    for (const Task* t : chain) keys.push_back(t->key);
+    tasks += keys.size();
+    by_tail[keys.back()] = keys;
+  }
+  EXPECT_EQ(tasks, g.size());
+  EXPECT_EQ(by_tail.size(), 6u);
+  EXPECT_EQ(by_tail["c"], (std::vector<Key>{"a", "b", "c"}));
+  EXPECT_EQ(by_tail["d"], (std::vector<Key>{"d"}));
+  EXPECT_EQ(by_tail["p"], (std::vector<Key>{"p"}));
+  EXPECT_EQ(by_tail["q"], (std::vector<Key>{"q"}));
+  EXPECT_EQ(by_tail["r"], (std::vector<Key>{"r"}));
+  EXPECT_EQ(by_tail["s"], (std::vector<Key>{"s"}));
+  for (const auto& chain : chains)
+    for (const Task* t : chain) EXPECT_EQ(t, &g.at(t->key)) << "not a pointer into the graph";
 }
 
 TEST(Fuse, LinearChainsBecomeOneTaskWithTheSameResult) {
