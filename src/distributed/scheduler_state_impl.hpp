@@ -95,20 +95,48 @@ using PrioKey = std::pair<Priority, Id>;
 
 /**
  * The last `capacity` state changes of every task, oldest first, in one ring (Dask's
- * transition_log). Slots are overwritten in place, so their strings keep their buffers and a
- * full ring records without allocating.
+ * transition_log), and the stimulus ids of the events that made them in another: a change
+ * refers to its event by number, so an event that moves many tasks stores its id once. Slots
+ * are overwritten in place, so their strings keep their buffers and a full ring records
+ * without allocating.
  */
 class TransitionLog {
  public:
   void set_capacity(std::size_t n) { capacity_ = n; }
-  void record(const Key& key, TaskStatus from, TaskStatus to, std::string_view stimulus, Time time);
+  /** The id of event number `event`; called before the event's first record. */
+  void name_event(std::uint64_t event, std::string_view stimulus);
+  void record(const Key& key, TaskStatus from, TaskStatus to, std::uint64_t event, Time time);
   /** The records of `key`, oldest first. */
   std::vector<TransitionRecord> story(const Key& key) const;
 
  private:
-  std::vector<TransitionRecord> ring_;
+  struct Change {
+    Key key;
+    TaskStatus from, to;
+    std::uint64_t event;
+    Time time;
+  };
+  struct Event {
+    std::uint64_t number;
+    std::string stimulus;
+  };
+  // Every change refers to one of the last `capacity_` events named (each named event has a
+  // change), so the events ring never drops a stimulus a kept change needs.
+  template <typename T>
+  struct Ring {
+    std::vector<T> slots;
+    std::size_t next = 0;  // the oldest slot once full
+    T& push(std::size_t capacity) {
+      if (slots.size() < capacity) return slots.emplace_back();
+      T& t = slots[next];
+      next = next + 1 == capacity ? 0 : next + 1;
+      return t;
+    }
+    const T& at(std::size_t i) const { return slots[(next + i) % slots.size()]; }  // 0 = oldest
+  };
+  Ring<Change> changes_;
+  Ring<Event> events_;
   std::size_t capacity_ = 0;
-  std::size_t next_ = 0;  // slot of the next record once the ring is full
 };
 
 /** Prints a story one transition a line, for error messages. */
@@ -215,7 +243,13 @@ class SchedulerStateImpl {
   /** Every task state change goes through here, so that the transition log sees it. */
   void set_state(Id id, TaskStatus to) {
     TaskRec& t = tasks[id];
-    if (cfg.transition_log_length > 0) transition_log.record(t.key, t.state, to, stimulus(), now);
+    if (cfg.transition_log_length > 0) {
+      if (logged_event_ != event_seq_) {
+        transition_log.name_event(event_seq_, stimulus());
+        logged_event_ = event_seq_;
+      }
+      transition_log.record(t.key, t.state, to, event_seq_, now);
+    }
     t.state = to;
   }
   template <typename F>
@@ -338,6 +372,7 @@ class SchedulerStateImpl {
   const char* event_kind_ = "";
   const std::string* event_subject_ = nullptr;
   std::uint64_t stimulus_seq_ = 0;  // event_seq_ that stimulus_ was built for (0 = none)
+  std::uint64_t logged_event_ = 0;  // the last event named in transition_log
   std::string stimulus_;
 };
 

@@ -6,29 +6,32 @@
 
 namespace tessera::distributed::detail {
 
-void TransitionLog::record(const Key& key, TaskStatus from, TaskStatus to, std::string_view stimulus, Time time) {
+void TransitionLog::name_event(std::uint64_t event, std::string_view stimulus) {
   if (capacity_ == 0) return;
-  TransitionRecord* r;
-  if (ring_.size() < capacity_) {
-    r = &ring_.emplace_back();
-  } else {
-    r = &ring_[next_];
-    next_ = next_ + 1 == capacity_ ? 0 : next_ + 1;
-  }
-  r->key.assign(key);
-  r->from = from;
-  r->to = to;
-  r->stimulus.assign(stimulus);
-  r->time = time;
+  Event& e = events_.push(capacity_);
+  e.number = event;
+  e.stimulus.assign(stimulus);
+}
+
+void TransitionLog::record(const Key& key, TaskStatus from, TaskStatus to, std::uint64_t event, Time time) {
+  if (capacity_ == 0) return;
+  Change& c = changes_.push(capacity_);
+  c.key.assign(key);
+  c.from = from;
+  c.to = to;
+  c.event = event;
+  c.time = time;
 }
 
 std::vector<TransitionRecord> TransitionLog::story(const Key& key) const {
   std::vector<TransitionRecord> out;
-  const std::size_t n = ring_.size();
-  const std::size_t first = n < capacity_ ? 0 : next_;
-  for (std::size_t i = 0; i < n; ++i) {
-    const TransitionRecord& r = ring_[(first + i) % n];
-    if (r.key == key) out.push_back(r);
+  std::size_t e = 0;  // events are in the ring in the order of their changes: walk both once
+  for (std::size_t i = 0; i < changes_.slots.size(); ++i) {
+    const Change& c = changes_.at(i);
+    if (c.key != key) continue;
+    while (e < events_.slots.size() && events_.at(e).number < c.event) ++e;
+    const bool named = e < events_.slots.size() && events_.at(e).number == c.event;
+    out.push_back(TransitionRecord{c.key, c.from, c.to, named ? events_.at(e).stimulus : std::string("?"), c.time});
   }
   return out;
 }
