@@ -7,6 +7,7 @@
  * scheduler_state_story.cpp (the transition log) and scheduler_state_invariants.cpp. Not
  * installed.
  */
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <set>
@@ -139,6 +140,11 @@ class TransitionLog {
   std::size_t capacity_ = 0;
 };
 
+/** [from][to]: the state changes the transitions table allows (scheduler_state_transitions.cpp). */
+using StateChanges = std::array<std::array<bool, static_cast<std::size_t>(TaskStatus::Forgotten) + 1>,
+                                static_cast<std::size_t>(TaskStatus::Forgotten) + 1>;
+extern const StateChanges kStateChanges;
+
 /** Prints a story one transition a line, for error messages. */
 std::string format_story(const Key& key, const std::vector<TransitionRecord>& story);
 
@@ -240,9 +246,14 @@ class SchedulerStateImpl {
   void recommend(Id id, TaskStatus target, Id cause = kNone) {
     recs.push_back(Rec{id, target, cause, tasks[id].inc});
   }
-  /** Every task state change goes through here, so that the transition log sees it. */
+  /**
+   * Every task state change goes through here: it must be one the transitions table allows, and
+   * the transition log sees it.
+   */
   void set_state(Id id, TaskStatus to) {
     TaskRec& t = tasks[id];
+    if (!kStateChanges[static_cast<std::size_t>(t.state)][static_cast<std::size_t>(to)])
+      impossible(id, t.state, to, "state change");
     if (cfg.transition_log_length > 0) {
       if (logged_event_ != event_seq_) {
         transition_log.name_event(event_seq_, stimulus());
@@ -311,6 +322,8 @@ class SchedulerStateImpl {
   void run();
   /** Looks the (state, target) pair up in the transitions table; throws Error when not allowed. */
   void transition(const Rec& r);
+  /** Throws Error naming the task, both states, the stimulus, with the task's story. */
+  [[noreturn]] void impossible(Id id, TaskStatus from, TaskStatus to, const char* what);
   void register_waiter(TaskRec& t);
   void unregister_waiter(TaskRec& t);
   void dequeue(Id id);

@@ -1,5 +1,5 @@
-// Task transitions: the table of allowed (from, to) recommendations and their handlers, as in
-// Dask's Scheduler._transitions_table, and the state changes they make.
+// Task transitions: one table of every allowed (from, to) task-state transition with its
+// handler, as Dask's Scheduler._transitions_table, and the state changes the handlers make.
 #include <algorithm>
 #include <array>
 
@@ -14,72 +14,108 @@ using Handler = void (SchedulerStateImpl::*)(const Rec&);
 
 struct Row {
   S from, to;
-  Handler handler;
+  Handler recommended;  ///< runs a recommendation to `to` of a task in `from`; null: never recommended
+  const char* changed_by;  ///< what makes this state change; null: no change (an overtaken recommendation)
 };
 
+constexpr auto kRelease = &SchedulerStateImpl::any_to_released;
+constexpr auto kSchedule = &SchedulerStateImpl::ready_to_processing;
+constexpr auto kErr = &SchedulerStateImpl::any_to_erred;
+constexpr auto kForget = &SchedulerStateImpl::any_to_forgotten;
+constexpr auto kOvertaken = &SchedulerStateImpl::overtaken;
+
 /**
- * Every recommendation the scheduler may act on: the task's state when it is applied, the
- * target, the handler. A (from, to) pair not listed is a bug and throws.
+ * Every transition the scheduler allows. A recommendation (from the FIFO that handlers and
+ * events fill) runs the row's `recommended` handler; every state change, whatever makes it,
+ * must be a row's `changed_by`. Anything else is a bug: set_state and transition throw naming
+ * the task, both states and the stimulus.
  *
- * Targets are only waiting, processing, released, erred and forgotten: queued and no-worker are
- * what schedule() decides on the way to processing, and memory comes only from a worker's
- * task-finished (recorded in the story like every other change).
- *
- * Recommendations run from a FIFO, so one made earlier in an event can be overtaken by another
- * that moved the task on (two dependents both pull a released dependency to waiting; a task
- * finishes before its recommended release). Those rows are listed explicitly as `overtaken`.
+ * Recommendations target waiting, processing, released, erred and forgotten only: queued and
+ * no-worker are what schedule() decides on the way to processing, and memory comes only from a
+ * worker's task-finished. They run in order, so one made earlier in an event can be overtaken
+ * by another that moved the task on (two dependents pull the same released dependency to
+ * waiting; a task finishes before its recommended release): those rows change nothing.
  */
 constexpr Row kTransitions[] = {
-    {S::Released, S::Waiting, &SchedulerStateImpl::released_to_waiting},
-    {S::Released, S::Released, &SchedulerStateImpl::released_again},
-    {S::Waiting, S::Released, &SchedulerStateImpl::any_to_released},
-    {S::Queued, S::Released, &SchedulerStateImpl::any_to_released},
-    {S::NoWorker, S::Released, &SchedulerStateImpl::any_to_released},
-    {S::Processing, S::Released, &SchedulerStateImpl::any_to_released},
-    {S::Memory, S::Released, &SchedulerStateImpl::any_to_released},
-    {S::Erred, S::Released, &SchedulerStateImpl::any_to_released},
-    {S::Waiting, S::Processing, &SchedulerStateImpl::ready_to_processing},
-    {S::Queued, S::Processing, &SchedulerStateImpl::ready_to_processing},
-    {S::NoWorker, S::Processing, &SchedulerStateImpl::ready_to_processing},
-    {S::Released, S::Erred, &SchedulerStateImpl::any_to_erred},
-    {S::Waiting, S::Erred, &SchedulerStateImpl::any_to_erred},
-    {S::Queued, S::Erred, &SchedulerStateImpl::any_to_erred},
-    {S::NoWorker, S::Erred, &SchedulerStateImpl::any_to_erred},
-    {S::Processing, S::Erred, &SchedulerStateImpl::any_to_erred},
-    {S::Released, S::Forgotten, &SchedulerStateImpl::any_to_forgotten},
-    {S::Erred, S::Forgotten, &SchedulerStateImpl::any_to_forgotten},
-    // Overtaken: already at or past the target.
-    {S::Waiting, S::Waiting, &SchedulerStateImpl::overtaken},
-    {S::Queued, S::Waiting, &SchedulerStateImpl::overtaken},
-    {S::NoWorker, S::Waiting, &SchedulerStateImpl::overtaken},
-    {S::Processing, S::Waiting, &SchedulerStateImpl::overtaken},
-    {S::Memory, S::Waiting, &SchedulerStateImpl::overtaken},
-    {S::Erred, S::Waiting, &SchedulerStateImpl::overtaken},
-    {S::Released, S::Processing, &SchedulerStateImpl::overtaken},
-    {S::Processing, S::Processing, &SchedulerStateImpl::overtaken},
-    {S::Memory, S::Processing, &SchedulerStateImpl::overtaken},
-    {S::Erred, S::Processing, &SchedulerStateImpl::overtaken},
-    {S::Memory, S::Erred, &SchedulerStateImpl::overtaken},
-    {S::Erred, S::Erred, &SchedulerStateImpl::overtaken},
-    {S::Waiting, S::Forgotten, &SchedulerStateImpl::overtaken},
-    {S::Queued, S::Forgotten, &SchedulerStateImpl::overtaken},
-    {S::NoWorker, S::Forgotten, &SchedulerStateImpl::overtaken},
-    {S::Processing, S::Forgotten, &SchedulerStateImpl::overtaken},
-    {S::Memory, S::Forgotten, &SchedulerStateImpl::overtaken},
+    {S::Released, S::Waiting, &SchedulerStateImpl::released_to_waiting, "to_waiting"},
+    {S::Released, S::Released, &SchedulerStateImpl::released_again, nullptr},
+    {S::Waiting, S::Released, kRelease, "to_released"},
+    {S::Queued, S::Released, kRelease, "to_released"},
+    {S::NoWorker, S::Released, kRelease, "to_released"},
+    {S::Processing, S::Released, kRelease, "to_released"},
+    {S::Memory, S::Released, kRelease, "to_released"},
+    {S::Erred, S::Released, kRelease, "to_released; retry-keys"},
+    {S::Waiting, S::Processing, kSchedule, "schedule: assign"},
+    {S::Queued, S::Processing, kSchedule, "schedule: assign; fill_worker"},
+    {S::NoWorker, S::Processing, kSchedule, "schedule: assign"},
+    {S::Waiting, S::Queued, nullptr, "schedule"},
+    {S::NoWorker, S::Queued, nullptr, "schedule"},
+    {S::Waiting, S::NoWorker, nullptr, "schedule"},
+    {S::Queued, S::NoWorker, nullptr, "schedule"},
+    {S::Processing, S::Memory, nullptr, "task-finished"},
+    {S::Processing, S::Processing, kOvertaken, "steal-response: moved to the thief"},
+    {S::Processing, S::Waiting, kOvertaken, "steal-response: re-decided, the thief left"},
+    {S::Released, S::Erred, kErr, "to_erred"},
+    {S::Waiting, S::Erred, kErr, "to_erred"},
+    {S::Queued, S::Erred, kErr, "to_erred"},
+    {S::NoWorker, S::Erred, kErr, "to_erred"},
+    {S::Processing, S::Erred, kErr, "to_erred"},
+    {S::Released, S::Forgotten, kForget, "forget"},
+    {S::Erred, S::Forgotten, kForget, "forget"},
+    // Overtaken recommendations: the task is already at or past the target.
+    {S::Waiting, S::Waiting, kOvertaken, nullptr},
+    {S::Queued, S::Waiting, kOvertaken, nullptr},
+    {S::NoWorker, S::Waiting, kOvertaken, nullptr},
+    {S::Memory, S::Waiting, kOvertaken, nullptr},
+    {S::Erred, S::Waiting, kOvertaken, nullptr},
+    {S::Released, S::Processing, kOvertaken, nullptr},
+    {S::Memory, S::Processing, kOvertaken, nullptr},
+    {S::Erred, S::Processing, kOvertaken, nullptr},
+    {S::Memory, S::Erred, kOvertaken, nullptr},
+    {S::Erred, S::Erred, kOvertaken, nullptr},
+    {S::Waiting, S::Forgotten, kOvertaken, nullptr},
+    {S::Queued, S::Forgotten, kOvertaken, nullptr},
+    {S::NoWorker, S::Forgotten, kOvertaken, nullptr},
+    {S::Processing, S::Forgotten, kOvertaken, nullptr},
+    {S::Memory, S::Forgotten, kOvertaken, nullptr},
 };
 
 constexpr std::size_t kStates = static_cast<std::size_t>(S::Forgotten) + 1;
 using Table = std::array<std::array<Handler, kStates>, kStates>;
 
-// The rows as a matrix indexed by (from, to), so a transition costs one lookup.
+// The rows as matrices indexed by (from, to), so a transition costs one lookup.
 constexpr Table make_table() {
   Table t{};
-  for (const Row& r : kTransitions) t[static_cast<std::size_t>(r.from)][static_cast<std::size_t>(r.to)] = r.handler;
+  for (const Row& r : kTransitions) t[static_cast<std::size_t>(r.from)][static_cast<std::size_t>(r.to)] = r.recommended;
   return t;
 }
 constexpr Table kTable = make_table();
 
+constexpr bool rows_unique() {
+  for (std::size_t i = 0; i < std::size(kTransitions); ++i)
+    for (std::size_t j = i + 1; j < std::size(kTransitions); ++j)
+      if (kTransitions[i].from == kTransitions[j].from && kTransitions[i].to == kTransitions[j].to) return false;
+  return true;
+}
+static_assert(rows_unique(), "a (from, to) pair listed twice in kTransitions");
+
+constexpr StateChanges make_changes() {
+  StateChanges c{};
+  for (const Row& r : kTransitions)
+    if (r.changed_by) c[static_cast<std::size_t>(r.from)][static_cast<std::size_t>(r.to)] = true;
+  return c;
+}
+
 }  // namespace
+
+constinit const StateChanges kStateChanges = make_changes();
+
+void SchedulerStateImpl::impossible(Id id, TaskStatus from, TaskStatus to, const char* what) {
+  const Key& key = tasks[id].key;
+  throw Error("scheduler: impossible " + std::string(what) + " of task " + key + " from " + task_status_name(from) +
+              " to " + task_status_name(to) + " (stimulus " + stimulus() + ")\n" +
+              format_story(key, transition_log.story(key)));
+}
 
 void SchedulerStateImpl::run() {
   while (true) {
@@ -100,13 +136,9 @@ void SchedulerStateImpl::run() {
 }
 
 void SchedulerStateImpl::transition(const Rec& r) {
-  const TaskRec& t = tasks[r.id];
-  Handler h = kTable[static_cast<std::size_t>(t.state)][static_cast<std::size_t>(r.target)];
-  if (!h) {
-    throw Error("scheduler: impossible transition of task " + t.key + " from " + task_status_name(t.state) +
-                " to " + task_status_name(r.target) + " (stimulus " + stimulus() + ")\n" +
-                format_story(t.key, transition_log.story(t.key)));
-  }
+  const TaskStatus from = tasks[r.id].state;
+  Handler h = kTable[static_cast<std::size_t>(from)][static_cast<std::size_t>(r.target)];
+  if (!h) impossible(r.id, from, r.target, "recommendation");
   (this->*h)(r);
 }
 

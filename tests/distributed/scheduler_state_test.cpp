@@ -702,6 +702,16 @@ TEST(SchedulerState, DisallowedTransitionThrowsNamingTaskStatesAndStimulus) {
   s.recs.clear();
   s.recommend(s.find_task("a"), TaskStatus::Queued);
   EXPECT_THROW(s.run(), Error);
+  // A state change the table does not list throws too, whatever makes it.
+  s.recs.clear();
+  try {
+    s.set_state(s.find_task("b"), TaskStatus::Memory);
+    FAIL() << "waiting -> memory was allowed";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "impossible state change of task b from waiting to memory (stimulus gtest-poke-3)"))
+        << e.what();
+  }
+  EXPECT_EQ(s.tasks[s.find_task("b")].state, TaskStatus::Waiting);
 }
 
 TEST(SchedulerState, OvertakenRecommendationIsANoOp) {
