@@ -1,7 +1,7 @@
 #pragma once
 /**
- * @file Private: the encoding of a "tessera.fused" task (fuse.cpp makes and runs them; tests
- * look inside). Its first argument is the chain's task list, cereal-encoded; the rest are
+ * @file Private: the encoding of a "tessera.fused" task (fuse.cpp makes them, builtin_ops.cpp
+ * runs them, tests look inside). Its first argument is the chain's task list, cereal-encoded; the rest are
  * KeyRefs to the keys the chain reads from outside, in the order fused_task_inputs gives.
  */
 #include <string>
