@@ -10,4 +10,5 @@
 #include "tessera/graph/graph.hpp"
 #include "tessera/init.hpp"
 #include "tessera/ops/function.hpp"
+#include "tessera/ops/fuse.hpp"
 #include "tessera/ops/registry.hpp"

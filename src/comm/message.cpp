@@ -6,7 +6,7 @@
 #include <streambuf>
 
 #include "tessera/comm/comm.hpp"
-#include "tessera/ops/task_serialize.hpp"
+#include "ops/task_serialize.hpp"
 
 namespace tessera::comm {
 

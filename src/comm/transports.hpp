@@ -5,7 +5,7 @@
 
 #include "runtime.hpp"
 #include "tessera/comm/comm.hpp"
-#include "tessera/comm/wire.hpp"
+#include "wire.hpp"
 
 namespace tessera::comm::detail {
 

@@ -1,6 +1,6 @@
 #pragma once
 // The UCX side of ucx:// (docs/ucx.md). ucx.cpp negotiates over a TCP control connection and
-// calls these; ucx_engine.cpp implements them when the build has UCX (TESSERA_HAS_UCX), ucx.cpp
+// calls these; ucx_engine*.cpp implement them when the build has UCX (TESSERA_HAS_UCX), ucx.cpp
 // stubs them otherwise. Everything here runs on the comm I/O thread unless it says otherwise.
 #include <chrono>
 #include <cstdint>

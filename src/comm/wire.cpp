@@ -1,4 +1,4 @@
-#include "tessera/comm/wire.hpp"
+#include "wire.hpp"
 
 #include <algorithm>
 #include <cstdio>

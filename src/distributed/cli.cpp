@@ -21,7 +21,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "data_store.hpp"
+#include "data_store_limits.hpp"
 #include "tessera/core/device.hpp"
 #include "util.hpp"
 #include "tessera/core/gpus.hpp"

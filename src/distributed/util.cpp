@@ -11,7 +11,7 @@
 #include <random>
 #include <thread>
 
-#include "data_store.hpp"
+#include "data_store_limits.hpp"
 #include "tessera/core/error.hpp"
 
 extern char** environ;

@@ -20,7 +20,7 @@
 #include "tessera/core/device.hpp"
 #include "tessera/distributed/events.hpp"
 #include "tessera/distributed/scheduler_state.hpp"
-#include "tessera/ops/task_serialize.hpp"
+#include "ops/task_serialize.hpp"
 
 namespace tessera {
 // GpuInfo (tessera/core/device.hpp) on the wire: workers report their GPUs when they register.

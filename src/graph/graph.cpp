@@ -6,7 +6,6 @@
 
 #include "graph_index.hpp"
 #include "tessera/core/error.hpp"
-#include "tessera/ops/task_serialize.hpp"
 
 namespace tessera {
 
@@ -218,9 +217,9 @@ std::unordered_map<Key, std::int64_t> order(const Graph& graph, const std::vecto
   return out;
 }
 
-// ---- Fusion --------------------------------------------------------------------------------
+// ---- Linear chains --------------------------------------------------------------------------------
 
-Graph fuse_linear(const Graph& graph, const std::vector<Key>& outputs) {
+std::vector<std::vector<const Task*>> linear_chains(const Graph& graph, const std::vector<Key>& outputs) {
   const auto ix = detail::index_graph(graph, outputs, true);
   const std::size_t n = ix.size();
   std::unordered_set<std::string_view> output_set(outputs.begin(), outputs.end());
@@ -242,32 +241,21 @@ Graph fuse_linear(const Graph& graph, const std::vector<Key>& outputs) {
     if (ndeps(q) == 1 && ix.tasks[q]->annotations == ix.tasks[p]->annotations) fuses_into_next[p] = 1;
   }
 
-  Graph out;
-  std::vector<Task> chain;
+  std::vector<std::vector<const Task*>> chains;
+  std::vector<std::uint32_t> links;
   for (std::uint32_t p = 0; p < n; ++p) {
-    if (fuses_into_next[p]) continue;  // emitted with the tail of its chain
-    const Task& tail = *ix.tasks[p];
-    // Walk back: the head of the chain ending at p.
-    std::vector<std::uint32_t> links{p};
+    if (fuses_into_next[p]) continue;  // part of the chain its tail ends
+    // Walk back from the tail p to the head of its chain.
+    links.assign(1, p);
     for (auto q = p; ndeps(q) == 1 && fuses_into_next[ix.deps[ix.dep_begin[q]]];) {
       q = ix.deps[ix.dep_begin[q]];
       links.push_back(q);
     }
-    if (links.size() == 1) {
-      out.add(tail);
-      continue;
-    }
-    chain.clear();
-    for (auto it = links.rbegin(); it != links.rend(); ++it) chain.push_back(*ix.tasks[*it]);
-    Task fused;
-    fused.key = tail.key;
-    fused.op = kFusedOp;
-    fused.annotations = tail.annotations;
-    fused.args.emplace_back(encode_fused_tasks(chain));
-    for (auto& k : fused_task_inputs(chain)) fused.args.emplace_back(KeyRef{std::move(k)});
-    out.add(std::move(fused));
+    auto& chain = chains.emplace_back();
+    chain.reserve(links.size());
+    for (auto it = links.rbegin(); it != links.rend(); ++it) chain.push_back(ix.tasks[*it]);
   }
-  return out;
+  return chains;
 }
 
 }  // namespace tessera

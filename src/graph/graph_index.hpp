@@ -1,6 +1,6 @@
 #pragma once
 /**
- * @file Private: a Graph indexed by integer positions, shared by order(), cull(), fuse_linear()
+ * @file Private: a Graph indexed by integer positions, shared by order(), cull(), linear_chains()
  * and the local executors. Not installed.
  */
 #include <cstdint>

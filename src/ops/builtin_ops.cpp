@@ -5,7 +5,7 @@
 
 #include "tessera/core/error.hpp"
 #include "tessera/ops/registry.hpp"
-#include "tessera/ops/task_serialize.hpp"
+#include "fused_tasks.hpp"
 
 namespace tessera {
 namespace {

@@ -9,7 +9,7 @@
 #include "tessera/core/device.hpp"
 #include "tessera/ops/function.hpp"
 #include "tessera/ops/registry.hpp"
-#include "tessera/ops/task_serialize.hpp"
+#include "ops/task_serialize.hpp"
 
 using namespace tessera_test;
 

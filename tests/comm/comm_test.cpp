@@ -17,8 +17,8 @@
 #include "comm/inbox.hpp"
 #include "comm_test_util.hpp"
 #include "tessera/comm/comm.hpp"
-#include "tessera/comm/wire.hpp"
-#include "tessera/ops/task_serialize.hpp"
+#include "comm/wire.hpp"
+#include "ops/task_serialize.hpp"
 
 using namespace tessera;
 using namespace tessera::comm;

@@ -16,7 +16,7 @@
 
 #include "comm_test_util.hpp"
 #include "tessera/comm/comm.hpp"
-#include "tessera/comm/wire.hpp"
+#include "comm/wire.hpp"
 
 using namespace tessera;
 using namespace tessera::comm;

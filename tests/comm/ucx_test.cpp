@@ -25,7 +25,7 @@
 #include "comm_test_util.hpp"
 #include "distributed/util.hpp"
 #include "tessera/comm/comm.hpp"
-#include "tessera/comm/wire.hpp"
+#include "comm/wire.hpp"
 #include "tessera/core/device.hpp"
 
 using namespace tessera;

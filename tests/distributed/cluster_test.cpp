@@ -17,7 +17,7 @@
 #include "cluster_fixture.hpp"
 #include "tessera/comm/comm.hpp"
 #include "tessera/comm/message.hpp"
-#include "tessera/comm/wire.hpp"
+#include "comm/wire.hpp"
 #include "tessera/distributed/scheduler.hpp"
 #include "tessera/distributed/worker.hpp"
 #include "tessera/tessera.hpp"

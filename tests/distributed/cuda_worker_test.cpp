@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "cluster_fixture.hpp"
-#include "distributed/data_store.hpp"
+#include "distributed/data_store_limits.hpp"
 #include "tessera/core/gpus.hpp"
 #include "tessera/distributed/scheduler.hpp"
 #include "tessera/tessera.hpp"

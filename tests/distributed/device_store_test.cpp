@@ -16,6 +16,7 @@
 
 #include "../support/fake_device.hpp"
 #include "distributed/data_store.hpp"
+#include "distributed/data_store_limits.hpp"
 #include "distributed/wire.hpp"
 #include "tessera/core/device.hpp"
 #include "tessera/core/error.hpp"

@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <random>
 
+#include "distributed/scheduler_state_impl.hpp"
 #include "sim_cluster.hpp"
+#include "tessera/core/error.hpp"
 
 namespace tessera::distributed {
 namespace {
@@ -604,6 +606,144 @@ TEST(WorkerState, ExecutesNoMoreThanThreadsOrResourcesAllow) {
     if (auto* e = std::get_if<Execute>(&a)) executing.push_back(e->key);
   EXPECT_EQ(executing.back(), "g2") << "the GPU is free again and g2 has priority";
   w.check_invariants();
+}
+
+// ---- Transitions table and stories ---------------------------------------------------------------
+
+// The state changes of a story, as "from>to" strings, and their stimulus ids.
+std::vector<std::string> moves(const std::vector<TransitionRecord>& story) {
+  std::vector<std::string> out;
+  for (const auto& r : story) out.push_back(std::string(task_status_name(r.from)) + ">" + task_status_name(r.to));
+  return out;
+}
+std::vector<std::string> stimuli(const std::vector<TransitionRecord>& story) {
+  std::vector<std::string> out;
+  for (const auto& r : story) out.push_back(r.stimulus);
+  return out;
+}
+
+// A worker, then a -> b submitted: b waits on a, which is processing on the worker.
+void start_chain(detail::SchedulerStateImpl& s, std::vector<SchedulerAction>& out) {
+  SchedulerEvent add = AddWorker{"tcp://w1", "w1", 1, {}, 0, {"op"}, 1.0};
+  s.handle(add, out);
+  SchedulerEvent graph = UpdateGraph{"client", {make_task("a"), make_task("b", {"a"})}, {"b"}, {}, 2.0};
+  s.handle(graph, out);
+}
+
+TEST(SchedulerState, StoryOfATaskThatRanListsItsTransitionsInOrderWithStimulusIds) {
+  SchedulerConfig cfg;
+  cfg.validate = true;
+  SchedulerState s(cfg);
+  s.handle(AddWorker{"tcp://w1", "w1", 1, {}, 0, {"op"}, 1.0});                                  // event 1
+  s.handle(UpdateGraph{"client", {make_task("a"), make_task("b", {"a"})}, {"b"}, {}, 2.0});        // event 2
+  s.handle(Heartbeat{"tcp://w1", 3.0, 0, 0, 0});                                                  // event 3
+  s.handle(TaskFinished{"tcp://w1", "a", 8, "int64", 3.0, 3.5});                                  // event 4
+  s.handle(TaskFinished{"tcp://w1", "b", 8, "int64", 3.5, 4.0});                                  // event 5
+  s.handle(ReleaseKeys{"client", {"b"}});                                                         // event 6
+  EXPECT_EQ(s.status("a"), std::nullopt);
+
+  const auto a = s.story("a");
+  ASSERT_EQ(moves(a), (std::vector<std::string>{"released>waiting", "waiting>processing", "processing>memory",
+                                                "memory>released", "released>forgotten"}));
+  EXPECT_EQ(stimuli(a), (std::vector<std::string>{"update-graph-client-2", "update-graph-client-2",
+                                                  "task-finished-tcp://w1-4", "task-finished-tcp://w1-5",
+                                                  "release-keys-client-6"}));
+  for (const auto& r : a) EXPECT_EQ(r.key, "a");
+  EXPECT_EQ(a.front().time, 2.0);
+  for (std::size_t i = 1; i < a.size(); ++i) EXPECT_GE(a[i].time, a[i - 1].time);
+
+  const auto b = s.story("b");
+  ASSERT_EQ(moves(b), (std::vector<std::string>{"released>waiting", "waiting>processing", "processing>memory",
+                                                "memory>released", "released>forgotten"}));
+  EXPECT_EQ(b[1].stimulus, "task-finished-tcp://w1-4") << "b became runnable when a finished";
+  EXPECT_TRUE(s.story("never-submitted").empty());
+}
+
+TEST(SchedulerState, TransitionLogIsBoundedAndCanBeTurnedOff) {
+  SchedulerConfig cfg;
+  cfg.transition_log_length = 3;
+  SchedulerState s(cfg);
+  s.handle(AddWorker{"tcp://w1", "w1", 1, {}, 0, {"op"}, 1.0});
+  s.handle(UpdateGraph{"client", {make_task("a"), make_task("b", {"a"})}, {"b"}, {}, 2.0});
+  s.handle(TaskFinished{"tcp://w1", "a", 8, "int64", 3.0, 3.5});
+  // Logged: b released>waiting, a released>waiting, a waiting>processing, a processing>memory,
+  // b waiting>processing; the ring keeps the last three.
+  EXPECT_EQ(moves(s.story("a")), (std::vector<std::string>{"waiting>processing", "processing>memory"}));
+  EXPECT_EQ(moves(s.story("b")), (std::vector<std::string>{"waiting>processing"}));
+
+  cfg.transition_log_length = 0;
+  SchedulerState off(cfg);
+  off.handle(AddWorker{"tcp://w1", "w1", 1, {}, 0, {"op"}, 1.0});
+  off.handle(UpdateGraph{"client", {make_task("a")}, {"a"}, {}, 2.0});
+  EXPECT_EQ(off.status("a"), TaskStatus::Processing);
+  EXPECT_TRUE(off.story("a").empty());
+}
+
+TEST(SchedulerState, DisallowedTransitionThrowsNamingTaskStatesAndStimulus) {
+  SchedulerConfig cfg;
+  detail::SchedulerStateImpl s(cfg);
+  std::vector<SchedulerAction> out;
+  start_chain(s, out);
+  ASSERT_EQ(s.tasks[s.find_task("b")].state, TaskStatus::Waiting);
+  // Memory comes only from a worker's task-finished, never from a recommendation.
+  s.out = &out;
+  s.begin_event("gtest-poke", nullptr);
+  s.recommend(s.find_task("b"), TaskStatus::Memory);
+  try {
+    s.run();
+    FAIL() << "waiting -> memory was allowed";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_TRUE(contains(what, "task b from waiting to memory")) << what;
+    EXPECT_TRUE(contains(what, "stimulus gtest-poke-3")) << what;
+    EXPECT_TRUE(contains(what, "released -> waiting  update-graph-client-2")) << what;  // b's story
+  }
+  // Queued and no-worker are decided on the way to processing, never recommended.
+  s.recs.clear();
+  s.recommend(s.find_task("a"), TaskStatus::Queued);
+  EXPECT_THROW(s.run(), Error);
+  // A state change the table does not list throws too, whatever makes it.
+  s.recs.clear();
+  try {
+    s.set_state(s.find_task("b"), TaskStatus::Memory);
+    FAIL() << "waiting -> memory was allowed";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "impossible state change of task b from waiting to memory (stimulus gtest-poke-3)"))
+        << e.what();
+  }
+  EXPECT_EQ(s.tasks[s.find_task("b")].state, TaskStatus::Waiting);
+}
+
+TEST(SchedulerState, OvertakenRecommendationIsANoOp) {
+  SchedulerConfig cfg;
+  detail::SchedulerStateImpl s(cfg);
+  std::vector<SchedulerAction> out;
+  start_chain(s, out);
+  // a is processing: a late "waiting" (made while it was released) must leave it alone.
+  s.out = &out;
+  s.begin_event("gtest-late", nullptr);
+  s.recommend(s.find_task("a"), TaskStatus::Waiting);
+  s.recommend(s.find_task("a"), TaskStatus::Processing);
+  EXPECT_NO_THROW(s.run());
+  EXPECT_EQ(s.tasks[s.find_task("a")].state, TaskStatus::Processing);
+  EXPECT_NO_THROW(s.check());
+}
+
+TEST(SchedulerState, InvariantFailureMessageContainsTheTaskStory) {
+  SchedulerConfig cfg;
+  detail::SchedulerStateImpl s(cfg);
+  std::vector<SchedulerAction> out;
+  start_chain(s, out);
+  ASSERT_NO_THROW(s.check());
+  s.tasks[s.find_task("b")].waiting_on = 5;  // b waits on a alone
+  try {
+    s.check();
+    FAIL() << "the corrupted count went unnoticed";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_TRUE(contains(what, "b (waiting) waiting_on 5 != 1")) << what;
+    EXPECT_TRUE(contains(what, "story of b:\n  released -> waiting  update-graph-client-2  t=2.000000")) << what;
+  }
 }
 
 // ---- Scale -----------------------------------------------------------------------------------------

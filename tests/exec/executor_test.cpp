@@ -11,6 +11,7 @@
 #include "tessera/core/error.hpp"
 #include "tessera/exec/executor.hpp"
 #include "tessera/graph/graph.hpp"
+#include "tessera/ops/fuse.hpp"
 #include "tessera/ops/registry.hpp"
 
 using namespace tessera;

@@ -1,70 +1,24 @@
-// Graph layer: Graph, cull, order, fuse_linear.
+// Graph layer: Graph, cull, order, linear_chains (fuse_linear is tests/ops/fuse_test.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <set>
 
+#include "graph_test_util.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/exec/executor.hpp"
 #include "tessera/graph/graph.hpp"
 #include "tessera/ops/registry.hpp"
-#include "tessera/ops/task_serialize.hpp"
 
 using namespace tessera;
 
 namespace {
 
-Task task(Key key, std::vector<Key> deps, std::string op = "gtest.graph.sum", double literal = 1.0) {
-  Task t;
-  t.key = std::move(key);
-  t.op = std::move(op);
-  for (auto& d : deps) t.args.emplace_back(KeyRef{std::move(d)});
-  t.args.emplace_back(Value(Block::scalar(literal)));
-  return t;
-}
-
-// sum of all (scalar) block arguments
-const bool registered = [] {
-  register_op("gtest.graph.sum", [](const OpContext&, std::span<const Value> args) {
-    double s = 0;
-    for (const auto& a : args) s += a.block().item();
-    return Value(Block::scalar(s));
-  });
-  register_op("gtest.graph.mul", [](const OpContext&, std::span<const Value> args) {
-    double s = 1;
-    for (const auto& a : args) s *= a.block().item();
-    return Value(Block::scalar(s));
-  });
-  return true;
-}();
-
-/** K chains a_i -> b_i -> c_i whose c_i feed a pairwise tree sum; returns the root key. */
-Key chains_and_tree_sum(Graph& g, int k) {
-  std::vector<Key> level;
-  for (int i = 0; i < k; ++i) {
-    const auto s = std::to_string(i);
-    g.add(task("a," + s, {}));
-    g.add(task("b," + s, {"a," + s}));
-    g.add(task("c," + s, {"b," + s}));
-    level.push_back("c," + s);
-  }
-  int depth = 0;
-  while (level.size() > 1) {
-    std::vector<Key> next;
-    for (std::size_t i = 0; i < level.size(); i += 2) {
-      std::vector<Key> deps{level[i]};
-      if (i + 1 < level.size()) deps.push_back(level[i + 1]);
-      Key key = "sum," + std::to_string(depth) + "," + std::to_string(i / 2);
-      g.add(task(key, deps, "gtest.graph.sum", 0.0));
-      next.push_back(key);
-    }
-    level = std::move(next);
-    ++depth;
-  }
-  return level[0];
-}
+using graph_testing::chains_and_tree_sum;
+using graph_testing::task;
 
 void expect_dependencies_first(const Graph& g, const std::unordered_map<Key, std::int64_t>& o) {
   for (const auto& [k, t] : g.tasks())
@@ -202,81 +156,36 @@ TEST(Order, IterativeAndFastOnAMillionTaskChain) {
   EXPECT_LT(s, 20.0);  // generous: catches quadratic behaviour only
 }
 
-TEST(Fuse, LinearChainsBecomeOneTaskWithTheSameResult) {
+TEST(Graph, LinearChainsGroupEveryTaskOnceHeadFirst) {
   Graph g;
-  const Key root = chains_and_tree_sum(g, 8);  // a power of two: no one-input sums
-  Graph f = fuse_linear(g, {root});
-  // Each a->b->c chain becomes one task keyed c,i; the sums stay.
-  EXPECT_EQ(f.size(), g.size() - 2 * 8);
-  for (int i = 0; i < 8; ++i) {
-    const auto& t = f.at("c," + std::to_string(i));
-    EXPECT_EQ(t.op, "tessera.fused");
-    EXPECT_TRUE(t.dependencies().empty());
-    auto inner = decode_fused_tasks(std::get<Value>(t.args.at(0)));
-    ASSERT_EQ(inner.size(), 3u);
-    EXPECT_EQ(inner[0].key, "a," + std::to_string(i));
-    EXPECT_EQ(inner[2].key, "c," + std::to_string(i));
+  g.add(task("a", {}));
+  g.add(task("b", {"a"}));
+  g.add(task("c", {"b"}));  // a -> b -> c: one chain
+  g.add(task("d", {"c"}));  // c is an output: d starts its own chain
+  g.add(task("p", {}));
+  g.add(task("q", {"p"}));
+  g.add(task("r", {"p"}));  // p has two dependents: a chain of one
+  Task s = task("s", {"q"});
+  s.annotations.priority = 1;  // other annotations than q: not joined
+  g.add(s);
+  auto chains = linear_chains(g, {"c", "d", "r", "s"});
+  std::map<Key, std::vector<Key>> by_tail;
+  std::size_t tasks = 0;
+  for (const auto& chain : chains) {
+    ASSERT_FALSE(chain.empty());
+    std::vector<Key> keys;
+    for (const Task* t : chain) keys.push_back(t->key);
+    tasks += keys.size();
+    by_tail[keys.back()] = keys;
   }
-  EXPECT_FALSE(f.contains("a,0"));
-  EXPECT_NO_THROW(f.check_acyclic());
-  SyncExecutor ex;
-  EXPECT_EQ(ex.get(f, {root})[0].block().item(), ex.get(g, {root})[0].block().item());
-  EXPECT_EQ(ex.get(f, {root})[0].block().item(), 24.0);
-
-  // With 10 chains the tree has one-input sums; they fuse into their single input too.
-  Graph g10;
-  const Key root10 = chains_and_tree_sum(g10, 10);
-  Graph f10 = fuse_linear(g10, {root10});
-  EXPECT_EQ(f10.size(), g10.size() - 2 * 10 - 2);
-  EXPECT_EQ(ex.get(f10, {root10})[0].block().item(), 30.0);
-}
-
-TEST(Fuse, OutputsAnnotationsAndFanOutStopFusion) {
-  Graph g;
-  g.add(task("a", {}, "gtest.graph.sum", 2.0));
-  g.add(task("b", {"a"}, "gtest.graph.mul", 3.0));  // output: must stay
-  g.add(task("c", {"b"}, "gtest.graph.sum", 1.0));
-  Task d = task("d", {"c"}, "gtest.graph.mul", 2.0);
-  d.annotations.priority = 5;  // different annotations: not fused with c
-  g.add(d);
-  g.add(task("e", {"d"}));  // e and e2 both read d: d is not linear into either
-  g.add(task("e2", {"d"}));
-  g.add(task("x", {"ext"}, "gtest.graph.sum", 1.0));  // head reading an external key
-  g.add(task("y", {"x"}, "gtest.graph.mul", 4.0));
-  Graph f = fuse_linear(g, {"b", "e", "e2", "y"});
-  EXPECT_TRUE(f.contains("b"));
-  EXPECT_EQ(f.at("b").op, "tessera.fused");  // a fused into b
-  EXPECT_EQ(f.at("c").op, "gtest.graph.sum");
-  EXPECT_EQ(f.at("d").annotations.priority, 5);
-  EXPECT_EQ(f.at("d").op, "gtest.graph.mul");
-  EXPECT_EQ(f.at("y").op, "tessera.fused");
-  EXPECT_EQ(f.at("y").dependencies(), (std::vector<Key>{"ext"}));
-  EXPECT_EQ(f.external_keys(), (std::vector<Key>{"ext"}));
-  EXPECT_FALSE(f.contains("a"));
-  EXPECT_FALSE(f.contains("x"));
-
-  g.add(task("ext", {}, "gtest.graph.sum", 0.5));
-  f.add(task("ext", {}, "gtest.graph.sum", 0.5));
-  SyncExecutor ex;
-  const std::vector<Key> outs{"b", "e", "e2", "y"};
-  auto r1 = ex.get(g, outs), r2 = ex.get(f, outs);
-  for (std::size_t i = 0; i < outs.size(); ++i) EXPECT_EQ(r1[i].block().item(), r2[i].block().item()) << outs[i];
-  EXPECT_EQ(r2[0].block().item(), 6.0);
-  EXPECT_EQ(r2[3].block().item(), 6.0);  // (0.5 + 1) * 4
-}
-
-TEST(Fuse, ChainHeadWithSeveralInputs) {
-  Graph g;
-  g.add(task("p", {}, "gtest.graph.sum", 2.0));
-  g.add(task("q", {}, "gtest.graph.sum", 3.0));
-  g.add(task("p2", {"p"}, "gtest.graph.sum", 0.0));  // p2 and q2 both feed h: not linear
-  g.add(task("h", {"p", "q"}, "gtest.graph.mul", 1.0));  // p has two dependents
-  g.add(task("i", {"h"}, "gtest.graph.sum", 10.0));
-  g.add(task("j", {"i", "p2"}, "gtest.graph.sum", 0.0));
-  Graph f = fuse_linear(g, {"j"});
-  EXPECT_EQ(f.at("i").op, "tessera.fused");
-  EXPECT_EQ(f.at("i").dependencies(), (std::vector<Key>{"p", "q"}));
-  SyncExecutor ex;
-  EXPECT_EQ(ex.get(f, {"j"})[0].block().item(), ex.get(g, {"j"})[0].block().item());
-  EXPECT_EQ(ex.get(f, {"j"})[0].block().item(), 2 * 3 + 10 + 2);
+  EXPECT_EQ(tasks, g.size());
+  EXPECT_EQ(by_tail.size(), 6u);
+  EXPECT_EQ(by_tail["c"], (std::vector<Key>{"a", "b", "c"}));
+  EXPECT_EQ(by_tail["d"], (std::vector<Key>{"d"}));
+  EXPECT_EQ(by_tail["p"], (std::vector<Key>{"p"}));
+  EXPECT_EQ(by_tail["q"], (std::vector<Key>{"q"}));
+  EXPECT_EQ(by_tail["r"], (std::vector<Key>{"r"}));
+  EXPECT_EQ(by_tail["s"], (std::vector<Key>{"s"}));
+  for (const auto& chain : chains)
+    for (const Task* t : chain) EXPECT_EQ(t, &g.at(t->key)) << "not a pointer into the graph";
 }

@@ -9,7 +9,7 @@
 #include "tessera/ops/function.hpp"
 #include "tessera/ops/registry.hpp"
 #include "tessera/ops/serialize.hpp"
-#include "tessera/ops/task_serialize.hpp"
+#include "ops/fused_tasks.hpp"
 
 using namespace tessera;
 

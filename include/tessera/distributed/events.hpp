@@ -8,6 +8,10 @@
  * are both an action of one machine and an event of the other (a ComputeTask the scheduler
  * emits is the event the worker receives; a TaskFinished the worker emits is the event the
  * scheduler receives), so a driver forwards them unchanged.
+ *
+ * The scheduler names each event it handles with a stimulus id made of the event's kind, its
+ * sender and a sequence number ("task-finished-tcp://10.0.0.1:9000-42"), logged with the task
+ * transitions it causes (SchedulerState::story).
  */
 #include <cstddef>
 #include <cstdint>

@@ -10,6 +10,10 @@
 
 namespace tessera::distributed {
 
+namespace detail {
+class SchedulerStateImpl;
+}
+
 /** @brief Scheduler-side task states, as in Dask (no-worker included). */
 enum class TaskStatus : std::uint8_t {
   Released,    ///< known, not wanted right now (kept for lineage)
@@ -36,6 +40,16 @@ struct SchedulerConfig {
   bool work_stealing = true;         ///< balance on Tick
   std::size_t scan_limit = 64;       ///< bound on candidate scans per decision
   bool validate = false;             ///< check_invariants() after every event (tests)
+  std::size_t transition_log_length = 100000;  ///< task state changes kept for story() (0 = none)
+};
+
+/** @brief One task state change: what story() returns. */
+struct TransitionRecord {
+  Key key;
+  TaskStatus from = TaskStatus::Released;
+  TaskStatus to = TaskStatus::Released;
+  std::string stimulus;  ///< the event that caused it, e.g. "task-finished-tcp://10.0.0.1:9000-42"
+  Time time = 0;         ///< the scheduler's clock (the latest time an event carried)
 };
 
 /** @brief One worker as the scheduler sees it (for scheduler_info and tests). */
@@ -60,7 +74,9 @@ struct WorkerSummary {
  *
  * Not thread-safe: one server thread owns it. handle() never throws for bad input from the
  * network (unknown keys and workers are logged and ignored); it throws only on internal
- * inconsistency found by validation.
+ * inconsistency: a task transition the scheduler's transitions table does not allow, or a
+ * failed validation. Each event gets a stimulus id (its kind, sender and sequence number) that
+ * the task state changes it causes are logged with; story() reads that log.
  */
 class SchedulerState {
  public:
@@ -74,8 +90,17 @@ class SchedulerState {
   /** @brief Convenience overload returning the actions. */
   std::vector<SchedulerAction> handle(SchedulerEvent event);
 
-  /** @brief Throws tessera::Error describing the first inconsistency found. */
+  /**
+   * @brief Throws tessera::Error describing the first inconsistency found, followed by the
+   * offending task's story when one task is at fault.
+   */
   void check_invariants() const;
+
+  /**
+   * @brief The logged state changes of `key`, oldest first (from, to, stimulus id, time), like
+   * Dask's Scheduler.story. Bounded by SchedulerConfig::transition_log_length, shared by all tasks.
+   */
+  std::vector<TransitionRecord> story(const Key& key) const;
 
   // ---- Queries --------------------------------------------------------------------------------
   /** @brief The task's state; nullopt when the key is unknown or forgotten. */
@@ -96,8 +121,7 @@ class SchedulerState {
   const SchedulerConfig& config() const noexcept;
 
  private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
+  std::unique_ptr<detail::SchedulerStateImpl> impl_;
 };
 
 }  // namespace tessera::distributed

@@ -53,10 +53,13 @@ Graph cull(const Graph& graph, const std::vector<Key>& outputs);
 std::unordered_map<Key, std::int64_t> order(const Graph& graph, const std::vector<Key>& outputs);
 
 /**
- * @brief Fuses linear chains (a task whose only dependent is the next task, with the same
- * annotations) into one task running the op "tessera.fused", so that per-chunk chains cost one
- * task. Output keys are never fused away.
+ * @brief The graph's tasks grouped into linear chains, what fusion merges: a task joins the
+ * chain of its only dependent when that dependent has no other dependency and the same
+ * annotations, and it is not an output. Each chain lists its tasks head first; a task that
+ * joins nothing is a chain of one. Chains come in execution order (of their last task), and
+ * cover every task once. The pointers are into `graph`. fuse_linear (tessera/ops/fuse.hpp)
+ * turns each longer chain into one task.
  */
-Graph fuse_linear(const Graph& graph, const std::vector<Key>& outputs);
+std::vector<std::vector<const Task*>> linear_chains(const Graph& graph, const std::vector<Key>& outputs);
 
 }  // namespace tessera

@@ -1,7 +1,7 @@
 #pragma once
 /**
  * @file The byte layout of tcp:// (and later ucx://) framing and of the handshake hello.
- * See docs/protocol.md. Public so that other transports and tests speak exactly the same bytes.
+ * See docs/protocol.md. Private to comm (tests include it to speak exactly the same bytes).
  */
 #include <cstddef>
 #include <cstdint>

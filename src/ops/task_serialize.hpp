@@ -1,17 +1,16 @@
 #pragma once
 /**
- * @file cereal serialization of tasks and values (Task, Annotations, KeyRef, Arg, Value, Object,
- * Block), and the encoding of the "tessera.fused" op's task list.
+ * @file Private: cereal serialization of tasks and values (Task, Annotations, KeyRef, Arg,
+ * Value, Object, Block), the encoding the wire protocol (comm, distributed) and the
+ * "tessera.fused" task list (fused_tasks.hpp) share. Not installed: users serialize their own
+ * types with tessera/ops/serialize.hpp.
  *
  * Blocks are written as (dtype, shape, raw bytes) with cereal::binary_data, so use a binary
  * archive. Device blocks must be copied to host first; serializing one throws
- * SerializationError. These functions are the encoding reused by the wire protocol.
+ * SerializationError.
  */
 #include <cstdint>
-#include <limits>
 #include <string>
-#include <string_view>
-#include <unordered_set>
 #include <vector>
 
 #include <cereal/types/variant.hpp>
@@ -130,38 +129,6 @@ void serialize(Archive& ar, Annotations& a) {
 template <class Archive>
 void serialize(Archive& ar, Task& t) {
   ar(t.key, t.op, t.args, t.annotations);
-}
-
-// ---- "tessera.fused" -----------------------------------------------------------------------
-
-/** @brief The op that runs a fused chain: literal arg 0 is encode_fused_tasks(), then inputs. */
-inline constexpr const char* kFusedOp = "tessera.fused";
-
-/** @brief The literal first argument of a "tessera.fused" task. */
-inline Value encode_fused_tasks(const std::vector<Task>& tasks) {
-  return Value(to_object(tasks, "tessera.fused_tasks"));
-}
-
-inline std::vector<Task> decode_fused_tasks(const Value& v) {
-  return from_value<std::vector<Task>>(v);
-}
-
-/**
- * @brief The keys a fused task list reads from outside: KeyRefs not produced by an earlier inner
- * task, in order of first appearance. A "tessera.fused" task passes them, in this order, as its
- * arguments after the task list.
- */
-inline std::vector<Key> fused_task_inputs(const std::vector<Task>& tasks) {
-  std::vector<Key> inputs;
-  std::unordered_set<std::string_view> produced, seen;
-  for (const auto& t : tasks) {
-    for (const auto& a : t.args) {
-      const auto* r = std::get_if<KeyRef>(&a);
-      if (r && !produced.count(r->key) && seen.insert(r->key).second) inputs.push_back(r->key);
-    }
-    produced.insert(t.key);
-  }
-  return inputs;
 }
 
 }  // namespace tessera
