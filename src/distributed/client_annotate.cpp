@@ -16,6 +16,7 @@ Annotations merge(Annotations base, const Annotations& over) {
   if (over.retries != 0) base.retries = over.retries;
   if (!over.workers.empty()) base.workers = over.workers;
   if (over.allow_other_workers) base.allow_other_workers = true;
+  if (over.target != Target::Host) base.target = over.target;
   return base;
 }
 
