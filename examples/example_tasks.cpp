@@ -16,18 +16,14 @@
 
 #include <tessera/tessera.hpp>
 
-namespace {
-
-int add_one(int x) { return x + 1; }
-double square(double x) { return x * x; }
-
-}  // namespace
-
-// The tasks below use the array API unqualified, in a namespace of their own so that
-// tessera::square does not hide square above.
+// The tasks use the array API unqualified; square(Array) still finds tessera::square by its
+// argument's namespace beside square(double) here.
 namespace tessera_examples::tasks {
 
 using namespace tessera;
+
+int add_one(int x) { return x + 1; }
+double square(double x) { return x * x; }
 
 /** The process this runs in; device = the GPU's name when `on_gpu`. */
 Where where(bool on_gpu) {
@@ -127,8 +123,8 @@ Stage baz(Stage in) {
 
 }  // namespace tessera_examples::tasks
 
-TESSERA_REGISTER_FUNCTION(add_one);
-TESSERA_REGISTER_FUNCTION(square);
+TESSERA_REGISTER_FUNCTION_AS("add_one", tessera_examples::tasks::add_one);
+TESSERA_REGISTER_FUNCTION_AS("square", tessera_examples::tasks::square);
 TESSERA_REGISTER_FUNCTION_AS("test_gpu", tessera_examples::tasks::test_gpu);
 TESSERA_REGISTER_FUNCTION_AS("example.trial", tessera_examples::tasks::trial);
 TESSERA_REGISTER_FUNCTION_AS("example.foo", tessera_examples::tasks::foo);

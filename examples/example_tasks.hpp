@@ -7,7 +7,8 @@
 //   tessera-worker ADDRESS --preload build/examples/libtessera_example_tasks.so
 //   tessera-cuda-worker ADDRESS --preload build/examples/libtessera_example_tasks.so
 //
-// Registered names:
+// The functions are declared at the end, so that a program can submit the function itself
+// (client.submit(tasks::add_one, 10)); their registered names, for submitting by name:
 //   add_one(int) -> int, square(double) -> double                       (distributed_submit)
 //   test_gpu(bool on_device) -> Block: arange(6).reshape(2, 3).astype(float32).sum()   (seed 000)
 //   example.trial(TrialParams) -> TrialResult: one ridge-regression fit     (gpu_trials, seed 001)
@@ -19,6 +20,7 @@
 
 #include <cereal/types/string.hpp>
 #include <cereal/types/vector.hpp>
+#include <tessera/core/block.hpp>
 
 namespace tessera_examples {
 
@@ -78,5 +80,17 @@ struct Stage {
 inline double foo_value(std::int64_t i) { return static_cast<double>(i % 97) / 97.0; }
 /** @brief bar's element-wise map: 2 x + 1. */
 inline double bar_value(double x) { return 2.0 * x + 1.0; }
+
+/** The registered task functions (example_tasks.cpp). */
+namespace tasks {
+int add_one(int x);
+double square(double x);
+tessera::Block test_gpu(bool on_device);
+TrialResult trial(TrialParams p);
+Stage foo(int n);
+Stage bar(Stage in);
+Stage baz(Stage in);
+Where where_am_i();
+}  // namespace tasks
 
 }  // namespace tessera_examples

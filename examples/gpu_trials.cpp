@@ -108,7 +108,8 @@ int main(int argc, char** argv) {
       Annotations a{.target = gpu ? Target::Device : Target::Host};
       if (gpu_resource) a.resources = {{"GPU", 1}};
       Annotate one_gpu(a);
-      futures = client->map("example.trial", params);
+      auto typed = client->map(tessera_examples::tasks::trial, params);
+      futures.assign(typed.begin(), typed.end());
     }
     std::printf("%-6s %-6s %-6s %-12s %-12s %-8s %s\n", "trial", "lr", "l2", "train mse", "valid mse", "seconds",
                 "worker (device)");

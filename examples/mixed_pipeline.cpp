@@ -146,17 +146,17 @@ int main(int argc, char** argv) {
 
     struct Chain {
       int n;
-      Future foo, bar, baz;
+      TypedFuture<Stage> foo, bar, baz;
     };
     std::vector<Chain> chains;
     for (int k = 0; k < pipelines; ++k) {
       Chain c{n + k, {}, {}, {}};
-      c.foo = client->submit("example.foo", c.n);
+      c.foo = client->submit(tessera_examples::tasks::foo, c.n);
       {
         Annotate gpu({.resources = {{"GPU", 1}}, .target = real_gpu ? Target::Device : Target::Host});
-        c.bar = client->submit("example.bar", c.foo);
+        c.bar = client->submit(tessera_examples::tasks::bar, c.foo);
       }
-      c.baz = client->submit("example.baz", c.bar);
+      c.baz = client->submit(tessera_examples::tasks::baz, c.bar);
       chains.push_back(std::move(c));
     }
 
@@ -166,7 +166,7 @@ int main(int argc, char** argv) {
     };
     for (std::size_t k = 0; k < chains.size(); ++k) {
       const auto& c = chains[k];
-      const Stage foo = c.foo.result_as<Stage>(), bar = c.bar.result_as<Stage>(), baz = c.baz.result_as<Stage>();
+      const Stage foo = c.foo.result(), bar = c.bar.result(), baz = c.baz.result();
       double expected = 0;
       for (int i = 0; i < c.n; ++i) expected += tessera_examples::bar_value(tessera_examples::foo_value(i));
       std::printf("pipeline %zu (n %d):\n", k, c.n);

@@ -28,6 +28,8 @@
 #include <tessera/core/gpus.hpp>
 #include <tessera/tessera.hpp>
 
+#include "example_tasks.hpp"
+
 using namespace tessera;
 using namespace tessera::distributed;
 
@@ -110,12 +112,12 @@ int main(int argc, char** argv) {
 
     // f = client.submit(test_gpu); f.result(). Target::Device sends it only to a GPU worker.
     std::printf("f = client.submit(test_gpu)%s\nf.result()\n", cpu ? "  # --cpu: host arrays" : "");
-    Future f;
+    TypedFuture<Block> f;
     {
       Annotate where({.target = cpu ? Target::Host : Target::Device});
-      f = client->submit("test_gpu", !cpu);
+      f = client->submit(tessera_examples::tasks::test_gpu, !cpu);
     }
-    const Block result = f.result_as<Block>();
+    const Block result = f.result();
     std::printf("%s\n", numpy_repr(result).c_str());
     client->close();
     if (result.dtype() != DType::Float32 || result.ndim() != 0 || result.item() != 15.0) {

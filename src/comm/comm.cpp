@@ -5,11 +5,11 @@
 #include <map>
 #include <mutex>
 
-#include <spdlog/spdlog.h>
 
 #include "inbox.hpp"
 #include "runtime.hpp"
 #include "transports.hpp"
+#include "../core/logging.hpp"
 
 namespace tessera::comm {
 
@@ -30,7 +30,7 @@ CommRuntime::CommRuntime()
         io->run();
         return;
       } catch (const std::exception& e) {
-        spdlog::error("comm: I/O thread: uncaught exception in a handler: {}", e.what());
+        logging::error("comm: I/O thread: uncaught exception in a handler: {}", e.what());
       }
     }
   });
@@ -53,7 +53,7 @@ void deliver(const Comm::MessageHandler& handler, Message msg) {
   try {
     handler(std::move(msg));
   } catch (const std::exception& e) {
-    spdlog::error("comm: message handler threw: {}", e.what());
+    logging::error("comm: message handler threw: {}", e.what());
   }
 }
 }  // namespace
@@ -123,7 +123,7 @@ void Inbox::drain() {
         try {
           handler(reason);
         } catch (const std::exception& e) {
-          spdlog::error("comm: close handler threw: {}", e.what());
+          logging::error("comm: close handler threw: {}", e.what());
         }
       }
       return;
@@ -323,7 +323,7 @@ void call_done(const Comm::SendCallback& done, std::exception_ptr e) {
   try {
     done(std::move(e));
   } catch (const std::exception& ex) {
-    spdlog::error("comm: send callback threw: {}", ex.what());
+    logging::error("comm: send callback threw: {}", ex.what());
   }
 }
 

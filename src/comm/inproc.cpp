@@ -3,10 +3,10 @@
 #include <map>
 #include <mutex>
 
-#include <spdlog/spdlog.h>
 
 #include "inbox.hpp"
 #include "transports.hpp"
+#include "../core/logging.hpp"
 
 namespace tessera::comm::detail {
 
@@ -126,7 +126,7 @@ class InprocTransport final : public Transport {
     if (auto why = wire::check_hello(ours, theirs); !why.empty()) {
       // Each side words the refusal from where it stands, as over tcp://.
       const auto server_why = wire::check_hello(theirs, ours);
-      spdlog::warn("comm: {} refused a connection from {}: {}", listener->address, client_address, server_why);
+      logging::warn("comm: {} refused a connection from {}: {}", listener->address, client_address, server_why);
       auto server_error =
           std::make_exception_ptr(HandshakeError("handshake with " + client_address + " refused: " + server_why));
       rt.post([listener, client_address, server_error] {
@@ -147,7 +147,7 @@ class InprocTransport final : public Transport {
       try {
         listener->on_comm(server);
       } catch (const std::exception& e) {
-        spdlog::error("comm: accept handler of {} threw: {}", listener->address, e.what());
+        logging::error("comm: accept handler of {} threw: {}", listener->address, e.what());
       }
       done(client, nullptr);
     });

@@ -19,11 +19,11 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
-#include <spdlog/spdlog.h>
 
 #include "frame_pool.hpp"
 #include "inbox.hpp"
 #include "transports.hpp"
+#include "../core/logging.hpp"
 
 namespace tessera::comm::detail {
 
@@ -131,7 +131,7 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
         if (ec || self->closed_) return;
         const std::string why = "closed locally; the peer did not take the queued messages within " +
                                 std::to_string(self->options_.close_timeout.count()) + " ms";
-        spdlog::warn("comm: {}: {}", self->peer_, why);
+        logging::warn("comm: {}: {}", self->peer_, why);
         error_code ignored;
         self->socket_.set_option(asio::socket_base::linger(true, 0), ignored);  // reset, drop the rest
         self->fail(nullptr, why);
@@ -461,13 +461,13 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
       mid_message = true;
       why = "read failed: " + ec.message();
     }
-    if (mid_message) spdlog::warn("comm: closing {}: {}", peer_, why);
-    else spdlog::debug("comm: {}: {}", peer_, why);
+    if (mid_message) logging::warn("comm: closing {}: {}", peer_, why);
+    else logging::debug("comm: {}: {}", peer_, why);
     fail(std::make_exception_ptr(CommClosedError("comm to " + peer_ + ": " + why)), why);
   }
 
   void protocol_error(const std::string& why) {
-    spdlog::warn("comm: closing {}: protocol error: {}", peer_, why);
+    logging::warn("comm: closing {}: protocol error: {}", peer_, why);
     fail(std::make_exception_ptr(ProtocolError("protocol error from " + peer_ + ": " + why)), why);
   }
 
@@ -687,7 +687,7 @@ class TcpSetup : public std::enable_shared_from_this<TcpSetup> {
     try {
       f(std::move(comm), std::move(e));
     } catch (const std::exception& ex) {
-      spdlog::error("comm: connect handler threw: {}", ex.what());
+      logging::error("comm: connect handler threw: {}", ex.what());
     }
   }
 
@@ -738,7 +738,7 @@ class TcpListenerImpl : public std::enable_shared_from_this<TcpListenerImpl> {
       if (ec) {
         if (ec == asio::error::operation_aborted) return;
         // Out of file descriptors and the like: say so and try again shortly, never spin.
-        spdlog::warn("comm: accept on {} failed: {}", self->address_, ec.message());
+        logging::warn("comm: accept on {} failed: {}", self->address_, ec.message());
         self->retry_.expires_after(std::chrono::milliseconds(100));
         self->retry_.async_wait([self](error_code ec) {
           if (!ec && !self->stopped_) self->accept_next();
@@ -750,7 +750,7 @@ class TcpListenerImpl : public std::enable_shared_from_this<TcpListenerImpl> {
       auto setup = std::make_shared<TcpSetup>(
           self->io_, self->options_, peer, [self, peer](std::shared_ptr<Comm> comm, std::exception_ptr e) {
             if (e) {
-              spdlog::warn("comm: {} refused a connection from {}: {}", self->address_, peer, describe_exception(e));
+              logging::warn("comm: {} refused a connection from {}: {}", self->address_, peer, describe_exception(e));
               if (self->on_error_ && !self->stopped_) self->on_error_(peer, e);
               return;
             }

@@ -17,10 +17,10 @@
 #include <mutex>
 
 #include <boost/asio/steady_timer.hpp>
-#include <spdlog/spdlog.h>
 
 #include "transports.hpp"
 #include "ucx_engine.hpp"
+#include "../core/logging.hpp"
 
 namespace tessera::comm::detail {
 
@@ -43,9 +43,9 @@ void note_no_ucx(const UcxStatus& st) {
   static std::once_flag once;
   std::call_once(once, [&] {
     if (st.built)
-      spdlog::warn("comm: UCX is not available in this process ({}); ucx:// connections use TCP", st.reason);
+      logging::warn("comm: UCX is not available in this process ({}); ucx:// connections use TCP", st.reason);
     else
-      spdlog::warn("comm: {}; ucx:// connections use TCP", st.reason);
+      logging::warn("comm: {}; ucx:// connections use TCP", st.reason);
   });
 }
 
@@ -88,7 +88,7 @@ class ClientSetup : public std::enable_shared_from_this<ClientSetup> {
                              with_scheme(ctl_->peer_address(), "ucx"), ctl_->peer());
     if (!comm_) {
       ctl_->send(offer_message(nullptr), nullptr);
-      spdlog::debug("comm: {}: over TCP ({})", address_,
+      logging::debug("comm: {}: over TCP ({})", address_,
                     ucx::engine_running() ? "the peer has no UCX" : "no UCX in this process");
       return finish(ctl_, nullptr);
     }
@@ -142,7 +142,7 @@ class ClientSetup : public std::enable_shared_from_this<ClientSetup> {
     r.set("ucx", true);
     ctl_->send(std::move(r), nullptr);
     comm_->start(ctl_);
-    spdlog::info("comm: {}: over {}", address_, comm_->transport());
+    logging::info("comm: {}: over {}", address_, comm_->transport());
     finish(comm_, nullptr);
   }
 
@@ -153,8 +153,8 @@ class ClientSetup : public std::enable_shared_from_this<ClientSetup> {
     comm_->abandon();
     comm_ = nullptr;
     ctl_->set_handlers(nullptr, nullptr);  // messages now wait for the owner
-    if (failure) spdlog::warn("comm: {}: UCX did not work ({}); using TCP", address_, why);
-    else spdlog::info("comm: {}: over TCP ({})", address_, why);
+    if (failure) logging::warn("comm: {}: UCX did not work ({}); using TCP", address_, why);
+    else logging::info("comm: {}: over TCP ({})", address_, why);
     finish(ctl_, nullptr);
   }
 
@@ -175,7 +175,7 @@ class ClientSetup : public std::enable_shared_from_this<ClientSetup> {
     try {
       done(std::move(comm), std::move(e));
     } catch (const std::exception& ex) {
-      spdlog::error("comm: connect handler threw: {}", ex.what());
+      logging::error("comm: connect handler threw: {}", ex.what());
     }
   }
 
@@ -257,12 +257,12 @@ class ServerSetup : public std::enable_shared_from_this<ServerSetup> {
       if (m.op != kResult) throw ProtocolError("expected '" + std::string(kResult) + "', got '" + m.op + "'");
       if (m.get<bool>("ucx") && comm_) {
         comm_->start(ctl_);
-        spdlog::debug("comm: {} accepted {} over {}", listener_->address, ctl_->peer_address(), comm_->transport());
+        logging::debug("comm: {} accepted {} over {}", listener_->address, ctl_->peer_address(), comm_->transport());
         return deliver(comm_);
       }
       if (comm_) comm_->abandon();
       comm_ = nullptr;
-      spdlog::debug("comm: {} accepted {} over TCP ({})", listener_->address, ctl_->peer_address(),
+      logging::debug("comm: {} accepted {} over TCP ({})", listener_->address, ctl_->peer_address(),
                     m.has("why") ? m.get<std::string>("why") : std::string("no UCX"));
       deliver(ctl_);
     } catch (const CommError& e) {
@@ -279,7 +279,7 @@ class ServerSetup : public std::enable_shared_from_this<ServerSetup> {
     try {
       listener->on_comm(std::move(comm));
     } catch (const std::exception& e) {
-      spdlog::error("comm: accept handler of {} threw: {}", listener->address, e.what());
+      logging::error("comm: accept handler of {} threw: {}", listener->address, e.what());
     }
     ctl_.reset();
     comm_.reset();
@@ -294,7 +294,7 @@ class ServerSetup : public std::enable_shared_from_this<ServerSetup> {
     const auto peer = ctl_->peer_address();
     ctl_->close();
     ctl_.reset();
-    spdlog::warn("comm: {} refused a connection from {}: {}", listener_->address, peer, describe_exception(e));
+    logging::warn("comm: {} refused a connection from {}: {}", listener_->address, peer, describe_exception(e));
     if (listener_->on_error && !listener_->stopped) listener_->on_error(peer, e);
   }
 

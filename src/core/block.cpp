@@ -32,12 +32,16 @@ std::vector<double> Block::to_doubles() const {
   return out;
 }
 
-double Block::item() const {
+const void* Block::item_pointer() const {
+  if (empty()) throw Error("item(): the block is empty");
   if (size() != 1)
     throw ShapeError("item(): block of shape " + shape_to_string(shape_) + " has " +
                      std::to_string(size()) + " elements, not 1");
-  return to_doubles()[0];
+  if (memory_kind() == MemoryKind::Device) throw Error("item(): block is in device memory");
+  return raw();
 }
+
+double Block::item() const { return item<double>(); }
 
 Block Block::reshaped(Shape shape) const {
   if (shape_size(shape) != size())

@@ -19,7 +19,6 @@
 #include <string_view>
 #include <thread>
 
-#include <spdlog/spdlog.h>
 
 #include "data_store_limits.hpp"
 #include "tessera/core/device.hpp"
@@ -28,13 +27,18 @@
 #include "tessera/distributed/scheduler.hpp"
 #include "tessera/distributed/worker.hpp"
 #include "tessera/init.hpp"
+#include "../core/logging.hpp"
 
 namespace tessera {
 namespace {
 
 std::atomic<bool> g_initialized{false};
 
-// The library already logs to stderr (src/core/logging.cpp); this sets the level.
+// A scheduler or worker process belongs to Tessera (the bundled binaries, or an application
+// that tessera::init() turned into a worker), so its logging is Tessera's to set: the library's
+// logger at --log-level, also made spdlog's default so that the few messages written to the
+// default logger keep its format and stderr. A process that only uses the library (a client,
+// LocalCluster, the executors) never gets here.
 void setup_logging(const std::string& level_flag) {
   std::string level = level_flag;
   if (level.empty())
@@ -44,7 +48,8 @@ void setup_logging(const std::string& level_flag) {
   auto lvl = spdlog::level::from_str(level);
   if (lvl == spdlog::level::off && level != "off")
     throw CLI::ValidationError("--log-level", "unknown level '" + level + "' (trace, debug, info, warning, error)");
-  spdlog::set_level(lvl);
+  set_library_log_level(lvl);
+  spdlog::set_default_logger(library_logger());
 }
 
 // --preload, --token and --log-level mean the same for both binaries.
@@ -73,7 +78,7 @@ void preload(const std::vector<std::string>& libs) {
     // RTLD_GLOBAL: a plugin may register ops that other plugins use.
     void* h = ::dlopen(lib.c_str(), RTLD_NOW | RTLD_GLOBAL);
     if (!h) throw Error(std::string("--preload ") + lib + ": " + ::dlerror());
-    spdlog::info("preloaded {}", lib);
+    logging::info("preloaded {}", lib);
   }
 }
 
@@ -99,7 +104,7 @@ class SignalWatcher {
     thread_ = std::thread([on_signal = std::move(on_signal)] {
       unsigned char c = 0;
       while (::read(g_signal_pipe[0], &c, 1) == 1 && c != 0) {
-        spdlog::info("received signal {}, closing", static_cast<int>(c));
+        logging::info("received signal {}, closing", static_cast<int>(c));
         on_signal(c);
       }
     });
@@ -149,9 +154,9 @@ void apply_cpu_affinity_env() {
   if (cpus.empty()) return;
   try {
     pin_process_to_cpus(cpus);
-    spdlog::info("tessera-worker: threads pinned to CPUs {} ({})", format_cpu_list(cpus), kCpuAffinityEnv);
+    logging::info("tessera-worker: threads pinned to CPUs {} ({})", format_cpu_list(cpus), kCpuAffinityEnv);
   } catch (const Error& e) {
-    spdlog::warn("tessera-worker: {} ({}); running unpinned", e.what(), kCpuAffinityEnv);
+    logging::warn("tessera-worker: {} ({}); running unpinned", e.what(), kCpuAffinityEnv);
   }
 }
 
@@ -203,7 +208,7 @@ int scheduler_main(int argc, char** argv) {
   }
   try {
     token = token_or_env(token);
-    if (!dashboard.empty()) spdlog::warn("--dashboard-address: Tessera has no dashboard yet; ignored");
+    if (!dashboard.empty()) logging::warn("--dashboard-address: Tessera has no dashboard yet; ignored");
     preload(preloads);
     SchedulerOptions so;
     so.address = protocol + "://" + host + ":" + std::to_string(port);
@@ -235,7 +240,7 @@ int scheduler_main(int argc, char** argv) {
     }
     return 0;
   } catch (const std::exception& e) {
-    spdlog::error("tessera-scheduler: {}", e.what());
+    logging::error("tessera-scheduler: {}", e.what());
     return 1;
   }
 }
@@ -295,7 +300,7 @@ int run_worker_processes(const std::string& program, const std::vector<ChildProc
     try {
       pids.push_back(spawn_process(child.argv, env));
     } catch (const std::exception& e) {
-      spdlog::error("{}: cannot start worker {}: {}", program, child.name, e.what());
+      logging::error("{}: cannot start worker {}: {}", program, child.name, e.what());
       worst = 1;
       stop_signal = SIGTERM;
       for (pid_t p : pids) ::kill(p, SIGTERM);
@@ -318,9 +323,9 @@ int run_worker_processes(const std::string& program, const std::vector<ChildProc
         if (r == pids[i] && stop_signal && WIFSIGNALED(status) && WTERMSIG(status) == stop_signal) clean = true;
       }
       if (!clean) worst = 1;
-      if (r != pids[i]) spdlog::warn("{}: lost worker {} (pid {})", program, children[i].name, pids[i]);
-      else if (clean) spdlog::info("{}: worker {} (pid {}) {}", program, children[i].name, pids[i], describe_status(status));
-      else spdlog::warn("{}: worker {} (pid {}) {}", program, children[i].name, pids[i], describe_status(status));
+      if (r != pids[i]) logging::warn("{}: lost worker {} (pid {})", program, children[i].name, pids[i]);
+      else if (clean) logging::info("{}: worker {} (pid {}) {}", program, children[i].name, pids[i], describe_status(status));
+      else logging::warn("{}: worker {} (pid {}) {}", program, children[i].name, pids[i], describe_status(status));
     }
     if (left > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -443,10 +448,10 @@ int worker_main(int argc, char** argv) {
       reason = w->wait();
     }
     worker.reset();
-    spdlog::info("tessera-worker: closed ({})", reason);
+    logging::info("tessera-worker: closed ({})", reason);
     return 0;
   } catch (const std::exception& e) {
-    spdlog::error("tessera-worker: {}", e.what());
+    logging::error("tessera-worker: {}", e.what());
     return 1;
   }
 }
@@ -521,7 +526,7 @@ int cuda_worker_main(int argc, char** argv) {
       if (!std::getenv(kCpuAffinityEnv))
         if (std::string cpus = gpu_worker_cpus(found, dev); !cpus.empty()) c.env[kCpuAffinityEnv] = cpus;
       const int gpu = find_gpu(found, dev);
-      spdlog::info("tessera-cuda-worker: worker {} with CUDA_VISIBLE_DEVICES={}{}{}", c.name,
+      logging::info("tessera-cuda-worker: worker {} with CUDA_VISIBLE_DEVICES={}{}{}", c.name,
                    c.env["CUDA_VISIBLE_DEVICES"],
                    gpu >= 0 ? " (" + describe_gpu(found.gpus[static_cast<std::size_t>(gpu)]) + ")" : std::string(),
                    c.env.count(kCpuAffinityEnv) ? ", CPUs " + c.env[kCpuAffinityEnv] : std::string());
@@ -529,7 +534,7 @@ int cuda_worker_main(int argc, char** argv) {
     }
     return run_worker_processes("tessera-cuda-worker", children);
   } catch (const std::exception& e) {
-    spdlog::error("tessera-cuda-worker: {}", e.what());
+    logging::error("tessera-cuda-worker: {}", e.what());
     return 1;
   }
 }

@@ -13,12 +13,12 @@
 #include <thread>
 #include <unordered_map>
 
-#include <spdlog/spdlog.h>
 
 #include "rpc.hpp"
 #include "util.hpp"
 #include "tessera/comm/comm.hpp"
 #include "wire.hpp"
+#include "../core/logging.hpp"
 
 namespace tessera::distributed {
 namespace {
@@ -154,9 +154,9 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
             to_client(c, std::move(x));
           } else if constexpr (std::is_same_v<T, LogEvent>) {
             if (x.topic == "worker" || x.topic == "client")
-              spdlog::info("scheduler: {}", x.message);
+              logging::info("scheduler: {}", x.message);
             else
-              spdlog::debug("scheduler: [{}] {}", x.topic, x.message);
+              logging::debug("scheduler: [{}] {}", x.topic, x.message);
           }
         },
         a);
@@ -244,7 +244,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
       flush();
     }
     if (bad) {
-      spdlog::warn("scheduler: closing connection from {}: bad message '{}': {}", conn->comm->peer_address(), m.op,
+      logging::warn("scheduler: closing connection from {}: bad message '{}': {}", conn->comm->peer_address(), m.op,
                    why);
       conn->comm->close();
     }
@@ -291,7 +291,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
       c.role = Conn::Role::Worker;
       c.id = add.address;
       if (auto old = workers.find(c.id); old != workers.end() && old->second.get() != &c) {
-        spdlog::warn("scheduler: worker {} registered again; dropping its old connection", c.id);
+        logging::warn("scheduler: worker {} registered again; dropping its old connection", c.id);
         old->second->role = Conn::Role::Unknown;  // its close must not remove the new one
       }
       for (auto& sp : conns)
@@ -366,7 +366,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
         bool busy = !clients.empty() || state.task_count() > 0;
         if (busy || idle_since == 0) idle_since = t;
         if (!busy && t - idle_since > opt.idle_timeout) {
-          spdlog::info("scheduler: idle for {:.0f} s, closing", t - idle_since);
+          logging::info("scheduler: idle for {:.0f} s, closing", t - idle_since);
           lock.unlock();
           std::thread([self = shared_from_this()] { self->stop(true); }).detach();
           return;
@@ -396,7 +396,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
     }
     if (gone.empty()) return;
     for (auto& g : gone) {
-      spdlog::warn("scheduler: closing the connection of removed worker {}", g->id);
+      logging::warn("scheduler: closing the connection of removed worker {}", g->id);
       comm::Message m(wire::kPeerGone);
       m.set("address", g->id);
       for (auto& [a, c] : workers) c->comm->send(m, nullptr);
@@ -449,7 +449,7 @@ Scheduler::Scheduler(SchedulerOptions options) : impl_(std::make_shared<Impl>(st
     if (auto self = weak.lock()) self->on_accept(std::move(c));
   };
   auto on_error = [](const std::string& peer, std::exception_ptr reason) {
-    spdlog::warn("scheduler: refused connection from {}: {}", peer, describe_exception(reason));
+    logging::warn("scheduler: refused connection from {}: {}", peer, describe_exception(reason));
   };
   impl_->listener = comm::listen(impl_->opt.address, on_comm, co, on_error);
   for (const auto& a : impl_->opt.also_listen) impl_->other_listeners.push_back(comm::listen(a, on_comm, co, on_error));
@@ -457,7 +457,7 @@ Scheduler::Scheduler(SchedulerOptions options) : impl_(std::make_shared<Impl>(st
   if (!impl_->opt.scheduler_file.empty())
     write_scheduler_file(impl_->opt.scheduler_file, impl_->address, impl_->id);
   impl_->ticker = std::thread([self = impl_.get()] { self->tick_loop(); });
-  spdlog::info("scheduler: listening at {}", impl_->address);
+  logging::info("scheduler: listening at {}", impl_->address);
 }
 
 Scheduler::~Scheduler() { impl_->stop(true); }

@@ -12,7 +12,6 @@
 #include <thread>
 #include <unordered_map>
 
-#include <spdlog/spdlog.h>
 
 #include "data_store.hpp"
 #include "rpc.hpp"
@@ -22,6 +21,7 @@
 #include "tessera/distributed/worker_state.hpp"
 #include "tessera/ops/registry.hpp"
 #include "wire.hpp"
+#include "../core/logging.hpp"
 
 namespace tessera::distributed {
 namespace {
@@ -137,14 +137,14 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     if (opt.gpu == GpuPolicy::Off) return;
     DeviceRuntime* rt = device_runtime();
     if (!rt || rt->device_count() <= 0) {
-      spdlog::debug("worker: no GPU ({})", rt ? std::string("no CUDA device visible") : device_runtime_status());
+      logging::debug("worker: no GPU ({})", rt ? std::string("no CUDA device visible") : device_runtime_status());
       return;
     }
     try {
       gpu = rt->info(0);
       rt->set_memory_limit(0, opt.device_memory_limit);
     } catch (const std::exception& e) {
-      spdlog::warn("worker: not using GPU 0: {}", e.what());
+      logging::warn("worker: not using GPU 0: {}", e.what());
       return;
     }
     device = 0;
@@ -247,7 +247,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
   void check_memory() {
     bool p = store.paused();
     if (p != state.paused()) {
-      spdlog::info("worker {}: {} ({} bytes in memory, {} spilled)", address, p ? "paused" : "resumed",
+      logging::info("worker {}: {} ({} bytes in memory, {} spilled)", address, p ? "paused" : "resumed",
                    store.memory_bytes(), store.spilled_bytes());
       handle(PauseWorker{p});
     }
@@ -322,7 +322,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
           /*batch=*/true);
     } else {
       failed++;
-      spdlog::debug("worker {}: task {} raised: {}", address, task.key, error);
+      logging::debug("worker {}: task {} raised: {}", address, task.key, error);
       step([&] { handle(ExecuteFailure{task.key, error, "in operation '" + task.op + "' on worker " + address}); });
     }
   }
@@ -339,7 +339,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
       if (!self) return;
       if (err) {
         std::string why = describe_exception(err);
-        spdlog::warn("worker {}: fetching from {} failed: {}", self->address, peer_addr, why);
+        logging::warn("worker {}: fetching from {} failed: {}", self->address, peer_addr, why);
         self->step([&] { self->handle(GatherDepFailure{peer_addr, why}); });
         return;
       }
@@ -478,7 +478,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
         throw Error("unknown message '" + m.op + "'");
       }
     } catch (const std::exception& e) {
-      spdlog::warn("worker {}: closing connection from {}: {}", address, c->peer_address(), e.what());
+      logging::warn("worker {}: closing connection from {}: {}", address, c->peer_address(), e.what());
       if (m.has("id")) c->send(make_error_reply(m, e.what()), nullptr);
       c->close();
     }
@@ -505,7 +505,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     } else if (m.op == wire::kRegistered) {
       registered.set_value();
     } else {
-      spdlog::warn("worker {}: unexpected message '{}' from the scheduler", address, m.op);
+      logging::warn("worker {}: unexpected message '{}' from the scheduler", address, m.op);
     }
   }
   std::promise<void> registered;
@@ -537,7 +537,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
       closing = true;
       close_reason = reason;
     }
-    spdlog::info("worker {}: closing: {}", address, reason);
+    logging::info("worker {}: closing: {}", address, reason);
     qcv.notify_all();
     ccv.notify_all();
     {
@@ -583,7 +583,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
         },
         co,
         [](const std::string& peer, std::exception_ptr reason) {
-          spdlog::warn("worker: refused connection from {}: {}", peer, describe_exception(reason));
+          logging::warn("worker: refused connection from {}: {}", peer, describe_exception(reason));
         });
     address = listener->address();
     co.name = opt.name.empty() ? address : opt.name;
@@ -665,7 +665,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     if (device >= 0)
       gpu_text = "GPU " + std::to_string(device) + ": " + describe_gpu(gpu) + ", device memory limit " +
                  (opt.device_memory_limit ? std::to_string(opt.device_memory_limit) + " bytes" : std::string("none"));
-    spdlog::info("worker {} ({}): registered with {}, {} threads, {}", address, opt.name, opt.scheduler_address,
+    logging::info("worker {} ({}): registered with {}, {} threads, {}", address, opt.name, opt.scheduler_address,
                  opt.nthreads, gpu_text);
   }
 };

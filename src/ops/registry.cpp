@@ -1,7 +1,9 @@
 #include "tessera/ops/registry.hpp"
 
 #include <algorithm>
+#include <map>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <unordered_map>
 
@@ -14,6 +16,7 @@ namespace tessera {
 struct OpRegistry::Impl {
   mutable std::shared_mutex mutex;
   std::unordered_map<std::string, OpInfo> ops;
+  std::map<std::string, std::set<std::string>> functions;  // function id -> registered names
 };
 
 OpRegistry& OpRegistry::global() {
@@ -36,6 +39,7 @@ void OpRegistry::add(OpInfo info) {
     if (info.host) it->second.host = std::move(info.host);
     if (info.device) it->second.device = std::move(info.device);
     if (info.signature) it->second.signature = info.signature;
+    if (info.types) it->second.types = std::move(info.types);
   }
 }
 
@@ -71,12 +75,35 @@ std::vector<std::string> OpRegistry::names() const {
   return out;
 }
 
-void register_op(const std::string& name, OpFn host, std::uint64_t signature) {
-  OpRegistry::global().add(OpInfo{name, std::move(host), nullptr, signature});
+std::optional<OpSignature> OpRegistry::types(const std::string& name) const {
+  auto& im = impl();
+  std::shared_lock lock(im.mutex);
+  auto it = im.ops.find(name);
+  if (it == im.ops.end()) return std::nullopt;
+  return it->second.types;
 }
 
-void register_device_op(const std::string& name, OpFn device, std::uint64_t signature) {
-  OpRegistry::global().add(OpInfo{name, nullptr, std::move(device), signature});
+void OpRegistry::bind_function(const std::string& function_id, const std::string& name) {
+  auto& im = impl();
+  std::unique_lock lock(im.mutex);
+  im.functions[function_id].insert(name);
+}
+
+std::vector<std::string> OpRegistry::names_of_function(const std::string& function_id) const {
+  auto& im = impl();
+  std::shared_lock lock(im.mutex);
+  auto it = im.functions.find(function_id);
+  if (it == im.functions.end()) return {};
+  return {it->second.begin(), it->second.end()};
+}
+
+void register_op(const std::string& name, OpFn host, std::uint64_t signature, std::optional<OpSignature> types) {
+  OpRegistry::global().add(OpInfo{name, std::move(host), nullptr, signature, std::move(types)});
+}
+
+void register_device_op(const std::string& name, OpFn device, std::uint64_t signature,
+                        std::optional<OpSignature> types) {
+  OpRegistry::global().add(OpInfo{name, nullptr, std::move(device), signature, std::move(types)});
 }
 
 namespace {
@@ -157,10 +184,13 @@ Value run_op(const std::string& name, const OpContext& ctx, std::span<const Valu
 }
 
 namespace detail {
-std::uint64_t signature_hash(const std::string& name, std::size_t arity) {
+std::uint64_t signature_hash(const std::string& name, const OpSignature& types) {
+  std::string text = name + "(";
+  for (const auto& a : types.args) text += a + ",";
+  text += ")->" + types.result;
   // FNV-1a: stable across processes and builds, unlike std::hash.
   std::uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : name + "/" + std::to_string(arity)) {
+  for (unsigned char c : text) {
     h ^= c;
     h *= 1099511628211ULL;
   }

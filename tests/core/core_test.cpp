@@ -113,6 +113,22 @@ TEST(Block, FromValuesAndAccess) {
   EXPECT_TRUE(Block().empty());
 }
 
+TEST(Block, ItemAsTypeIsExactAboveTwoToThe53) {
+  // 2^53 + 1 has no double: item() (through double) gives 2^53, item<std::int64_t>() the value.
+  const std::int64_t big = (std::int64_t{1} << 53) + 1;
+  const Block b = Block::scalar<std::int64_t>(big);
+  EXPECT_EQ(b.item<std::int64_t>(), big);
+  EXPECT_EQ(Block::scalar<std::int64_t>(-big).item<std::int64_t>(), -big);
+  EXPECT_EQ(b.item(), 9007199254740992.0);
+  // Other dtypes convert straight to T; a one-element block of any shape has an item.
+  EXPECT_EQ(Block::scalar<double>(2.75).item<int>(), 2);
+  EXPECT_EQ(Block::scalar<float>(1.5f).item<double>(), 1.5);
+  EXPECT_EQ(Block::scalar<bool>(true).item<std::int64_t>(), 1);
+  EXPECT_EQ(Block::from_values<std::int32_t>({-7}, {1, 1}).item<std::int64_t>(), -7);
+  EXPECT_THROW(Block::from_values<std::int64_t>({1, 2}, {2}).item<std::int64_t>(), ShapeError);
+  EXPECT_THROW(Block().item<std::int64_t>(), Error);
+}
+
 TEST(Block, WrongTypeAccessThrows) {
   Block b = Block::from_values<float>({1.5f, 2.5f}, {2});
   EXPECT_THROW(b.data<double>(), DTypeError);

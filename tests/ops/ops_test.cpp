@@ -75,7 +75,7 @@ TEST(Registry, FunctionsWithNonBlockArguments) {
   EXPECT_NE(OpRegistry::global().get("ops_test_add").signature, 0u);
   EXPECT_THROW(call("ops_test_add", {Value(to_object(2.0))}), Error);
   // A Block where an object is expected is a clear error, not garbage.
-  EXPECT_THROW(call("ops_test_add", {Value(Block::scalar(1.0)), Value(to_object(1.0))}), SerializationError);
+  EXPECT_THROW(call("ops_test_add", {Value(Block::scalar(1.0)), Value(to_object(1.0))}), SignatureError);
 
   register_function("gtest.ops.concat", [](std::string a, std::vector<int> v) {
     return a + ":" + std::to_string(v.size());

@@ -4,6 +4,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tessera/core/buffer.hpp"
@@ -75,6 +76,16 @@ class Block {
   std::vector<double> to_doubles() const;
   /** @brief The single element of a one-element block, converted to double. */
   double item() const;
+  /**
+   * @brief The single element of a one-element host block, converted from its dtype straight to
+   * T: an int64 result reads exactly as std::int64_t, never through double (which keeps 53 bits).
+   */
+  template <typename T>
+    requires std::is_arithmetic_v<T>
+  T item() const {
+    const void* p = item_pointer();
+    return dispatch_dtype(dtype_, [p](auto tag) { return static_cast<T>(*static_cast<const decltype(tag)*>(p)); });
+  }
 
   /** @brief Same data, new shape with the same number of elements (no copy). */
   Block reshaped(Shape shape) const;
@@ -83,6 +94,8 @@ class Block {
 
  private:
   void check_type(DType t) const;
+  // The element of a one-element host block; throws ShapeError or Error otherwise.
+  const void* item_pointer() const;
   DType dtype_ = DType::Float64;
   Shape shape_;
   std::shared_ptr<Buffer> buffer_;

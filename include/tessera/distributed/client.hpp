@@ -2,16 +2,23 @@
 /**
  * @file Client and Future: the user's side of a cluster, like dask.distributed.Client.
  *
+ *     int inc(int x) { return x + 1; }
+ *     TESSERA_REGISTER_FUNCTION(inc);
+ *
  *     tessera::distributed::LocalCluster cluster({.n_workers = 2});
  *     tessera::distributed::Client client(cluster);
- *     auto f = client.submit("inc", 41);          // "inc" registered with TESSERA_REGISTER_FUNCTION
- *     int v = f.result_as<int>();                 // 42
- *     auto fs = client.map("inc", std::vector<int>{1, 2, 3});
- *     auto values = client.gather(fs);
+ *     auto f = client.submit(inc, 41);            // TypedFuture<int>
+ *     int v = f.result();                         // 42
+ *     auto fs = client.map(inc, std::vector<int>{1, 2, 3});
+ *     std::vector<int> values = client.gather(fs);
+ *     Future g = client.submit("inc", 41);        // by name: for functions this program does not link
+ *     int w = g.result_as<int>();
  *     double s = ((x + 1).sum()).compute(client).item<double>();   // any Array, unchanged
  *
- * Tasks run wherever the scheduler places them; values stay on the workers until a result()
- * or gather() fetches them straight from the worker that holds them.
+ * Arguments are checked against the function's registered types at submit (by name: when this
+ * process registers the name; otherwise the worker checks them before the call). Tasks run
+ * wherever the scheduler places them; values stay on the workers until a result() or gather()
+ * fetches them straight from the worker that holds them.
  */
 #include <chrono>
 #include <cstddef>
@@ -21,6 +28,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "tessera/core/device.hpp"
@@ -65,10 +74,13 @@ class Future {
    * @throw TaskError naming the key and the task that raised; CancelledError; CommError.
    */
   Value result(std::optional<std::chrono::duration<double>> timeout = std::nullopt) const;
-  /** @brief result() decoded as T (a Block, or a cereal-serializable type). */
+  /**
+   * @brief result() decoded as T (a Block, or a cereal-serializable type).
+   * @throw SerializationError "the result of K holds int, read as std::string" for another type.
+   */
   template <typename T>
-  T result_as() const {
-    return tessera::detail::from_task_value<T>(result());
+  T result_as(std::optional<std::chrono::duration<double>> timeout = std::nullopt) const {
+    return tessera::detail::from_task_value<T>(result(timeout), "the result of " + key());
   }
   /** @brief The error once done: a TaskError/CancelledError, or nullptr when it finished. */
   std::exception_ptr exception() const;
@@ -83,6 +95,44 @@ class Future {
   explicit Future(std::shared_ptr<detail::FutureRef> ref) : ref_(std::move(ref)) {}
   std::shared_ptr<detail::FutureRef> ref_;
 };
+
+/**
+ * @brief A Future whose value is known to be a T: what submitting a function itself gives
+ * (`client.submit(inc, 41)` is a TypedFuture<int>). It is a Future (same size, one shared
+ * reference), so it goes wherever a Future does; result() decodes the value as T.
+ *
+ * It is not spelled Future<T> because Future stays a plain class, used as it is everywhere
+ * (std::vector<Future>, Array compute on a Client); a class and a template cannot share a name.
+ */
+template <typename T>
+class TypedFuture : public Future {
+ public:
+  using value_type = T;
+  TypedFuture() = default;
+  /** @brief The value as T; throws as Future::result. For a function returning void: waits. */
+  T result(std::optional<std::chrono::duration<double>> timeout = std::nullopt) const {
+    if constexpr (std::is_void_v<T>) (void)Future::result(timeout);
+    else return result_as<T>(timeout);
+  }
+  /** @brief The untyped Future (the same reference). */
+  const Future& untyped() const noexcept { return *this; }
+
+ private:
+  friend class Client;
+  explicit TypedFuture(Future f) : Future(std::move(f)) {}
+};
+
+namespace detail {
+template <typename T>
+struct typed_future_value {
+  static constexpr bool typed = false;
+};
+template <typename T>
+struct typed_future_value<TypedFuture<T>> {
+  static constexpr bool typed = true;
+  using type = T;
+};
+}  // namespace detail
 
 /** @brief Blocks until every future is done; false when the timeout ran out first. */
 bool wait(const std::vector<Future>& futures,
@@ -187,33 +237,100 @@ class Client final : public Executor {
   ~Client() override;
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
+  /** @brief Takes over the connection; the moved-from client is empty and throws when used. */
+  Client(Client&& other) noexcept;
+  /** @brief Closes this client's own connection first, then takes over other's. */
+  Client& operator=(Client&& other);
+  /** @brief False for a moved-from client. */
+  bool valid() const noexcept { return impl_ != nullptr; }
 
   /**
-   * @brief Runs op(args...) on the cluster. Futures among args become the values they stand
-   * for; other args travel as Blocks or cereal Objects.
+   * @brief Runs fn(args...) on the cluster, fn being a registered function (found by its
+   * address, or a lambda's type, in this process's registry). Each argument is converted to its
+   * parameter's type as in a call, without narrowing (a mismatch does not compile); a
+   * TypedFuture must hold the parameter's type, an untyped Future is checked by the worker.
+   * @throw UnknownOperationError when fn is not registered or no worker can run it.
+   */
+  template <tessera::detail::RegistrableFunction F, typename... A>
+  auto submit(F&& fn, A&&... args) {
+    return submit_with(SubmitOptions{}, std::forward<F>(fn), std::forward<A>(args)...);
+  }
+  /** @brief submit(fn, args...) with an explicit key or annotations. */
+  template <tessera::detail::RegistrableFunction F, typename... A>
+  auto submit_with(const SubmitOptions& options, F&& fn, A&&... args) {
+    using P = typename tessera::detail::call_traits<F>::args;
+    using R = typename tessera::detail::call_traits<F>::result;
+    static_assert(sizeof...(A) == std::tuple_size_v<P>, "submit: wrong number of arguments for this function");
+    const std::string op = function_name(fn);
+    return TypedFuture<R>(submit_task(op, typed_args<P>(std::forward<A>(args)...), std::nullopt, options));
+  }
+  /**
+   * @brief Runs op(args...) on the cluster, op being a registered name: for functions this
+   * program does not link. Futures among args become the values they stand for; other args
+   * travel as Blocks or cereal Objects, as they are.
+   * @throw SignatureError when this process registers op and the arguments do not fit it (count
+   *        or type; the message names the function, the argument, the expected and given type).
    * @throw UnknownOperationError when no worker of the cluster can run op.
    */
   template <typename... A>
   Future submit(const std::string& op, A&&... args) {
-    return submit_task(op, {to_arg(std::forward<A>(args))...}, {});
+    return submit_task(op, std::vector<Arg>{to_arg(args)...}, std::vector<std::string>{tag_of(args)...}, {});
   }
   template <typename... A>
   Future submit_with(const SubmitOptions& options, const std::string& op, A&&... args) {
-    return submit_task(op, {to_arg(std::forward<A>(args))...}, options);
+    return submit_task(op, std::vector<Arg>{to_arg(args)...}, std::vector<std::string>{tag_of(args)...}, options);
   }
-  /** @brief One task per item, sent as one graph. */
-  template <typename T>
-  std::vector<Future> map(const std::string& op, const std::vector<T>& items) {
+  /**
+   * @brief One task per index i, fn(seqs[0][i], seqs[1][i], ...), sent as one graph; the
+   * sequences must have one length. Arguments convert as in submit(fn, ...).
+   */
+  template <tessera::detail::RegistrableFunction F, typename... T>
+    requires(sizeof...(T) >= 1)
+  auto map(F&& fn, const std::vector<T>&... seqs) {
+    using P = typename tessera::detail::call_traits<F>::args;
+    using R = typename tessera::detail::call_traits<F>::result;
+    static_assert(sizeof...(T) == std::tuple_size_v<P>, "map: one sequence per argument of the function");
+    const std::string op = function_name(fn);
+    const std::size_t n = common_length(seqs...);
     std::vector<std::vector<Arg>> calls;
-    calls.reserve(items.size());
-    for (const auto& item : items) calls.push_back({to_arg(item)});
-    return map_tasks(op, std::move(calls));
+    calls.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) calls.push_back(typed_args<P>(seqs[i]...));
+    std::vector<TypedFuture<R>> out;
+    out.reserve(n);
+    for (auto& f : map_tasks(op, std::move(calls), std::nullopt)) out.push_back(TypedFuture<R>(std::move(f)));
+    return out;
   }
-  /** @brief Submits a prepared task (its key must be new). */
+  /** @brief map by name: one task per index, op(seqs[0][i], ...); checked as submit(op, ...). */
+  template <typename... T>
+    requires(sizeof...(T) >= 1)
+  std::vector<Future> map(const std::string& op, const std::vector<T>&... seqs) {
+    const std::size_t n = common_length(seqs...);
+    std::vector<std::vector<Arg>> calls;
+    std::vector<std::vector<std::string>> tags;
+    calls.reserve(n);
+    tags.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      calls.push_back({to_arg(seqs[i])...});
+      tags.push_back({tag_of(seqs[i])...});
+    }
+    return map_tasks(op, std::move(calls), std::move(tags));
+  }
+  /** @brief Submits a prepared task (its key must be new); checked as submit(op, ...). */
   Future submit(Task task);
 
   /** @brief The values of the futures, fetched from their workers (several keys per message). */
   std::vector<Value> gather(const std::vector<Future>& futures);
+  /** @brief The values of typed futures, decoded as T. */
+  template <typename T>
+  std::vector<T> gather(const std::vector<TypedFuture<T>>& futures) {
+    std::vector<Future> untyped(futures.begin(), futures.end());
+    std::vector<Value> values = gather(untyped);
+    std::vector<T> out;
+    out.reserve(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i)
+      out.push_back(tessera::detail::from_task_value<T>(values[i], "the result of " + untyped[i].key()));
+    return out;
+  }
   /** @brief Places a value on the cluster; the future stands for it. */
   Future scatter(Value value);
   template <typename T>
@@ -252,14 +369,72 @@ class Client final : public Executor {
 
  private:
   template <typename T>
-  static Arg to_arg(T&& v) {
+  static constexpr bool is_future_v =
+      std::is_same_v<std::decay_t<T>, Future> || detail::typed_future_value<std::decay_t<T>>::typed;
+
+  template <typename T>
+  static Arg to_arg(const T& v) {
     using D = std::decay_t<T>;
-    if constexpr (std::is_same_v<D, Future>) return KeyRef{v.key()};
+    if constexpr (is_future_v<D>) return KeyRef{v.key()};
     else if constexpr (std::is_same_v<D, KeyRef>) return v;
-    else return tessera::detail::to_task_value(std::forward<T>(v));
+    else return tessera::detail::to_task_value(v);
   }
-  Future submit_task(const std::string& op, std::vector<Arg> args, const SubmitOptions& options);
-  std::vector<Future> map_tasks(const std::string& op, std::vector<std::vector<Arg>> calls);
+  // The type an argument is known to have here: "" for an untyped future (the worker checks it).
+  template <typename T>
+  static std::string tag_of(const T& v) {
+    using D = std::decay_t<T>;
+    if constexpr (detail::typed_future_value<D>::typed)
+      return type_tag<typename detail::typed_future_value<D>::type>();
+    else if constexpr (std::is_same_v<D, Future> || std::is_same_v<D, KeyRef>) return {};
+    else if constexpr (std::is_same_v<D, Value>) return type_tag_of(v);
+    else return type_tag<D>();
+  }
+  // One argument for a parameter of type P, converted as a call would (without narrowing).
+  template <typename P, typename A>
+  static Arg typed_arg(A&& a) {
+    using D = std::decay_t<A>;
+    if constexpr (std::is_same_v<D, Future> || std::is_same_v<D, KeyRef>) {
+      return to_arg(a);
+    } else if constexpr (detail::typed_future_value<D>::typed) {
+      static_assert(std::is_same_v<P, Value> || std::is_same_v<typename detail::typed_future_value<D>::type, P>,
+                    "submit: a TypedFuture argument must hold the parameter's type");
+      return KeyRef{a.key()};
+    } else if constexpr (std::is_same_v<P, Value> || std::is_same_v<D, P>) {
+      return tessera::detail::to_task_value(std::forward<A>(a));
+    } else {
+      static_assert(requires { P{std::declval<A>()}; },
+                    "submit: an argument does not convert to its parameter's type (or only by narrowing)");
+      return tessera::detail::to_task_value(P{std::forward<A>(a)});
+    }
+  }
+  template <typename Params, typename... A>
+  static std::vector<Arg> typed_args(A&&... args) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return std::vector<Arg>{typed_arg<std::tuple_element_t<I, Params>>(std::forward<A>(args))...};
+    }(std::index_sequence_for<A...>{});
+  }
+  template <typename... T>
+  static std::size_t common_length(const std::vector<T>&... seqs) {
+    const std::size_t sizes[] = {seqs.size()...};
+    for (std::size_t s : sizes)
+      if (s != sizes[0]) throw_unequal_lengths({seqs.size()...});
+    return sizes[0];
+  }
+  [[noreturn]] static void throw_unequal_lengths(const std::vector<std::size_t>& sizes);
+  template <typename F>
+  static std::string function_name(const F& fn) {
+    return registered_name(tessera::detail::function_id(fn));
+  }
+  // The name the function is registered under (the first, sorted, when it has several).
+  static std::string registered_name(const std::string& function_id);
+  const std::shared_ptr<detail::ClientImpl>& live() const;
+  // `tags` holds one type tag per argument ("" when unknown here), checked against op's
+  // registered types when this process knows them; nullopt (the typed calls, whose arguments
+  // were converted to the parameters' types) skips the check.
+  Future submit_task(const std::string& op, std::vector<Arg> args, std::optional<std::vector<std::string>> tags,
+                     const SubmitOptions& options);
+  std::vector<Future> map_tasks(const std::string& op, std::vector<std::vector<Arg>> calls,
+                                std::optional<std::vector<std::vector<std::string>>> tags);
 
   std::shared_ptr<detail::ClientImpl> impl_;
   std::shared_ptr<LocalCluster> owned_cluster_;

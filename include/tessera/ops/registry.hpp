@@ -2,6 +2,7 @@
 /** @file The operation registry: one stable name per operation, with host and device variants. */
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "tessera/core/device.hpp"
 #include "tessera/core/key.hpp"
 #include "tessera/core/value.hpp"
+#include "tessera/ops/signature.hpp"
 
 namespace tessera {
 
@@ -29,6 +31,7 @@ struct OpInfo {
   OpFn host;                     ///< required
   OpFn device;                   ///< optional, set by the CUDA back end
   std::uint64_t signature = 0;   ///< hash of the argument/result types, checked by workers
+  std::optional<OpSignature> types;  ///< a registered function's parameter and result types
 };
 
 /**
@@ -48,6 +51,15 @@ class OpRegistry {
   bool contains(const std::string& name) const;
   /** @brief Every registered name, sorted (what a worker advertises). */
   std::vector<std::string> names() const;
+  /** @brief The parameter and result types recorded for `name`; nullopt when unknown here. */
+  std::optional<OpSignature> types(const std::string& name) const;
+  /**
+   * @brief Records that the function identified by `function_id` (detail::function_id) is
+   * registered as `name`, so that a client can submit the function itself.
+   */
+  void bind_function(const std::string& function_id, const std::string& name);
+  /** @brief The names the function is registered under, sorted; empty when it is not. */
+  std::vector<std::string> names_of_function(const std::string& function_id) const;
 
  private:
   OpRegistry() = default;
@@ -56,13 +68,15 @@ class OpRegistry {
 };
 
 /** @brief Registers a host implementation under a name. */
-void register_op(const std::string& name, OpFn host, std::uint64_t signature = 0);
+void register_op(const std::string& name, OpFn host, std::uint64_t signature = 0,
+                 std::optional<OpSignature> types = std::nullopt);
 /**
  * @brief Registers a device (GPU) implementation under a name, beside or instead of a host one.
  * It gets ctx.device and ctx.stream and must queue its work on ctx.stream; block arguments
  * arrive in device memory of ctx.device.
  */
-void register_device_op(const std::string& name, OpFn device, std::uint64_t signature = 0);
+void register_device_op(const std::string& name, OpFn device, std::uint64_t signature = 0,
+                        std::optional<OpSignature> types = std::nullopt);
 
 /** @brief The suffix a worker with a GPU adds to op names it advertises for device tasks. */
 inline constexpr const char* kDeviceOpSuffix = "@device";
