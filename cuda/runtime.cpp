@@ -4,7 +4,6 @@
 // static initialiser, so loading libtessera_cuda.so is enough; loading makes no CUDA call at all
 // (contexts appear only when a device is first used).
 #include <cuda_runtime.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <array>
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "check.hpp"
+#include "core/logging.hpp"
 #include "runtime.hpp"
 #include "tessera/cuda/random.hpp"
 
@@ -106,11 +106,11 @@ class CudaRuntime final : public DeviceRuntime {
         const cudaError_t e = cudaGetDeviceCount(&n);
         if (e != cudaSuccess) {
           cudaGetLastError();  // clear the "no driver / no device" error
-          spdlog::debug("CUDA back end: no device ({})", cudaGetErrorString(e));
+          logging::debug("CUDA back end: no device ({})", cudaGetErrorString(e));
           n = 0;
         }
         if (n > kMaxDevices) {
-          spdlog::warn("CUDA back end: {} devices visible, using the first {}", n, kMaxDevices);
+          logging::warn("CUDA back end: {} devices visible, using the first {}", n, kMaxDevices);
           n = kMaxDevices;
         }
         count_ = n;
@@ -158,7 +158,7 @@ class CudaRuntime final : public DeviceRuntime {
       d.pool.store(nullptr);
       if (const cudaError_t e = cudaMemPoolDestroy(old); e != cudaSuccess) {
         cudaGetLastError();
-        spdlog::warn("cudaMemPoolDestroy failed on device {} ({}): {}", device, device_name(device), cudaGetErrorString(e));
+        logging::warn("cudaMemPoolDestroy failed on device {} ({}): {}", device, device_name(device), cudaGetErrorString(e));
       }
     }
     d.limit.store(bytes);
@@ -199,7 +199,7 @@ class CudaRuntime final : public DeviceRuntime {
       if (const cudaError_t e = cudaFreeHost(q); e != cudaSuccess) {
         cudaGetLastError();
         if (e != cudaErrorCudartUnloading && e != cudaErrorContextIsDestroyed)
-          spdlog::error("cudaFreeHost of {} failed: {}", with_unit(n), cudaGetErrorString(e));
+          logging::error("cudaFreeHost of {} failed: {}", with_unit(n), cudaGetErrorString(e));
       }
     });
   }
@@ -344,7 +344,7 @@ class CudaRuntime final : public DeviceRuntime {
     cudaError_t e = cudaMemPoolCreate(&p, &props);
     if (e != cudaSuccess && props.maxSize != 0) {
       cudaGetLastError();
-      spdlog::warn("cudaMemPoolCreate with maxSize {} failed on device {} ({}): {}; the limit is enforced by "
+      logging::warn("cudaMemPoolCreate with maxSize {} failed on device {} ({}): {}; the limit is enforced by "
                    "counting live bytes only",
                    props.maxSize, device, device_name(device), cudaGetErrorString(e));
       props.maxSize = 0;
@@ -372,7 +372,7 @@ class CudaRuntime final : public DeviceRuntime {
       desc.flags = cudaMemAccessFlagsProtReadWrite;
       if (const cudaError_t a = cudaMemPoolSetAccess(p, &desc, 1); a != cudaSuccess) {
         cudaGetLastError();
-        spdlog::warn("cudaMemPoolSetAccess: device {} cannot access the pool of device {}: {}", other, device,
+        logging::warn("cudaMemPoolSetAccess: device {} cannot access the pool of device {}: {}", other, device,
                      cudaGetErrorString(a));
       }
     }
@@ -422,7 +422,7 @@ class CudaRuntime final : public DeviceRuntime {
     cudaGetLastError();
     if (e == cudaErrorCudartUnloading || e == cudaErrorContextIsDestroyed) return;  // process exit
     try {
-      spdlog::error("cudaFreeAsync of {} failed on device {} ({}): {}", with_unit(bytes), device, device_name(device),
+      logging::error("cudaFreeAsync of {} failed on device {} ({}): {}", with_unit(bytes), device, device_name(device),
                     cudaGetErrorString(e));
     } catch (...) {
     }

@@ -27,8 +27,7 @@
 #include <cstdlib>
 #include <mutex>
 
-#include <spdlog/spdlog.h>
-
+#include "../core/logging.hpp"
 #include "wire.hpp"
 #include "tessera/core/device.hpp"
 #include "ucx_engine_internal.hpp"
@@ -60,7 +59,7 @@ bool use_device_context(int device) {
     rt->set_device(device);
     return true;
   } catch (const std::exception& e) {
-    spdlog::warn("comm: cannot use device {} for UCX: {}", device, e.what());
+    logging::warn("comm: cannot use device {} for UCX: {}", device, e.what());
     return false;
   }
 }
@@ -153,7 +152,7 @@ void Engine::sleep() {
     if (st == UCS_ERR_BUSY) continue;  // events came in meanwhile: drain them first
     if (st != UCS_OK) {
       static std::once_flag once;
-      std::call_once(once, [&] { spdlog::warn("comm: ucp_worker_arm: {}; UCX progress polls", status_text(st)); });
+      std::call_once(once, [&] { logging::warn("comm: ucp_worker_arm: {}; UCX progress polls", status_text(st)); });
       kick();
       return;
     }
@@ -346,7 +345,7 @@ UcxStatus start_engine(Holder& h) {
   for (const auto& [name, value] : defaults) {
     if (std::getenv(("UCX_" + std::string(name)).c_str())) continue;
     if (ucp_config_modify(config, name, value) != UCS_OK)
-      spdlog::debug("comm: UCX has no setting {} to default to {}", name, value);
+      logging::debug("comm: UCX has no setting {} to default to {}", name, value);
   }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
@@ -384,7 +383,7 @@ UcxStatus start_engine(Holder& h) {
   }
   h.engine = std::move(engine);
   s.available = true;
-  spdlog::debug("comm: UCX {} started{}", s.version, s.cuda ? " (with CUDA memory support)" : "");
+  logging::debug("comm: UCX {} started{}", s.version, s.cuda ? " (with CUDA memory support)" : "");
   return s;
 }
 

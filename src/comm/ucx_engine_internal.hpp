@@ -19,8 +19,7 @@
 
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <spdlog/spdlog.h>
-
+#include "../core/logging.hpp"
 #include "frame_pool.hpp"
 #include "inbox.hpp"
 #include "transports.hpp"
@@ -138,7 +137,7 @@ class Engine {
         try {
           f();
         } catch (const std::exception& e) {
-          spdlog::error("comm: ucx: {}", e.what());
+          logging::error("comm: ucx: {}", e.what());
         }
       }
     }

@@ -3,8 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include <spdlog/spdlog.h>
-
+#include "../core/logging.hpp"
 #include "ucx_engine_internal.hpp"
 
 namespace tessera::comm::detail::ucx {
@@ -107,7 +106,7 @@ void Link::on_pong() {
 
 void Link::on_ctl_message(const Message& m) {
   if (m.op != kBye) {
-    spdlog::warn("comm: {}: unexpected '{}' on the UCX control connection", peer_, m.op);
+    logging::warn("comm: {}: unexpected '{}' on the UCX control connection", peer_, m.op);
     return;
   }
   try {
@@ -122,7 +121,7 @@ void Link::on_ctl_message(const Message& m) {
   close_timer_.async_wait([weak](error_code ec) {
     auto self = weak.lock();
     if (ec || !self || !self->receiving()) return;
-    spdlog::warn("comm: {}: the peer closed; {} of its messages did not arrive within {} ms", self->peer_,
+    logging::warn("comm: {}: the peer closed; {} of its messages did not arrive within {} ms", self->peer_,
                  *self->peer_sent_ - self->next_deliver_, self->options_.close_timeout.count());
     self->peer_closed();
   });
@@ -163,7 +162,7 @@ void Link::close_local() {
     if (ec || !self || self->closed_ || self->failed_) return;
     const std::string why = "closed locally; the peer did not take the queued messages within " +
                             std::to_string(self->options_.close_timeout.count()) + " ms";
-    spdlog::warn("comm: {}: {}", self->peer_, why);
+    logging::warn("comm: {}: {}", self->peer_, why);
     self->fail_ops(why);
     self->finish_close();
   });
@@ -190,7 +189,7 @@ void Link::fail_later(std::exception_ptr reason) {
 }
 
 void Link::protocol_error(const std::string& why) {
-  spdlog::warn("comm: closing {}: protocol error: {}", peer_, why);
+  logging::warn("comm: closing {}: protocol error: {}", peer_, why);
   fail_later(std::make_exception_ptr(ProtocolError("protocol error from " + peer_ + ": " + why)));
 }
 
@@ -199,7 +198,7 @@ void Link::fail(std::exception_ptr reason, bool log) {
   if (failed_ || closed_ || abandoned_) return;
   failed_ = true;
   close_text_ = describe_exception(reason);
-  if (log) spdlog::debug("comm: {}: {}", peer_, close_text_);
+  if (log) logging::debug("comm: {}: {}", peer_, close_text_);
   close_timer_.cancel();
   inbox_->push_close(reason);
   fail_ops(close_text_);

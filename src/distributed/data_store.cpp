@@ -12,8 +12,7 @@
 #include <random>
 #include <system_error>
 
-#include <spdlog/spdlog.h>
-
+#include "../core/logging.hpp"
 #include "data_store_spill_file.hpp"
 #include "tessera/core/buffer.hpp"
 #include "tessera/core/device.hpp"
@@ -42,7 +41,7 @@ DataStore::~DataStore() {
   if (dir_.empty()) return;
   std::error_code ec;
   fs::remove_all(dir_, ec);
-  if (ec) spdlog::warn("data store: cannot remove spill directory {}: {}", dir_.string(), ec.message());
+  if (ec) logging::warn("data store: cannot remove spill directory {}: {}", dir_.string(), ec.message());
 }
 
 namespace {
@@ -73,7 +72,7 @@ void DataStore::drop(Entry& e) {
   if (e.on_disk) {
     std::error_code ec;
     fs::remove(file_path(e.file), ec);
-    if (ec) spdlog::debug("data store: cannot remove {}: {}", file_path(e.file).string(), ec.message());
+    if (ec) logging::debug("data store: cannot remove {}: {}", file_path(e.file).string(), ec.message());
     spilled_bytes_ -= e.nbytes;
   } else if (e.on_device) {
     device_bytes_ -= e.nbytes;
@@ -85,9 +84,9 @@ void DataStore::drop(Entry& e) {
 void DataStore::note_device_failure(const std::string& what) {
   if (!device_warned_) {
     device_warned_ = true;
-    spdlog::warn("data store: moving a device value to host memory failed, keeping it on the device: {}", what);
+    logging::warn("data store: moving a device value to host memory failed, keeping it on the device: {}", what);
   } else {
-    spdlog::debug("data store: moving a device value to host memory failed: {}", what);
+    logging::debug("data store: moving a device value to host memory failed: {}", what);
   }
 }
 
@@ -128,9 +127,9 @@ fs::path DataStore::file_path(std::uint64_t file) const { return dir_ / (std::to
 void DataStore::note_failure(const std::string& what) {
   if (!warned_) {
     warned_ = true;
-    spdlog::warn("data store: spilling to disk failed, keeping the data in memory: {}", what);
+    logging::warn("data store: spilling to disk failed, keeping the data in memory: {}", what);
   } else {
-    spdlog::debug("data store: spilling to disk failed: {}", what);
+    logging::debug("data store: spilling to disk failed: {}", what);
   }
 }
 
@@ -297,7 +296,7 @@ std::size_t DataStore::relieve_device_pressure(int device, std::size_t bytes) {
   }
   if (freed) evict();
   if (freed)
-    spdlog::debug("data store: device {} short of {} bytes: moved {} bytes of device values to host", device, bytes,
+    logging::debug("data store: device {} short of {} bytes: moved {} bytes of device values to host", device, bytes,
                   freed);
   return freed;
 }

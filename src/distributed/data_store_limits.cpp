@@ -16,8 +16,7 @@
 #include <string_view>
 #include <system_error>
 
-#include <spdlog/spdlog.h>
-
+#include "../core/logging.hpp"
 #include "tessera/core/error.hpp"
 
 namespace tessera::distributed {
@@ -97,7 +96,7 @@ std::size_t parse_limit(const std::string& text, std::size_t total_memory, int n
     }
   }
   if (limit > 0 && total_memory > 0 && limit > total_memory) {
-    spdlog::warn("{} \"{}\" ({} bytes) exceeds the total {} memory ({} bytes); using the latter",
+    logging::warn("{} \"{}\" ({} bytes) exceeds the total {} memory ({} bytes); using the latter",
                  device ? "device memory limit" : "memory limit", text, limit, device ? "device" : "system",
                  total_memory);
     limit = total_memory;
