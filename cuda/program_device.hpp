@@ -64,6 +64,9 @@ enum XOp : std::uint16_t {
   kLtF, kLeF, kGtF, kGeF, kEqF, kNeF,
   kLtI, kLeI, kGtI, kGeI, kEqI, kNeI,
   kWhere,  // a (I64) ? b : c
+  // F64 registers holding float32 values: floor division, modulo and power computed in float.
+  kFloorDivF32, kModF32, kPowF32,
+  kF2I32,  // cast of an F64 register to int32 (NaN and out of range: INT32_MIN, as NumPy on x86-64)
   kNumXOps
 };
 

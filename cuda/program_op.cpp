@@ -10,6 +10,7 @@
 #include <string>
 
 #include "../src/array/array_ops.hpp"
+#include "../src/array/element_semantics.hpp"
 #include "program_device.hpp"
 #include "runtime.hpp"
 #include "tessera/core/device.hpp"
@@ -301,7 +302,7 @@ EncodedProgram encode_program(const Program& p, const std::vector<const Block*>&
         if (gen == GenKind::Full) {  // the host fills it once, unrounded
           x.xop = kConst;
           x.round = kRoundNone;
-          x.i0 = in.ctype == CType::F64 ? std::bit_cast<std::int64_t>(in.p0) : static_cast<std::int64_t>(in.p0);
+          x.i0 = in.ctype == CType::F64 ? std::bit_cast<std::int64_t>(in.p0) : detail::elem::float_to_int(in.p0, in.dtype);
           constant[k] = true;
           break;
         }
@@ -350,7 +351,7 @@ EncodedProgram encode_program(const Program& p, const std::vector<const Block*>&
           } else if (op == EwOp::IsFinite) {
             x.xop = kIsFiniteF;
           } else {
-            x.xop = in.dtype == DType::Bool ? kF2Bool : kF2I;
+            x.xop = in.dtype == DType::Bool ? kF2Bool : in.dtype == DType::Int32 ? kF2I32 : kF2I;
           }
         } else if (detail::is_unary(op)) {
           x.xop = unary_xop(op, in.ctype);
@@ -358,6 +359,11 @@ EncodedProgram encode_program(const Program& p, const std::vector<const Block*>&
           x.xop = compare_xop(op, at);
         } else if (detail::is_binary(op)) {
           x.xop = binary_xop(op, in.ctype);
+          if (in.ctype == CType::F64 && in.dtype == DType::Float32) {  // as the host: in float
+            if (op == EwOp::FloorDiv) x.xop = kFloorDivF32;
+            if (op == EwOp::Mod) x.xop = kModF32;
+            if (op == EwOp::Pow) x.xop = kPowF32;
+          }
         } else if (op == EwOp::Where) {
           x.xop = kWhere;
         } else {

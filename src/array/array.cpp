@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <set>
 
+#include "element_semantics.hpp"
 #include "expr.hpp"
 #include "tessera/core/error.hpp"
 
@@ -44,6 +47,8 @@ Array make_generator(GenKind gen, DType dtype, Shape shape, const ChunkSpec& chu
   e->i0 = i0;
   e->i1 = i1;
   e->key = key;
+  // A constant of an integer dtype keeps its exact value in i0 (lowering reads it there).
+  if (gen == GenKind::Full && !is_floating(dtype) && i0 == 0 && p0 != 0) e->i0 = elem::float_to_int(p0, dtype);
   return Array(e);
 }
 
@@ -110,14 +115,26 @@ Chunks broadcast_chunks(const Shape& out, const std::vector<const Expr*>& in) {
 Array elementwise(EwOp op, const std::vector<Array>& args, std::optional<DType> dtype = std::nullopt) {
   std::vector<const Expr*> in;
   for (auto& a : args) in.push_back(&expr_of(a));
-  if (op == EwOp::Where && in[0]->dtype != DType::Bool)
-    throw DTypeError("where: the condition must be bool, got " + std::string(dtype_name(in[0]->dtype)));
+  if (op == EwOp::Where && in[0]->dtype != DType::Bool)  // truthiness, as NumPy
+    return elementwise(op, {args[0].astype(DType::Bool), args[1], args[2]}, dtype);
+  if (op == EwOp::Sub && in[0]->dtype == DType::Bool && in[1]->dtype == DType::Bool)
+    throw DTypeError("subtract: bool - bool is not supported (NumPy's TypeError); use logical_xor, or astype first");
+  if (op == EwOp::Neg && in[0]->dtype == DType::Bool)
+    throw DTypeError("negative: -x of a bool array is not supported (NumPy's TypeError); use ! (logical_not)");
   if ((op == EwOp::LogicalAnd || op == EwOp::LogicalOr || op == EwOp::LogicalNot) &&
-      std::any_of(in.begin(), in.end(), [](auto* e) { return is_floating(e->dtype); }))
-    throw DTypeError(std::string(ew_name(op)) + " needs bool or integer operands");
+      std::any_of(in.begin(), in.end(), [](auto* e) { return is_floating(e->dtype); })) {
+    std::vector<Array> truth;  // NumPy's logical ops take the truth of floats (NaN is true)
+    for (const auto& a : args) truth.push_back(is_floating(expr_of(a).dtype) ? a.astype(DType::Bool) : a);
+    return elementwise(op, truth, dtype);
+  }
   Shape shape = broadcast_shapes(in, ew_name(op));
   Chunks chunks = broadcast_chunks(shape, in);
   DType t = dtype ? *dtype : result_dtype(op, in);
+  if (op == EwOp::Pow && !is_floating(t) && in[1]->kind == ExprKind::Generator) {
+    // A constant exponent is known now: NumPy raises for a negative integer one.
+    const auto& g = static_cast<const GeneratorExpr&>(*in[1]);
+    if (g.gen == GenKind::Full && !is_floating(g.dtype) && g.i0 < 0) throw DTypeError(std::string("power: ") + elem::kNegativePowerMessage);
+  }
   auto e = make_expr<ElementwiseExpr>(ExprKind::Elementwise, t, shape, std::move(chunks), ew_name(op));
   e->op = op;
   for (auto& a : args) e->inputs.push_back(a.expr());
@@ -125,19 +142,43 @@ Array elementwise(EwOp op, const std::vector<Array>& args, std::optional<DType> 
   return Array(e);
 }
 
-// Scalars take the array's kind (NumPy's value-based casting): x_int + 1 stays integer,
-// x_float32 * 2.5 stays float32; a fractional scalar with an integer array gives float64.
-Array scalar_like(double v, const Array& other) {
-  const DType t = expr_of(other).dtype;
-  if (is_floating(t)) return scalar(v, t);
-  if (v == static_cast<double>(static_cast<std::int64_t>(v))) return scalar(v, t == DType::Bool ? DType::Int64 : t);
-  return scalar(v, DType::Float64);
+// The 0-d operand a C++ number becomes beside `other`: NumPy 2's weak Python scalars (NEP 50).
+Array weak_scalar(const Scalar& v, const Array& other, EwOp op) {
+  const DType t = elem::weak_scalar_dtype(static_cast<elem::ScalarKind>(v.kind()), expr_of(other).dtype);
+  if (v.kind() == Scalar::Kind::Int && is_integer(t) && (v.above_int64() || !elem::int_fits(v.as_int(), t)))
+    throw DTypeError(std::string(ew_name(op)) + ": the integer " + v.to_string() + " is out of bounds for " +
+                     std::string(dtype_name(t)) + " (NumPy's OverflowError)");
+  return scalar(v, t);
 }
 
-ReduceOptions with_axes(std::optional<int> axis, int split_every) {
+Array with_scalar(EwOp op, const Array& a, const Scalar& v) { return elementwise(op, {a, weak_scalar(v, a, op)}); }
+Array with_scalar(EwOp op, const Scalar& v, const Array& b) { return elementwise(op, {weak_scalar(v, b, op), b}); }
+
+// NumPy 2 compares an integer with an integer or bool array exactly, even where the value is
+// out of the array's range (int32 x < 2**40 is all true), so the value is not cast down.
+Array compare_scalar(EwOp op, const Array& a, const Scalar& v) {
+  if (v.kind() != Scalar::Kind::Int || is_floating(expr_of(a).dtype)) return with_scalar(op, a, v);
+  if (v.above_int64()) {  // beyond every int64: x < v, x <= v, x != v hold everywhere, the rest nowhere
+    const bool below = op == EwOp::Lt || op == EwOp::Le || op == EwOp::Ne;
+    return elementwise(below ? EwOp::Le : EwOp::Gt, {a, scalar(std::numeric_limits<std::int64_t>::max())});
+  }
+  return elementwise(op, {a, scalar(v.as_int())});
+}
+EwOp mirrored(EwOp op) {  // v < x is x > v
+  switch (op) {
+    case EwOp::Lt: return EwOp::Gt;
+    case EwOp::Le: return EwOp::Ge;
+    case EwOp::Gt: return EwOp::Lt;
+    case EwOp::Ge: return EwOp::Le;
+    default: return op;
+  }
+}
+
+ReduceOptions with_axes(std::optional<int> axis, int split_every, bool keepdims = false) {
   ReduceOptions o;
   if (axis) o.axes = {*axis};
   o.split_every = split_every;
+  o.keepdims = keepdims;
   return o;
 }
 
@@ -185,14 +226,36 @@ Array full(Shape shape, double value, ChunkSpec chunks, DType dtype) {
 Array zeros(Shape shape, ChunkSpec chunks, DType dtype) { return full(std::move(shape), 0.0, std::move(chunks), dtype); }
 Array ones(Shape shape, ChunkSpec chunks, DType dtype) { return full(std::move(shape), 1.0, std::move(chunks), dtype); }
 
-Array arange(double start, double stop, double step, std::int64_t chunk, DType dtype) {
-  if (step == 0) throw Error("arange: step must not be zero");
-  const auto n = static_cast<std::int64_t>(std::max(0.0, std::ceil((stop - start) / step)));
-  return make_generator(GenKind::Arange, dtype, Shape{n}, ChunkSpec{chunk}, start, step, 0, 0, 0, "arange");
+Array arange(Scalar start, Scalar stop, Scalar step, std::int64_t chunk, std::optional<DType> dtype) {
+  if (step.as_double() == 0) throw Error("arange: step must not be zero");
+  const bool any_float = start.is_float() || stop.is_float() || step.is_float();
+  const DType t = dtype ? *dtype : (any_float ? DType::Float64 : DType::Int64);
+  const double len = std::ceil((stop.as_double() - start.as_double()) / step.as_double());
+  const auto n = static_cast<std::int64_t>(len > 0 ? len : 0.0);  // NaN: empty
+  return make_generator(GenKind::Arange, t, Shape{n}, ChunkSpec{chunk}, start.as_double(), step.as_double(), 0, 0, 0,
+                        "arange");
 }
 
-Array scalar(double value, DType dtype) {
-  return make_generator(GenKind::Full, dtype, {}, {}, value, 0, 0, 0, 0, "scalar");
+Array scalar(Scalar value, std::optional<DType> dtype) {
+  DType t = DType::Float64;
+  if (dtype) t = *dtype;
+  else if (value.kind() == Scalar::Kind::Bool) t = DType::Bool;
+  else if (value.kind() == Scalar::Kind::Int) t = DType::Int64;
+  std::int64_t exact = 0;
+  if (!is_floating(t)) {
+    if (value.is_float()) {
+      exact = elem::float_to_int(value.as_double(), t);
+    } else if (t == DType::Bool) {
+      exact = value.above_int64() || value.as_int() != 0;
+    } else {
+      if (value.above_int64() || !elem::int_fits(value.as_int(), t))
+        throw DTypeError("scalar: " + value.to_string() + " is out of bounds for " + std::string(dtype_name(t)));
+      exact = value.as_int();
+    }
+  }
+  auto a = make_generator(GenKind::Full, t, {}, {}, value.as_double(), 0, exact, 0, 0, "scalar");
+  std::const_pointer_cast<GeneratorExpr>(std::static_pointer_cast<const GeneratorExpr>(a.expr()))->i0 = exact;
+  return a;
 }
 
 Array from_block(const Block& block, ChunkSpec chunks) {
@@ -269,9 +332,13 @@ Array RandomState::integers(std::int64_t low, std::int64_t high, Shape shape, Ch
 // ---- element-wise ---------------------------------------------------------------------------
 #define TESSERA_BINARY(opname, code)                                                              \
   Array opname(const Array& a, const Array& b) { return elementwise(EwOp::code, {a, b}); }        \
-  Array opname(const Array& a, double b) { return elementwise(EwOp::code, {a, scalar_like(b, a)}); }
+  Array opname(const Array& a, Scalar b) { return with_scalar(EwOp::code, a, b); }
 #define TESSERA_BINARY_R(opname, code) \
-  Array opname(double a, const Array& b) { return elementwise(EwOp::code, {scalar_like(a, b), b}); }
+  Array opname(Scalar a, const Array& b) { return with_scalar(EwOp::code, a, b); }
+#define TESSERA_COMPARE(opname, code)                                                             \
+  Array opname(const Array& a, const Array& b) { return elementwise(EwOp::code, {a, b}); }        \
+  Array opname(const Array& a, Scalar b) { return compare_scalar(EwOp::code, a, b); }             \
+  Array opname(Scalar a, const Array& b) { return compare_scalar(mirrored(EwOp::code), b, a); }
 TESSERA_BINARY(operator+, Add)
 TESSERA_BINARY(operator-, Sub)
 TESSERA_BINARY(operator*, Mul)
@@ -280,14 +347,18 @@ TESSERA_BINARY_R(operator+, Add)
 TESSERA_BINARY_R(operator-, Sub)
 TESSERA_BINARY_R(operator*, Mul)
 TESSERA_BINARY_R(operator/, Div)
-TESSERA_BINARY(operator<, Lt)
-TESSERA_BINARY(operator<=, Le)
-TESSERA_BINARY(operator>, Gt)
-TESSERA_BINARY(operator>=, Ge)
-TESSERA_BINARY(operator==, Eq)
-TESSERA_BINARY(operator!=, Ne)
+TESSERA_COMPARE(operator<, Lt)
+TESSERA_COMPARE(operator<=, Le)
+TESSERA_COMPARE(operator>, Gt)
+TESSERA_COMPARE(operator>=, Ge)
+TESSERA_COMPARE(operator==, Eq)
+TESSERA_COMPARE(operator!=, Ne)
 TESSERA_BINARY(power, Pow)
+TESSERA_BINARY_R(power, Pow)
+TESSERA_BINARY(floor_divide, FloorDiv)
+TESSERA_BINARY(mod, Mod)
 #undef TESSERA_BINARY
+#undef TESSERA_COMPARE
 #undef TESSERA_BINARY_R
 Array operator-(const Array& a) { return elementwise(EwOp::Neg, {a}); }
 Array operator&&(const Array& a, const Array& b) { return elementwise(EwOp::LogicalAnd, {a, b}); }
@@ -295,8 +366,6 @@ Array operator||(const Array& a, const Array& b) { return elementwise(EwOp::Logi
 Array operator!(const Array& a) { return elementwise(EwOp::LogicalNot, {a}); }
 Array minimum(const Array& a, const Array& b) { return elementwise(EwOp::Minimum, {a, b}); }
 Array maximum(const Array& a, const Array& b) { return elementwise(EwOp::Maximum, {a, b}); }
-Array floor_divide(const Array& a, const Array& b) { return elementwise(EwOp::FloorDiv, {a, b}); }
-Array mod(const Array& a, const Array& b) { return elementwise(EwOp::Mod, {a, b}); }
 Array where(const Array& c, const Array& a, const Array& b) { return elementwise(EwOp::Where, {c, a, b}); }
 
 namespace {
@@ -533,6 +602,8 @@ Array Array::argmin(std::optional<int> axis, int split_every) const {
 Array Array::argmax(std::optional<int> axis, int split_every) const {
   return reduce(*this, ReduceKind::ArgMax, with_axes(axis, split_every), "argmax");
 }
+Array Array::argmin(const ReduceOptions& o) const { return reduce(*this, ReduceKind::ArgMin, o, "argmin"); }
+Array Array::argmax(const ReduceOptions& o) const { return reduce(*this, ReduceKind::ArgMax, o, "argmax"); }
 
 // ---- compute --------------------------------------------------------------------------------
 Graph Array::to_graph(std::vector<Key>* chunk_keys) const { return detail::graph_for(*this, nullptr, chunk_keys); }
@@ -548,4 +619,17 @@ Graph graph_for(const Array& a, const Executor* executor, std::vector<Key>* chun
 
 }  // namespace detail
 
+}  // namespace tessera
+
+namespace tessera {
+std::string Scalar::to_string() const {
+  switch (kind_) {
+    case Kind::Bool: return i_ ? "True" : "False";
+    case Kind::Int: return above_int64_ ? std::to_string(static_cast<std::uint64_t>(i_)) : std::to_string(i_);
+    case Kind::Float: break;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", f_);
+  return buf;
+}
 }  // namespace tessera

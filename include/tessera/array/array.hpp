@@ -20,6 +20,7 @@
 #include <variant>
 #include <vector>
 
+#include "tessera/array/scalar.hpp"
 #include "tessera/core/block.hpp"
 #include "tessera/exec/executor.hpp"
 #include "tessera/graph/graph.hpp"
@@ -100,7 +101,7 @@ class Array {
   Array T() const { return transpose(); }
   /** @brief Row-major reshape; needs chunks that map to contiguous ranges (see docs). */
   Array reshape(Shape shape) const;
-  /** @brief New chunk sizes per axis (-1: the whole axis). */
+  /** @brief New chunk sizes per axis (-1: the whole axis); one size applies to every axis. */
   Array rechunk(std::vector<std::int64_t> chunk) const;
   /** @brief Broadcasts to a larger shape (NumPy rules). */
   Array broadcast_to(Shape shape) const;
@@ -117,6 +118,9 @@ class Array {
   /** @brief Index of the minimum, over all axes (flat index) or along one axis. */
   Array argmin(std::optional<int> axis = std::nullopt, int split_every = 0) const;
   Array argmax(std::optional<int> axis = std::nullopt, int split_every = 0) const;
+  /** @brief argmin with options: no axis or one axis, keepdims, split_every (ddof is ignored). */
+  Array argmin(const ReduceOptions& options) const;
+  Array argmax(const ReduceOptions& options) const;
 
   /**
    * @brief Where the chunks are computed and live: Target::Host, or Target::Device (the GPU of
@@ -157,9 +161,12 @@ using ChunkSpec = std::vector<std::int64_t>;
 Array full(Shape shape, double value, ChunkSpec chunks, DType dtype = DType::Float64);
 Array zeros(Shape shape, ChunkSpec chunks, DType dtype = DType::Float64);
 Array ones(Shape shape, ChunkSpec chunks, DType dtype = DType::Float64);
-/** @brief [start, stop) by step, 1-d. */
-Array arange(double start, double stop, double step, std::int64_t chunk, DType dtype = DType::Int64);
-inline Array arange(std::int64_t n, std::int64_t chunk = -1) { return arange(0, static_cast<double>(n), 1, chunk); }
+/**
+ * @brief [start, stop) by step, 1-d. The dtype is NumPy's: float64 when any argument is a
+ * floating-point value, else int64; an explicit dtype wins.
+ */
+Array arange(Scalar start, Scalar stop, Scalar step, std::int64_t chunk, std::optional<DType> dtype = std::nullopt);
+inline Array arange(std::int64_t n, std::int64_t chunk = -1) { return arange(0, n, 1, chunk); }
 /** @brief Splits a host block into chunks (the block's data is shared, not copied). */
 Array from_block(const Block& block, ChunkSpec chunks);
 /** @brief Copies host values into a chunked array. */
@@ -198,18 +205,23 @@ class RandomState {
 }  // namespace random
 
 // ---- element-wise ---------------------------------------------------------------------------
+// Arrays combine by NumPy's promotion rules (promote_types). A C++ number combines as a Python
+// scalar does in NumPy 2 (scalar.hpp): `x + 1` keeps an int32 x int32 (and throws DTypeError
+// when the value does not fit), `x + 1.5` of an integer x is float64, `x < 2.5` compares
+// exactly. A 0-d array (scalar()) is an array like any other: its dtype takes part in promotion.
 Array operator+(const Array& a, const Array& b);
 Array operator-(const Array& a, const Array& b);
 Array operator*(const Array& a, const Array& b);
 Array operator/(const Array& a, const Array& b);
-Array operator+(const Array& a, double b);
-Array operator-(const Array& a, double b);
-Array operator*(const Array& a, double b);
-Array operator/(const Array& a, double b);
-Array operator+(double a, const Array& b);
-Array operator-(double a, const Array& b);
-Array operator*(double a, const Array& b);
-Array operator/(double a, const Array& b);
+Array operator+(const Array& a, Scalar b);
+Array operator-(const Array& a, Scalar b);
+Array operator*(const Array& a, Scalar b);
+Array operator/(const Array& a, Scalar b);
+Array operator+(Scalar a, const Array& b);
+Array operator-(Scalar a, const Array& b);
+Array operator*(Scalar a, const Array& b);
+Array operator/(Scalar a, const Array& b);
+/** @brief Negation; DTypeError for bool (as NumPy, which asks for logical_not). */
 Array operator-(const Array& a);
 Array operator<(const Array& a, const Array& b);
 Array operator<=(const Array& a, const Array& b);
@@ -217,24 +229,44 @@ Array operator>(const Array& a, const Array& b);
 Array operator>=(const Array& a, const Array& b);
 Array operator==(const Array& a, const Array& b);
 Array operator!=(const Array& a, const Array& b);
-Array operator<(const Array& a, double b);
-Array operator<=(const Array& a, double b);
-Array operator>(const Array& a, double b);
-Array operator>=(const Array& a, double b);
-Array operator==(const Array& a, double b);
-Array operator!=(const Array& a, double b);
+Array operator<(const Array& a, Scalar b);
+Array operator<=(const Array& a, Scalar b);
+Array operator>(const Array& a, Scalar b);
+Array operator>=(const Array& a, Scalar b);
+Array operator==(const Array& a, Scalar b);
+Array operator!=(const Array& a, Scalar b);
+Array operator<(Scalar a, const Array& b);
+Array operator<=(Scalar a, const Array& b);
+Array operator>(Scalar a, const Array& b);
+Array operator>=(Scalar a, const Array& b);
+Array operator==(Scalar a, const Array& b);
+Array operator!=(Scalar a, const Array& b);
 Array operator&&(const Array& a, const Array& b);
 Array operator||(const Array& a, const Array& b);
 Array operator!(const Array& a);
 
-/** @brief A scalar as a 0-d array (its dtype: float64 unless given). */
-Array scalar(double value, DType dtype = DType::Float64);
+/**
+ * @brief A number as a 0-d array. Its dtype: the one given, else NumPy's for the value (bool,
+ * int64 for integers, float64); an integer that does not fit the given dtype throws DTypeError.
+ */
+Array scalar(Scalar value, std::optional<DType> dtype = std::nullopt);
+/**
+ * @brief a ** b. Integer powers wrap; a negative integer exponent is an error, as in NumPy:
+ * DTypeError when the expression is built if the exponent is a number (or a 0-d constant),
+ * a failed task if an exponent array holds one.
+ */
 Array power(const Array& a, const Array& b);
-Array power(const Array& a, double b);
+Array power(const Array& a, Scalar b);
+Array power(Scalar a, const Array& b);
 Array minimum(const Array& a, const Array& b);
 Array maximum(const Array& a, const Array& b);
+/** @brief a // b, floored (Python's and NumPy's floor division; with mod, NumPy's divmod). */
 Array floor_divide(const Array& a, const Array& b);
+Array floor_divide(const Array& a, Scalar b);
+/** @brief a % b with the sign of b (NumPy's remainder). */
 Array mod(const Array& a, const Array& b);
+Array mod(const Array& a, Scalar b);
+/** @brief condition ? a : b; a non-bool condition counts as true where it is nonzero (or NaN). */
 Array where(const Array& condition, const Array& a, const Array& b);
 
 Array abs(const Array& a);
@@ -254,7 +286,11 @@ Array isnan(const Array& a);
 Array isfinite(const Array& a);
 
 // ---- structural -----------------------------------------------------------------------------
-/** @brief Matrix product of 2-d arrays (or 1-d vectors), OpenBLAS on host. */
+/**
+ * @brief NumPy's matmul, OpenBLAS on host: 2-d matrices, 1-d vectors (a vector on the left is a
+ * row, on the right a column; that axis is dropped from the result), and n-d stacks of
+ * matrices whose leading (batch) axes broadcast; bools give a bool result (any a_ik && b_kj).
+ */
 Array matmul(const Array& a, const Array& b);
 inline Array dot(const Array& a, const Array& b) { return matmul(a, b); }
 Array concatenate(const std::vector<Array>& arrays, int axis = 0);
