@@ -175,7 +175,13 @@ TESSERA_PK_NO_UNROLL
       case kMulI: r = reg[I.a] * reg[I.b]; break;
       case kFloorDivI: r = as_u(elem::floor_divide(IA, IB)); break;
       case kModI: r = as_u(elem::mod(IA, IB)); break;
-      case kPowI: r = as_u(elem::power(IA, IB)); break;
+      case kPowI: {
+        const i64 e = IB;
+        // Every raising element stores the same code, so the unordered stores need no atomics.
+        if (elem::negative_power(e) && P.error) *P.error = elem::kNegativePowerError;
+        r = as_u(elem::power(IA, e));
+        break;
+      }
       case kMinI: { const i64 x = IA, y = IB; r = as_u(y < x ? y : x); break; }
       case kMaxI: { const i64 x = IA, y = IB; r = as_u(x < y ? y : x); break; }
       case kAndI: r = (IA != 0) & (IB != 0); break;

@@ -56,6 +56,9 @@ TESSERA_ELEM std::int64_t power(std::int64_t base, std::int64_t exp) {
 TESSERA_ELEM bool negative_power(std::int64_t exp) { return exp < 0; }
 inline constexpr const char* kNegativePowerMessage = "Integers to negative integer powers are not allowed.";
 
+/** Errors an element can raise where NumPy raises; a device kernel reports them in a flag word. */
+enum ElementError : std::uint32_t { kNoElementError = 0, kNegativePowerError = 1 };
+
 // ---- floating point --------------------------------------------------------------------------------
 // NumPy's npy_divmod (numpy/_core/src/npymath/npy_math_internal.h.src), in T = float or double:
 // floor_divide and mod of floats agree as Python's divmod does, which floor(a / b) does not
