@@ -19,6 +19,10 @@
 #endif
 
 namespace tessera::detail::elem {
+// Internal linkage: the host kernels include this in translation units built for several ISA
+// levels (and with -ffast-math for random.cpp), so an out-of-line copy from one of them must never
+// be shared with another, as inline functions with external linkage would be.
+namespace {
 
 // ---- integers ------------------------------------------------------------------------------------
 // Integer arithmetic wraps, as NumPy's does; division by zero gives 0 (NumPy warns and gives 0).
@@ -170,6 +174,7 @@ constexpr bool int_fits(std::int64_t v, DType t) {
   }
 }
 
+}  // namespace
 }  // namespace tessera::detail::elem
 
 #undef TESSERA_ELEM
