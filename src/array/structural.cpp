@@ -1,5 +1,7 @@
 // Structural operations (rechunk, reshape, concatenate, stack, matmul, map_blocks) and
 // compute/persist: building their expressions and lowering them to tasks.
+#include "tessera/array/structural.hpp"
+
 #include <cblas.h>
 
 #include <algorithm>
