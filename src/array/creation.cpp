@@ -42,8 +42,6 @@ Array make_generator(GenKind gen, DType dtype, Shape shape, const ChunkSpec& chu
   e->i0 = i0;
   e->i1 = i1;
   e->key = key;
-  // A constant of an integer dtype keeps its exact value in i0 (lowering reads it there).
-  if (gen == GenKind::Full && !is_floating(dtype) && i0 == 0 && p0 != 0) e->i0 = elem::float_to_int(p0, dtype);
   return Array(e);
 }
 
@@ -51,7 +49,9 @@ Array make_generator(GenKind gen, DType dtype, Shape shape, const ChunkSpec& chu
 }  // namespace detail
 
 Array full(Shape shape, double value, ChunkSpec chunks, DType dtype) {
-  return make_generator(GenKind::Full, dtype, std::move(shape), chunks, value, 0, 0, 0, 0, "full");
+  // A constant of an integer dtype keeps its exact value in i0 (lowering reads it there).
+  const std::int64_t exact = is_floating(dtype) ? 0 : elem::float_to_int(value, dtype);
+  return make_generator(GenKind::Full, dtype, std::move(shape), chunks, value, 0, exact, 0, 0, "full");
 }
 Array zeros(Shape shape, ChunkSpec chunks, DType dtype) { return full(std::move(shape), 0.0, std::move(chunks), dtype); }
 Array ones(Shape shape, ChunkSpec chunks, DType dtype) { return full(std::move(shape), 1.0, std::move(chunks), dtype); }
@@ -83,9 +83,7 @@ Array scalar(Scalar value, std::optional<DType> dtype) {
       exact = value.as_int();
     }
   }
-  auto a = make_generator(GenKind::Full, t, {}, {}, value.as_double(), 0, exact, 0, 0, "scalar");
-  std::const_pointer_cast<GeneratorExpr>(std::static_pointer_cast<const GeneratorExpr>(a.expr()))->i0 = exact;
-  return a;
+  return make_generator(GenKind::Full, t, {}, {}, value.as_double(), 0, exact, 0, 0, "scalar");
 }
 
 Array from_block(const Block& block, ChunkSpec chunks) {
