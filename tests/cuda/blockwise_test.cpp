@@ -584,6 +584,19 @@ BLOCKWISE_TEST(ElementSemanticsMatchNumpy) {
   EXPECT_GT(cases, 400);
 }
 
+// float -> int32 / int64 / bool casts as NumPy on x86-64 (NaN and out of range: the minimum;
+// NaN is true), the same helpers on both sides.
+BLOCKWISE_TEST(FloatToIntegerCasts) {
+  const Array f = from_vector<double>({3e9, kNaN, -7.9, 1e20, -3e9, 2147483647.5, -kInf, 0.0}, {8}, {3});
+  for (const DType t : {DType::Int32, DType::Int64, DType::Bool}) {
+    const Outcome o = run_both(f.astype(t), kExact);
+    for (std::size_t i = 0; i < o.device.size(); ++i) EXPECT_TRUE(bit_identical(o.host[i], o.device[i])) << dtype_name(t);
+  }
+  const Block b = f.astype(DType::Int32).compute();
+  EXPECT_EQ(b.data<std::int32_t>()[0], std::numeric_limits<std::int32_t>::min());  // numpy 2.4.6 on x86-64
+  EXPECT_EQ(b.data<std::int32_t>()[5], 2147483647);
+}
+
 // NumPy raises for a negative integer exponent; so does the device task (the kernels flag it).
 BLOCKWISE_TEST(NegativeIntegerPowerFailsTheTask) {
   const Array base = from_vector<std::int64_t>({2, 3, 4, 5}, {4}, {4});
