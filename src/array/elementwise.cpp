@@ -106,6 +106,10 @@ Array elementwise(EwOp op, const std::vector<Array>& args, std::optional<DType> 
   return Array(e);
 }
 
+static_assert(static_cast<int>(Scalar::Kind::Bool) == static_cast<int>(elem::ScalarKind::Bool) &&
+              static_cast<int>(Scalar::Kind::Int) == static_cast<int>(elem::ScalarKind::Int) &&
+              static_cast<int>(Scalar::Kind::Float) == static_cast<int>(elem::ScalarKind::Float));
+
 // The 0-d operand a C++ number becomes beside `other`: NumPy 2's weak Python scalars (NEP 50).
 Array weak_scalar(const Scalar& v, const Array& other, EwOp op) {
   const DType t = elem::weak_scalar_dtype(static_cast<elem::ScalarKind>(v.kind()), expr_of(other).dtype);

@@ -12,7 +12,6 @@
  * | int32/64   | the array's| the array's (DTypeError if the value does not fit) | float64 |
  * | float32/64 | the array's| the array's                       | the array's    |
  */
-#include <concepts>
 #include <cstdint>
 #include <limits>
 #include <string>

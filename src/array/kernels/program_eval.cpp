@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <string>
 #include <type_traits>
 
 #include "../element_semantics.hpp"
@@ -142,7 +143,7 @@ void eval_binary_i(EwOp op, const std::int64_t* a, const std::int64_t* b, std::i
     case EwOp::Mod: for (std::int64_t j = 0; j < n; ++j) o[j] = elem::mod(a[j], b[j]); break;
     case EwOp::Pow:
       for (std::int64_t j = 0; j < n; ++j)
-        if (elem::negative_power(b[j])) throw Error(elem::kNegativePowerMessage);
+        if (elem::negative_power(b[j])) throw Error(std::string("power: ") + elem::kNegativePowerMessage);
       for (std::int64_t j = 0; j < n; ++j) o[j] = elem::power(a[j], b[j]);
       break;
     case EwOp::Minimum: for (std::int64_t j = 0; j < n; ++j) o[j] = std::min(a[j], b[j]); break;
