@@ -64,6 +64,9 @@ enum XOp : std::uint16_t {
   kLtF, kLeF, kGtF, kGeF, kEqF, kNeF,
   kLtI, kLeI, kGtI, kGeI, kEqI, kNeI,
   kWhere,  // a (I64) ? b : c
+  // F64 registers holding float32 values: floor division, modulo and power computed in float.
+  kFloorDivF32, kModF32, kPowF32,
+  kF2I32,  // cast of an F64 register to int32 (NaN and out of range: INT32_MIN, as NumPy on x86-64)
   kNumXOps
 };
 
@@ -106,6 +109,11 @@ struct DeviceProgram {
   std::int64_t sstride[kMaxDims] = {};  // other axes: stride in the slot index
   std::int64_t arg_base = 0;             // arg reductions: index = arg_base + sum_a o[a] * arg_coef[a]
   std::int64_t arg_coef[kMaxDims] = {};
+  // Where an element raises in NumPy (an integer power with a negative exponent), the kernel
+  // stores its elem::ElementError here; null when the program cannot raise (encode_program sets
+  // raises, the launching op provides the word and reads it back).
+  std::uint32_t* error = nullptr;
+  std::uint8_t raises = 0;
   DevInstr instrs[kMaxInstrs];
 };
 

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "array/element_semantics.hpp"
 #include "program_device.hpp"
 #include "tessera/cuda/random.hpp"
 
@@ -70,40 +71,11 @@ TESSERA_PK float to_float(double x) {
 TESSERA_PK double inf() { return as_f(0x7ff0000000000000ULL); }
 TESSERA_PK i64 imin(i64 a, i64 b) { return a < b ? a : b; }
 
-// static_cast from double to int64 / int32 as x86-64 does it (cvttsd2si): NaN and values out of
-// range give the "integer indefinite" INT64_MIN / INT32_MIN, where CUDA would saturate.
-TESSERA_PK i64 f2i(double x) {
-  return (x >= -9223372036854775808.0 && x < 9223372036854775808.0) ? static_cast<i64>(x) : LLONG_MIN;
-}
-TESSERA_PK int f2i32(double x) {
-  return (x > -2147483649.0 && x < 2147483648.0) ? static_cast<int>(x) : INT_MIN;
-}
-
-TESSERA_PK double py_fmod(double a, double b) {
-  double m = fmod(a, b);
-  if (m != 0 && ((m < 0) != (b < 0))) m += b;
-  return m;
-}
-TESSERA_PK i64 py_floordiv(i64 a, i64 b) {
-  if (b == 0) return 0;  // NumPy returns 0 for integer division by zero
-  if (b == -1) return static_cast<i64>(0ULL - static_cast<u64>(a));  // INT64_MIN / -1 wraps
-  i64 q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-TESSERA_PK i64 py_mod(i64 a, i64 b) {
-  if (b == 0 || b == -1) return 0;
-  i64 m = a % b;
-  if (m != 0 && ((m < 0) != (b < 0))) m += b;
-  return m;
-}
-TESSERA_PK i64 ipow(i64 base, i64 exp) {
-  if (exp < 0) return base == 1 ? 1 : (base == -1 ? (exp % 2 ? -1 : 1) : 0);
-  u64 result = 1, b = static_cast<u64>(base);
-  for (u64 e = static_cast<u64>(exp); e; e >>= 1, b *= b)
-    if (e & 1) result *= b;
-  return static_cast<i64>(result);
-}
+// NumPy's element semantics (floor division, modulo, integer power, float-to-int conversion),
+// shared with the host evaluator.
+namespace elem = ::tessera::detail::elem;
+TESSERA_PK i64 f2i(double x) { return elem::to_int64(x); }
+TESSERA_PK int f2i32(double x) { return elem::to_int32(x); }
 
 /** Linear index of a leaf at chunk coordinate o: base + sum_a o[a] * coef[a] (wrapping). */
 template <int ND>
@@ -192,8 +164,8 @@ TESSERA_PK_NO_UNROLL
       case kSubF: r = as_u(FA - FB); break;
       case kMulF: r = as_u(FA * FB); break;
       case kDivF: r = as_u(FA / FB); break;
-      case kFloorDivF: r = as_u(floor(FA / FB)); break;
-      case kModF: r = as_u(py_fmod(FA, FB)); break;
+      case kFloorDivF: r = as_u(elem::floor_divide_f(FA, FB)); break;
+      case kModF: r = as_u(elem::mod_f(FA, FB)); break;
       case kPowF: r = as_u(pow(FA, FB)); break;
       case kMinF: { const double x = FA, y = FB; r = as_u((x != x || x < y) ? x : y); break; }
       case kMaxF: { const double x = FA, y = FB; r = as_u((x != x || x > y) ? x : y); break; }
@@ -201,9 +173,15 @@ TESSERA_PK_NO_UNROLL
       case kAddI: r = reg[I.a] + reg[I.b]; break;
       case kSubI: r = reg[I.a] - reg[I.b]; break;
       case kMulI: r = reg[I.a] * reg[I.b]; break;
-      case kFloorDivI: r = as_u(py_floordiv(IA, IB)); break;
-      case kModI: r = as_u(py_mod(IA, IB)); break;
-      case kPowI: r = as_u(ipow(IA, IB)); break;
+      case kFloorDivI: r = as_u(elem::floor_divide(IA, IB)); break;
+      case kModI: r = as_u(elem::mod(IA, IB)); break;
+      case kPowI: {
+        const i64 e = IB;
+        // Every raising element stores the same code, so the unordered stores need no atomics.
+        if (elem::negative_power(e) && P.error) *P.error = elem::kNegativePowerError;
+        r = as_u(elem::power(IA, e));
+        break;
+      }
       case kMinI: { const i64 x = IA, y = IB; r = as_u(y < x ? y : x); break; }
       case kMaxI: { const i64 x = IA, y = IB; r = as_u(x < y ? y : x); break; }
       case kAndI: r = (IA != 0) & (IB != 0); break;
@@ -222,6 +200,11 @@ TESSERA_PK_NO_UNROLL
       case kEqI: r = IA == IB; break;
       case kNeI: r = IA != IB; break;
       case kWhere: r = reg[I.a] != 0 ? reg[I.b] : reg[I.c]; break;
+      // float32 results: what is not exactly rounded runs in float, as on the host.
+      case kFloorDivF32: r = as_u(static_cast<double>(elem::floor_divide_f(to_float(FA), to_float(FB)))); break;
+      case kModF32: r = as_u(static_cast<double>(elem::mod_f(to_float(FA), to_float(FB)))); break;
+      case kPowF32: r = as_u(static_cast<double>(powf(to_float(FA), to_float(FB)))); break;
+      case kF2I32: r = as_u(static_cast<i64>(f2i32(FA))); break;
       default: break;
     }
 #undef FA

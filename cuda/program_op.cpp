@@ -10,6 +10,8 @@
 #include <string>
 
 #include "../src/array/array_ops.hpp"
+#include "../src/array/element_semantics.hpp"
+#include "check.hpp"
 #include "program_device.hpp"
 #include "runtime.hpp"
 #include "tessera/core/device.hpp"
@@ -301,7 +303,7 @@ EncodedProgram encode_program(const Program& p, const std::vector<const Block*>&
         if (gen == GenKind::Full) {  // the host fills it once, unrounded
           x.xop = kConst;
           x.round = kRoundNone;
-          x.i0 = in.ctype == CType::F64 ? std::bit_cast<std::int64_t>(in.p0) : static_cast<std::int64_t>(in.p0);
+          x.i0 = in.ctype == CType::F64 ? std::bit_cast<std::int64_t>(in.p0) : detail::elem::float_to_int(in.p0, in.dtype);
           constant[k] = true;
           break;
         }
@@ -350,7 +352,7 @@ EncodedProgram encode_program(const Program& p, const std::vector<const Block*>&
           } else if (op == EwOp::IsFinite) {
             x.xop = kIsFiniteF;
           } else {
-            x.xop = in.dtype == DType::Bool ? kF2Bool : kF2I;
+            x.xop = in.dtype == DType::Bool ? kF2Bool : in.dtype == DType::Int32 ? kF2I32 : kF2I;
           }
         } else if (detail::is_unary(op)) {
           x.xop = unary_xop(op, in.ctype);
@@ -358,6 +360,12 @@ EncodedProgram encode_program(const Program& p, const std::vector<const Block*>&
           x.xop = compare_xop(op, at);
         } else if (detail::is_binary(op)) {
           x.xop = binary_xop(op, in.ctype);
+          if (x.xop == kPowI) dev.raises = 1;
+          if (in.ctype == CType::F64 && in.dtype == DType::Float32) {  // as the host: in float
+            if (op == EwOp::FloorDiv) x.xop = kFloorDivF32;
+            if (op == EwOp::Mod) x.xop = kModF32;
+            if (op == EwOp::Pow) x.xop = kPowF32;
+          }
         } else if (op == EwOp::Where) {
           x.xop = kWhere;
         } else {
@@ -484,7 +492,23 @@ Value blockwise_device(const OpContext& ctx, std::span<const Value> args) {
   const auto stream = static_cast<cudaStream_t>(ctx.stream);
   // The block partials are freed on the stream, after the kernels that use them.
   const std::shared_ptr<Buffer> temp = plan.temp_bytes ? allocate_scratch(plan.temp_bytes, ctx.device, stream) : nullptr;
+  // NumPy raises for some elements (negative integer powers): the kernels flag them in a word
+  // that is read back here, which costs a stream synchronisation, so only programs that can raise
+  // get one.
+  std::shared_ptr<Buffer> flag;
+  if (enc->dev.raises) {
+    flag = allocate_scratch(sizeof(std::uint32_t), ctx.device, stream);
+    enc->dev.error = static_cast<std::uint32_t*>(flag->data());
+    check(cudaMemsetAsync(enc->dev.error, 0, sizeof(std::uint32_t), stream), "cudaMemsetAsync", ctx.device);
+  }
   launch_program(enc->dev, plan, out.raw(), temp ? temp->data() : nullptr, ctx.stream);
+  if (flag) {
+    std::uint32_t error = detail::elem::kNoElementError;
+    check(cudaMemcpyAsync(&error, enc->dev.error, sizeof error, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync",
+          ctx.device);
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize", ctx.device);
+    if (error == detail::elem::kNegativePowerError) throw Error(std::string("power: ") + detail::elem::kNegativePowerMessage);
+  }
   return Value(std::move(out));
 }
 

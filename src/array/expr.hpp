@@ -49,7 +49,7 @@ struct Expr {
 struct GeneratorExpr : Expr {
   GenKind gen;
   double p0 = 0, p1 = 0;       // normal: mean, std; uniform: low, high; full: value; arange: start, step
-  std::int64_t i0 = 0, i1 = 0;  // integers: low, high
+  std::int64_t i0 = 0, i1 = 0;  // integers: low, high; full of an integer or bool dtype: the exact value
   std::uint64_t key = 0;        // Philox key (from the seed and RandomState stream)
   using Expr::Expr;
 };

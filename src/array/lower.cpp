@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "array_ops.hpp"
+#include "element_semantics.hpp"
 #include "expr.hpp"
 #include "tessera/ops/serialize.hpp"
 
@@ -132,9 +133,8 @@ class ProgramBuilder {
       // Constants fill their registers unrounded, so store the value as its dtype holds it:
       // a float32 0.1 must act as 0.1f in arithmetic (as NumPy's float32 scalar does).
       if (g.dtype == DType::Float32) in.p0 = static_cast<double>(static_cast<float>(g.p0));
-      in.i0 = static_cast<std::int64_t>(g.p0);
-      if (g.dtype == DType::Int32) in.i0 = static_cast<std::int32_t>(static_cast<std::uint32_t>(in.i0));
-      if (g.dtype == DType::Bool) in.i0 = g.p0 != 0;
+      // Integer constants are exact in i0 (GeneratorExpr), never rounded through a double.
+      in.i0 = elem::wrap_int(g.i0, g.dtype);
       in.coef.assign(shape_.size(), 0);
       return emit(in);
     }

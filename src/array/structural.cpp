@@ -1,5 +1,7 @@
 // Structural operations (rechunk, reshape, concatenate, stack, matmul, map_blocks) and
 // compute/persist: building their expressions and lowering them to tasks.
+#include "tessera/array/structural.hpp"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -31,6 +33,9 @@ Array rechunk_to(const Array& a, Chunks chunks) {
 Array Array::rechunk(std::vector<std::int64_t> chunk) const {
   const Expr& e = expr_of(*this);
   if (chunk.size() == 1 && e.shape.size() > 1) chunk.assign(e.shape.size(), chunk[0]);
+  if (chunk.size() != e.shape.size())
+    throw ShapeError("rechunk: " + std::to_string(chunk.size()) + " chunk sizes for an array of " +
+                     std::to_string(e.shape.size()) + " dimensions");
   return rechunk_to(*this, regular_chunks(e.shape, chunk));
 }
 
@@ -127,19 +132,10 @@ Array stack(const std::vector<Array>& arrays, int axis) {
   return concatenate(expanded, axis);
 }
 
-Array matmul(const Array& a_in, const Array& b_in) {
-  Array a = a_in, b = b_in;
-  const bool a_vec = a.ndim() == 1, b_vec = b.ndim() == 1;
-  if (a.ndim() == 0 || b.ndim() == 0) throw ShapeError("matmul: operands must be at least 1-d");
-  if (a.ndim() > 2 || b.ndim() > 2) throw ShapeError("matmul: only 1-d and 2-d operands are supported");
-  if (a_vec) a = a[{newaxis, all()}];
-  if (b_vec) b = b[{all(), newaxis}];
-  if (a.shape()[1] != b.shape()[0])
-    throw ShapeError("matmul: shapes " + shape_to_string(a_in.shape()) + " and " + shape_to_string(b_in.shape()) +
-                     " are not aligned (" + std::to_string(a.shape()[1]) + " != " + std::to_string(b.shape()[0]) + ")");
-  if (a.dtype() == DType::Bool || b.dtype() == DType::Bool)
-    throw DTypeError("matmul: bool operands are not supported; use astype first");
-  const DType t = promote_types(a.dtype(), b.dtype());
+namespace {
+
+// The product of two 2-d arrays of one numeric dtype: one task per output chunk.
+Array matmul_2d(Array a, Array b, DType t) {
   if (a.dtype() != t) a = a.astype(t);
   if (b.dtype() != t) b = b.astype(t);
   // The contracted axis must be chunked the same way on both sides.
@@ -150,10 +146,68 @@ Array matmul(const Array& a_in, const Array& b_in) {
   e->a = a.expr();
   e->b = b.expr();
   e->target = joint_target_of(std::initializer_list<const Expr*>{e->a.get(), e->b.get()});
-  Array out(e);
-  if (a_vec && b_vec) return out[{0, 0}];
-  if (a_vec) return out[0];
-  if (b_vec) return out[{all(), 0}];
+  return Array(e);
+}
+
+// Stacks of matrices with the same batch shape: one 2-d product per matrix, stacked back along
+// the batch axes (each batch axis ends up in chunks of one matrix).
+Array matmul_batched(const Array& a, const Array& b, DType t) {
+  if (a.ndim() == 2) return matmul_2d(a, b, t);
+  const std::int64_t n = a.shape()[0];
+  std::vector<Array> parts;
+  for (std::int64_t i = 0; i < n; ++i) parts.push_back(matmul_batched(a[i], b[i], t));
+  return stack(parts, 0);
+}
+
+}  // namespace
+
+Array matmul(const Array& a_in, const Array& b_in) {
+  Array a = a_in, b = b_in;
+  const bool a_vec = a.ndim() == 1, b_vec = b.ndim() == 1;
+  if (a.ndim() == 0 || b.ndim() == 0) throw ShapeError("matmul: operands must be at least 1-d");
+  // NumPy: a vector on the left is a row (1, k), on the right a column (k, 1); the added axis is
+  // dropped from the result.
+  if (a_vec) a = a[{newaxis, all()}];
+  if (b_vec) b = b[{all(), newaxis}];
+  const int na = a.ndim(), nb = b.ndim();
+  if (a.shape()[na - 1] != b.shape()[nb - 2])
+    throw ShapeError("matmul: shapes " + shape_to_string(a_in.shape()) + " and " + shape_to_string(b_in.shape()) +
+                     " are not aligned (" + std::to_string(a.shape()[na - 1]) + " != " +
+                     std::to_string(b.shape()[nb - 2]) + ")");
+  // The batch axes (all but the last two) broadcast.
+  const int nbatch = std::max(na, nb) - 2;
+  Shape batch(nbatch, 1);
+  for (int i = 0; i < nbatch; ++i) {
+    const int ia = i - (nbatch - (na - 2)), ib = i - (nbatch - (nb - 2));
+    const std::int64_t da = ia >= 0 ? a.shape()[ia] : 1, db = ib >= 0 ? b.shape()[ib] : 1;
+    if (da != db && da != 1 && db != 1)
+      throw ShapeError("matmul: batch axes of shapes " + shape_to_string(a_in.shape()) + " and " +
+                       shape_to_string(b_in.shape()) + " cannot be broadcast together");
+    batch[i] = da == 1 ? db : da;
+  }
+  // bool: NumPy's result is bool, any(a_ik and b_kj): the integer product is nonzero exactly then.
+  const bool boolean = a.dtype() == DType::Bool && b.dtype() == DType::Bool;
+  const DType t = boolean ? DType::Int64 : promote_types(a.dtype(), b.dtype());
+  const std::int64_t m = a.shape()[na - 2], p = b.shape()[nb - 1];
+  Array out;
+  if (nbatch == 0) {
+    out = matmul_2d(a, b, t);
+  } else {
+    Shape full_a = batch, full_b = batch, out_shape = batch;
+    full_a.insert(full_a.end(), {m, a.shape()[na - 1]});
+    full_b.insert(full_b.end(), {b.shape()[nb - 2], p});
+    out_shape.insert(out_shape.end(), {m, p});
+    if (shape_size(batch) == 0) out = zeros(out_shape, ChunkSpec{-1}, t);
+    else out = matmul_batched(a.broadcast_to(full_a), b.broadcast_to(full_b), t);
+  }
+  if (boolean) out = out != 0;
+  const int nd = out.ndim();
+  if (a_vec || b_vec) {  // drop the axes the vectors gained
+    std::vector<Index> ix(nd - 2, Index(all()));
+    ix.emplace_back(a_vec ? Index(0) : Index(all()));
+    ix.emplace_back(b_vec ? Index(0) : Index(all()));
+    out = out[ix];
+  }
   return out;
 }
 

@@ -97,7 +97,7 @@ TEST(ArrayEdgeCases, FullOfBoolAndInt32Values) {
   // NumPy: bool(0.5) is True; int32 fills combine as int32.
   check_chunked([](const ChunkSpec& c) { return full({5}, 0.5, c, DType::Bool) && ones({5}, c, DType::Bool); },
                 make_ref(DType::Bool, {5}, [](auto&) { return 1.0; }));
-  check_chunked([](const ChunkSpec& c) { return full({5}, 0.5, c, DType::Bool).astype(DType::Int64) + 1.0; },
+  check_chunked([](const ChunkSpec& c) { return full({5}, 0.5, c, DType::Bool).astype(DType::Int64) + 1; },
                 make_ref(DType::Int64, {5}, [](auto&) { return 2.0; }));
   check_chunked([](const ChunkSpec& c) { return full({4}, 7, c, DType::Int32) * full({4}, -3, c, DType::Int32); },
                 make_ref(DType::Int32, {4}, [](auto&) { return -21.0; }));

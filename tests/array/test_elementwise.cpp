@@ -70,12 +70,13 @@ TEST(ArrayElementwise, ScalarsOnEitherSide) {
   check_expr({a}, [](auto& x) { return x[0] / 4.0; }, unary_ref(a, F, [](double p) { return p / 4.0; }));
   check_expr({a}, [](auto& x) { return 4.0 / x[0]; }, unary_ref(a, F, [](double p) { return 4.0 / p; }));
   check_expr({a}, [](auto& x) { return power(x[0], 2.0); }, unary_ref(a, F, [](double p) { return p * p; }));
-  // Integer arrays with integral scalars stay integer.
+  // Integer arrays with integer scalars stay integer (NumPy 2's weak Python int).
   const Ref i = sample(DType::Int32, {5, 4});
-  check_expr({i}, [](auto& x) { return x[0] + 3.0; }, unary_ref(i, DType::Int32, [](double p) { return p + 3; }));
-  check_expr({i}, [](auto& x) { return 10.0 - x[0]; }, unary_ref(i, DType::Int32, [](double p) { return 10 - p; }));
-  check_expr({i}, [](auto& x) { return x[0] * 2.0; }, unary_ref(i, DType::Int32, [](double p) { return p * 2; }));
-  // ... a fractional scalar makes them float64.
+  check_expr({i}, [](auto& x) { return x[0] + 3; }, unary_ref(i, DType::Int32, [](double p) { return p + 3; }));
+  check_expr({i}, [](auto& x) { return 10 - x[0]; }, unary_ref(i, DType::Int32, [](double p) { return 10 - p; }));
+  check_expr({i}, [](auto& x) { return x[0] * 2; }, unary_ref(i, DType::Int32, [](double p) { return p * 2; }));
+  // ... a floating-point scalar makes them float64, integral or not (NumPy 2's weak Python float).
+  check_expr({i}, [](auto& x) { return x[0] + 3.0; }, unary_ref(i, F, [](double p) { return p + 3; }));
   check_expr({i}, [](auto& x) { return x[0] + 0.5; }, unary_ref(i, F, [](double p) { return p + 0.5; }));
   // Division is true division.
   check_expr({i}, [](auto& x) { return x[0] / 2.0; }, unary_ref(i, F, [](double p) { return p / 2; }));
@@ -239,7 +240,8 @@ TEST(ArrayElementwise, BoolArithmetic) {
   const Ref i = sample(DType::Int64, {4, 6});
   check_expr({p, i}, [](auto& x) { return x[0] * x[1]; },
              binary_ref(p, i, DType::Int64, [](double u, double v) { return u * v; }));
-  check_expr({p}, [](auto& x) { return x[0] + 1.0; }, unary_ref(p, DType::Int64, [](double u) { return u + 1; }));
+  check_expr({p}, [](auto& x) { return x[0] + 1; }, unary_ref(p, DType::Int64, [](double u) { return u + 1; }));
+  check_expr({p}, [](auto& x) { return x[0] + 1.0; }, unary_ref(p, DType::Float64, [](double u) { return u + 1; }));
   check_expr({p}, [](auto& x) { return x[0] * 0.5; }, unary_ref(p, DType::Float64, [](double u) { return u * 0.5; }));
   check_expr({p}, [](auto& x) { return x[0] / 2.0; }, unary_ref(p, DType::Float64, [](double u) { return u / 2; }));
   // Sum of bools counts the true ones, as int64.
@@ -276,7 +278,7 @@ TEST(ArrayElementwise, IntegerSemantics) {
   check_expr({i}, [](auto& x) { return abs(x[0]); }, unary_ref(i, DType::Int32, [](double p) { return std::fabs(p); }));
   check_expr({i}, [](auto& x) { return sign(x[0]); }, unary_ref(i, DType::Int32, [](double p) { return double((p > 0) - (p < 0)); }));
   check_expr({i}, [](auto& x) { return square(x[0]); }, unary_ref(i, DType::Int32, [](double p) { return p * p; }));
-  check_expr({i, i}, [](auto& x) { return maximum(x[0], x[1] * 2.0); },
+  check_expr({i, i}, [](auto& x) { return maximum(x[0], x[1] * 2); },
              binary_ref(i, i, DType::Int32, [](double p, double q) { return std::max(p, q * 2); }));
 }
 
@@ -365,13 +367,27 @@ TEST(ArrayElementwise, Where) {
   const Ref i = sample(DType::Int32, {4, 6});
   check_expr({a, i}, [](auto& x) { return where(x[0] > 0.0, x[1], scalar(-1.5)); },
              make_ref(DType::Float64, {4, 6}, [&](auto& k) { return a.at(k) > 0 ? i.at(k) : -1.5; }));
-  check_expr({i}, [](auto& x) { return where(x[0] > 0.0, x[0], x[0] * -1.0); },
+  check_expr({i}, [](auto& x) { return where(x[0] > 0, x[0], x[0] * -1); },
              unary_ref(i, DType::Int32, [](double p) { return std::fabs(p); }));
   // Broadcast condition (column) against a row.
   const Ref col = sample(DType::Bool, {4, 1}, 4);
   const Ref row = sample(DType::Int64, {6}, 5);
   check_expr({col, row, a}, [](auto& x) { return where(x[0], x[1], x[2]); },
              make_ref(DType::Float64, {4, 6}, [&](auto& k) { return col.at({k[0], 0}) ? row.at({k[1]}) : a.at(k); }));
+}
+
+TEST(ArrayElementwise, WhereAndLogicalOpsTakeTheTruthOfNumbers) {
+  // numpy 2.4.6: np.where([nan, 0., -2., 0.5], 1, 0) = [1, 0, 1, 1]; np.where of int64 [0, 3, 0, -1]
+  // likewise; np.logical_and([nan, 0., 2.], [1., 1., 0.]) = [T, F, F]; np.logical_not([0., nan]) = [T, F].
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Ref f = ref_of(DType::Float64, {4}, {nan, 0.0, -2.0, 0.5});
+  const Ref i = ref_of(DType::Int64, {4}, {0, 3, 0, -1});
+  check_expr({f}, [](auto& x) { return where(x[0], scalar(1), scalar(0)); }, ref_of(DType::Int64, {4}, {1, 0, 1, 1}));
+  check_expr({i}, [](auto& x) { return where(x[0], scalar(1), scalar(0)); }, ref_of(DType::Int64, {4}, {0, 1, 0, 1}));
+  const Ref g = ref_of(DType::Float64, {3}, {nan, 0.0, 2.0}), h = ref_of(DType::Float64, {3}, {1.0, 1.0, 0.0});
+  check_expr({g, h}, [](auto& x) { return x[0] && x[1]; }, ref_of(DType::Bool, {3}, {1, 0, 0}));
+  check_expr({g, h}, [](auto& x) { return x[0] || x[1]; }, ref_of(DType::Bool, {3}, {1, 1, 1}));
+  check_expr({g}, [](auto& x) { return !x[0]; }, ref_of(DType::Bool, {3}, {0, 1, 0}));
 }
 
 }  // namespace

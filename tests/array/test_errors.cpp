@@ -32,7 +32,8 @@ TEST(ArrayErrors, MatmulMisalignedIsAShapeError) {
   EXPECT_THROW(matmul(ones({5}, {2}), m34()), ShapeError);
   EXPECT_THROW(dot(ones({3}, {2}), ones({4}, {2})), ShapeError);
   EXPECT_THROW(matmul(scalar(1), m34()), ShapeError);
-  EXPECT_THROW(matmul(ones({2, 3, 4}, {2}), ones({4, 2}, {2})), ShapeError);
+  EXPECT_THROW(matmul(ones({2, 3, 4}, {2}), ones({3, 4, 2}, {2})), ShapeError);  // batch axes 2 and 3
+  EXPECT_THROW(matmul(ones({2, 3, 4}, {2}), ones({3, 4}, {2})), ShapeError);
   EXPECT_NO_THROW(matmul(m34(), m34().T()));
 }
 
@@ -55,11 +56,13 @@ TEST(ArrayErrors, IndexErrors) {
 TEST(ArrayErrors, DTypeErrors) {
   Array f = m34();
   Array b = f > 0.0;
-  EXPECT_THROW(f && b, DTypeError);
-  EXPECT_THROW(b || f, DTypeError);
-  EXPECT_THROW(!f, DTypeError);
-  EXPECT_THROW(where(f, f, f), DTypeError);                         // float condition
-  EXPECT_THROW(where(f.astype(DType::Int64), f, f), DTypeError);   // int condition
+  // NumPy takes the truth of numbers in logical operations and where (test_elementwise.cpp).
+  EXPECT_NO_THROW(f && b);
+  EXPECT_NO_THROW(where(f, f, f));
+  // NumPy's TypeErrors for bools, and its errors for integer powers (test_element_semantics.cpp).
+  EXPECT_THROW(b - b, DTypeError);
+  EXPECT_THROW(-b, DTypeError);
+  EXPECT_THROW(power(f.astype(DType::Int64), -2), DTypeError);
   EXPECT_NO_THROW(where(b, f, f));
   EXPECT_NO_THROW(b && (f.astype(DType::Int32)));
 }
@@ -74,6 +77,10 @@ TEST(ArrayErrors, ReshapeAndAxisErrors) {
   EXPECT_THROW(x.sum({.axes = {2}}), ShapeError);
   EXPECT_THROW(x.mean({.axes = {-3}}), ShapeError);
   EXPECT_THROW(x.argmin(2), ShapeError);
+  EXPECT_THROW(x.argmax({.axes = {0, 2}}), ShapeError);
+  EXPECT_THROW(x.argmax({.axes = {0, 1, 0}}), ShapeError);
+  EXPECT_THROW(x.rechunk({2, 2, 2}), ShapeError);  // three sizes for two axes
+  EXPECT_THROW(ones({2, 3, 4}, {2}).rechunk({2, 2}), ShapeError);
   EXPECT_THROW(x.transpose({0}), ShapeError);
   EXPECT_THROW(x.transpose({0, 2}), ShapeError);
   EXPECT_THROW(x.transpose({1, 1}), ShapeError);

@@ -219,6 +219,18 @@ TEST(ArrayReductions, ArgminArgmax) {
     }
 }
 
+TEST(ArrayReductions, ArgReductionsTakeReduceOptions) {
+  // numpy 2.4.6: a = [[3, 1, 4], [1, 5, 9]]; a.argmin(axis=1, keepdims=True) = [[1], [0]];
+  // a.argmax(keepdims=True) = [[5]]; a.argmax(axis=0) = [0, 1, 1].
+  const Ref a = ref_of(DType::Int64, {2, 3}, {3, 1, 4, 1, 5, 9});
+  check_expr({a}, [](auto& x) { return x[0].argmin({.axes = {1}, .keepdims = true}); },
+             ref_of(DType::Int64, {2, 1}, {1, 0}));
+  check_expr({a}, [](auto& x) { return x[0].argmax({.keepdims = true, .split_every = 2}); },
+             ref_of(DType::Int64, {1, 1}, {5}));
+  check_expr({a}, [](auto& x) { return x[0].argmax({.axes = {0}}); }, ref_of(DType::Int64, {3}, {0, 1, 1}));
+  check_expr({a}, [](auto& x) { return x[0].argmin(ReduceOptions{}); }, ref_of(DType::Int64, {}, {1}));
+}
+
 TEST(ArrayReductions, ArgTiesPickTheFirstIndex) {
   // Many equal maxima spread over chunks: NumPy returns the first.
   const Ref a = make_ref(DType::Int32, {12}, [](auto& i) { return double(i[0] % 4 == 1 ? 7 : i[0] % 3); });

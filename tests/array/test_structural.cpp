@@ -64,7 +64,46 @@ TEST(ArrayStructural, MatmulDTypes) {
   // Mixed int/float promotes to float64.
   const Ref bf = sample(DType::Float64, {5, 4}, 4);
   check_expr({ai, bf}, [](auto& x) { return matmul(x[0], x[1]); }, matmul_ref(ai, bf, DType::Float64));
-  EXPECT_THROW(matmul(to_array(sample(DType::Bool, {2, 2}), {1}), to_array(ai, {1})[{slice(0, 2), slice(0, 2)}]), DTypeError);
+  // bool with int64 is int64; bool with bool is bool: any(a_ik && b_kj) (numpy 2.4.6).
+  const Ref ab = sample(DType::Bool, {2, 2});
+  EXPECT_EQ(matmul(to_array(ab, {1}), to_array(ai, {1})[{slice(0, 2), slice(0, 2)}]).dtype(), DType::Int64);
+  const Ref p = ref_of(DType::Bool, {2, 3}, {1, 0, 0, 0, 0, 1});
+  const Ref q = ref_of(DType::Bool, {3, 2}, {1, 0, 1, 0, 1, 1});
+  // numpy: [[T, F], [T, T]] @ ... = [[1, 0], [1, 1]] as bool
+  check_expr({p, q}, [](auto& x) { return matmul(x[0], x[1]); }, ref_of(DType::Bool, {2, 2}, {1, 0, 1, 1}));
+}
+
+TEST(ArrayStructural, MatmulBatchedBroadcastsTheBatchAxes) {
+  // numpy 2.4.6: np.arange(24).reshape(2, 3, 4) @ np.arange(20).reshape(4, 5)
+  const Ref a = make_ref(DType::Int64, {2, 3, 4}, [](auto& i) { return static_cast<double>(i[0] * 12 + i[1] * 4 + i[2]); });
+  const Ref b = make_ref(DType::Int64, {4, 5}, [](auto& i) { return static_cast<double>(i[0] * 5 + i[1]); });
+  const Ref want = ref_of(DType::Int64, {2, 3, 5},
+                          {70, 76, 82, 88, 94, 190, 212, 234, 256, 278, 310, 348, 386, 424, 462,
+                           430, 484, 538, 592, 646, 550, 620, 690, 760, 830, 670, 756, 842, 928, 1014});
+  check_expr({a, b}, [](auto& x) { return matmul(x[0], x[1]); }, want);
+  // Batch axes (2, 1) and (3,) broadcast to (2, 3); each product checked against the 2-d one.
+  const Ref c = sample(DType::Float64, {2, 1, 3, 4}, 1), d = sample(DType::Float64, {3, 4, 2}, 2);
+  const Ref cd = make_ref(DType::Float64, {2, 3, 3, 2}, [&](auto& i) {
+    double acc = 0;
+    for (std::int64_t k = 0; k < 4; ++k) acc += c.at({i[0], 0, i[2], k}) * d.at({i[1], k, i[3]});
+    return acc;
+  });
+  check_expr({c, d}, [](auto& x) { return matmul(x[0], x[1]); }, cd);
+  // 1-d operands: a vector on the left of a stack, and on the right.
+  const Ref v = sample(DType::Float64, {3}, 3), w = sample(DType::Float64, {4}, 4);
+  const Ref vd = make_ref(DType::Float64, {2, 1, 4}, [&](auto& i) {
+    double acc = 0;
+    for (std::int64_t k = 0; k < 3; ++k) acc += v.v[k] * c.at({i[0], 0, k, i[2]});
+    return acc;
+  });
+  check_expr({v, c}, [](auto& x) { return matmul(x[0], x[1]); }, vd);
+  const Ref cw = make_ref(DType::Float64, {2, 1, 3}, [&](auto& i) {
+    double acc = 0;
+    for (std::int64_t k = 0; k < 4; ++k) acc += c.at({i[0], 0, i[2], k}) * w.v[k];
+    return acc;
+  });
+  check_expr({c, w}, [](auto& x) { return matmul(x[0], x[1]); }, cw);
+  EXPECT_EQ(matmul(ones({0, 3, 4}, {2}), ones({4, 5}, {2})).shape(), (Shape{0, 3, 5}));
 }
 
 TEST(ArrayStructural, Rechunk) {

@@ -17,9 +17,11 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <variant>
 #include <vector>
 
+#include "tessera/array/indexing.hpp"
+#include "tessera/array/reductions.hpp"
+#include "tessera/array/scalar.hpp"
 #include "tessera/core/block.hpp"
 #include "tessera/exec/executor.hpp"
 #include "tessera/graph/graph.hpp"
@@ -30,45 +32,8 @@ namespace detail {
 struct Expr;
 }
 
-/** @brief start:stop:step on one axis; empty start/stop mean the ends (as in Python). */
-struct Slice {
-  std::optional<std::int64_t> start;
-  std::optional<std::int64_t> stop;
-  std::int64_t step = 1;
-};
-/** @brief start:stop:step. */
-inline Slice slice(std::optional<std::int64_t> start, std::optional<std::int64_t> stop,
-                   std::int64_t step = 1) {
-  return Slice{start, stop, step};
-}
-/** @brief ::s, every s-th element (negative s walks backwards). */
-inline Slice step(std::int64_t s) { return Slice{std::nullopt, std::nullopt, s}; }
-/** @brief ":" (the whole axis). */
-inline Slice all() { return Slice{}; }
-/** @brief Inserts an axis of length 1 (numpy.newaxis). */
-struct NewAxis {};
-inline constexpr NewAxis newaxis{};
-
-/** @brief One item of an index expression: an integer, a slice, or newaxis. */
-class Index {
- public:
-  Index(std::int64_t i) : v_(i) {}
-  Index(int i) : v_(static_cast<std::int64_t>(i)) {}
-  Index(Slice s) : v_(s) {}
-  Index(NewAxis n) : v_(n) {}
-  const std::variant<std::int64_t, Slice, NewAxis>& get() const { return v_; }
-
- private:
-  std::variant<std::int64_t, Slice, NewAxis> v_;
-};
-
-/** @brief Options of a reduction. Empty axes means all axes. */
-struct ReduceOptions {
-  std::vector<int> axes;
-  bool keepdims = false;
-  int split_every = 0;  ///< fan-in of the tree reduction; 0 means the default (8)
-  int ddof = 0;         ///< for var and std
-};
+/** @brief Chunk sizes per axis, like Dask's chunks=(c, c); -1 or 0 means the whole axis. */
+using ChunkSpec = std::vector<std::int64_t>;
 
 /** @brief A lazy n-d array split into chunks. Cheap to copy (shares the expression). */
 class Array {
@@ -100,7 +65,7 @@ class Array {
   Array T() const { return transpose(); }
   /** @brief Row-major reshape; needs chunks that map to contiguous ranges (see docs). */
   Array reshape(Shape shape) const;
-  /** @brief New chunk sizes per axis (-1: the whole axis). */
+  /** @brief New chunk sizes per axis (-1: the whole axis); one size applies to every axis. */
   Array rechunk(std::vector<std::int64_t> chunk) const;
   /** @brief Broadcasts to a larger shape (NumPy rules). */
   Array broadcast_to(Shape shape) const;
@@ -117,6 +82,9 @@ class Array {
   /** @brief Index of the minimum, over all axes (flat index) or along one axis. */
   Array argmin(std::optional<int> axis = std::nullopt, int split_every = 0) const;
   Array argmax(std::optional<int> axis = std::nullopt, int split_every = 0) const;
+  /** @brief argmin with options: no axis or one axis, keepdims, split_every (ddof is ignored). */
+  Array argmin(const ReduceOptions& options) const;
+  Array argmax(const ReduceOptions& options) const;
 
   /**
    * @brief Where the chunks are computed and live: Target::Host, or Target::Device (the GPU of
@@ -150,121 +118,10 @@ class Array {
   std::shared_ptr<const detail::Expr> expr_;
 };
 
-// ---- creation -------------------------------------------------------------------------------
-/** @brief Chunk sizes per axis, like Dask's chunks=(c, c); -1 or 0 means the whole axis. */
-using ChunkSpec = std::vector<std::int64_t>;
-
-Array full(Shape shape, double value, ChunkSpec chunks, DType dtype = DType::Float64);
-Array zeros(Shape shape, ChunkSpec chunks, DType dtype = DType::Float64);
-Array ones(Shape shape, ChunkSpec chunks, DType dtype = DType::Float64);
-/** @brief [start, stop) by step, 1-d. */
-Array arange(double start, double stop, double step, std::int64_t chunk, DType dtype = DType::Int64);
-inline Array arange(std::int64_t n, std::int64_t chunk = -1) { return arange(0, static_cast<double>(n), 1, chunk); }
-/** @brief Splits a host block into chunks (the block's data is shared, not copied). */
-Array from_block(const Block& block, ChunkSpec chunks);
-/** @brief Copies host values into a chunked array. */
-template <typename T>
-Array from_vector(const std::vector<T>& values, Shape shape, ChunkSpec chunks) {
-  return from_block(Block::from_values(values, std::move(shape)), std::move(chunks));
-}
-
-namespace random {
-/**
- * @brief Counter-based random arrays (Philox4x32-10). Element i of the array is a pure function
- * of (seed, stream, i): the same seed gives the same numbers for any chunking, on host or GPU,
- * and slicing draws only the kept elements. Integers are bit-identical everywhere; normals and
- * uniforms agree to a few ulps (about 1e-15 absolute), because vectorised and scalar log/cos
- * may round the last bit differently.
- */
-Array normal(std::uint64_t seed, double mean, double stddev, Shape shape, ChunkSpec chunks);
-Array uniform(std::uint64_t seed, double low, double high, Shape shape, ChunkSpec chunks);
-/** @brief Integers in [low, high). */
-Array integers(std::uint64_t seed, std::int64_t low, std::int64_t high, Shape shape, ChunkSpec chunks,
-               DType dtype = DType::Int64);
-
-/** @brief Like numpy.random.RandomState: successive calls draw independent streams. */
-class RandomState {
- public:
-  explicit RandomState(std::uint64_t seed = 0) : seed_(seed) {}
-  Array normal(double mean, double stddev, Shape shape, ChunkSpec chunks);
-  Array uniform(double low, double high, Shape shape, ChunkSpec chunks);
-  Array integers(std::int64_t low, std::int64_t high, Shape shape, ChunkSpec chunks,
-                 DType dtype = DType::Int64);
-
- private:
-  std::uint64_t seed_;
-  std::uint64_t calls_ = 0;
-};
-}  // namespace random
-
-// ---- element-wise ---------------------------------------------------------------------------
-Array operator+(const Array& a, const Array& b);
-Array operator-(const Array& a, const Array& b);
-Array operator*(const Array& a, const Array& b);
-Array operator/(const Array& a, const Array& b);
-Array operator+(const Array& a, double b);
-Array operator-(const Array& a, double b);
-Array operator*(const Array& a, double b);
-Array operator/(const Array& a, double b);
-Array operator+(double a, const Array& b);
-Array operator-(double a, const Array& b);
-Array operator*(double a, const Array& b);
-Array operator/(double a, const Array& b);
-Array operator-(const Array& a);
-Array operator<(const Array& a, const Array& b);
-Array operator<=(const Array& a, const Array& b);
-Array operator>(const Array& a, const Array& b);
-Array operator>=(const Array& a, const Array& b);
-Array operator==(const Array& a, const Array& b);
-Array operator!=(const Array& a, const Array& b);
-Array operator<(const Array& a, double b);
-Array operator<=(const Array& a, double b);
-Array operator>(const Array& a, double b);
-Array operator>=(const Array& a, double b);
-Array operator==(const Array& a, double b);
-Array operator!=(const Array& a, double b);
-Array operator&&(const Array& a, const Array& b);
-Array operator||(const Array& a, const Array& b);
-Array operator!(const Array& a);
-
-/** @brief A scalar as a 0-d array (its dtype: float64 unless given). */
-Array scalar(double value, DType dtype = DType::Float64);
-Array power(const Array& a, const Array& b);
-Array power(const Array& a, double b);
-Array minimum(const Array& a, const Array& b);
-Array maximum(const Array& a, const Array& b);
-Array floor_divide(const Array& a, const Array& b);
-Array mod(const Array& a, const Array& b);
-Array where(const Array& condition, const Array& a, const Array& b);
-
-Array abs(const Array& a);
-Array exp(const Array& a);
-Array log(const Array& a);
-Array log1p(const Array& a);
-Array sqrt(const Array& a);
-Array square(const Array& a);
-Array sin(const Array& a);
-Array cos(const Array& a);
-Array tan(const Array& a);
-Array tanh(const Array& a);
-Array floor(const Array& a);
-Array ceil(const Array& a);
-Array sign(const Array& a);
-Array isnan(const Array& a);
-Array isfinite(const Array& a);
-
-// ---- structural -----------------------------------------------------------------------------
-/** @brief Matrix product of 2-d arrays (or 1-d vectors), OpenBLAS on host. */
-Array matmul(const Array& a, const Array& b);
-inline Array dot(const Array& a, const Array& b) { return matmul(a, b); }
-Array concatenate(const std::vector<Array>& arrays, int axis = 0);
-Array stack(const std::vector<Array>& arrays, int axis = 0);
-/**
- * @brief Applies a registered op (e.g. a TESSERA_REGISTER_FUNCTION taking and returning Blocks)
- * to matching chunks of the inputs. The inputs are rechunked to the first one's chunks; each
- * output chunk must have the input chunk's shape unless out_chunks gives the output chunking.
- */
-Array map_blocks(const std::string& op, const std::vector<Array>& inputs, DType out_dtype,
-                 std::optional<Chunks> out_chunks = std::nullopt);
-
 }  // namespace tessera
+
+// The operations on arrays, one header per kind; including array.hpp gives all of them.
+#include "tessera/array/creation.hpp"     // IWYU pragma: export
+#include "tessera/array/elementwise.hpp"  // IWYU pragma: export
+#include "tessera/array/random.hpp"       // IWYU pragma: export
+#include "tessera/array/structural.hpp"   // IWYU pragma: export

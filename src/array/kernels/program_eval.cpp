@@ -8,7 +8,10 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <string>
+#include <type_traits>
 
+#include "../element_semantics.hpp"
 #include "../program.hpp"
 #include "isa.hpp"
 #include "tessera/core/error.hpp"
@@ -48,37 +51,17 @@ void load_input(const T* base, std::int64_t start, std::int64_t delta, std::int6
     for (std::int64_t j = 0; j < n; ++j) out[j] = static_cast<double>(p[j * delta]);
 }
 template <typename T>
+std::int64_t to_i64(T x) {
+  if constexpr (std::is_floating_point_v<T>) return elem::to_int64(static_cast<double>(x));
+  else return static_cast<std::int64_t>(x);
+}
+template <typename T>
 void load_input(const T* base, std::int64_t start, std::int64_t delta, std::int64_t n, std::int64_t* out) {
   const T* p = base + start;
   if (delta == 1)
-    for (std::int64_t j = 0; j < n; ++j) out[j] = static_cast<std::int64_t>(p[j]);
+    for (std::int64_t j = 0; j < n; ++j) out[j] = to_i64(p[j]);
   else
-    for (std::int64_t j = 0; j < n; ++j) out[j] = static_cast<std::int64_t>(p[j * delta]);
-}
-
-inline double py_fmod(double a, double b) {
-  double m = std::fmod(a, b);
-  if (m != 0 && ((m < 0) != (b < 0))) m += b;
-  return m;
-}
-inline std::int64_t py_floordiv(std::int64_t a, std::int64_t b) {
-  if (b == 0) return 0;  // NumPy returns 0 (with a warning) for integer division by zero
-  std::int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-inline std::int64_t py_mod(std::int64_t a, std::int64_t b) {
-  if (b == 0) return 0;
-  std::int64_t m = a % b;
-  if (m != 0 && ((m < 0) != (b < 0))) m += b;
-  return m;
-}
-inline std::int64_t ipow(std::int64_t base, std::int64_t exp) {
-  if (exp < 0) return base == 1 ? 1 : (base == -1 ? (exp % 2 ? -1 : 1) : 0);
-  std::uint64_t result = 1, b = static_cast<std::uint64_t>(base);
-  for (auto e = static_cast<std::uint64_t>(exp); e; e >>= 1, b *= b)
-    if (e & 1) result *= b;
-  return static_cast<std::int64_t>(result);
+    for (std::int64_t j = 0; j < n; ++j) out[j] = to_i64(p[j * delta]);
 }
 
 void eval_unary_f(EwOp op, const double* a, double* o, std::int64_t n) {
@@ -116,14 +99,29 @@ void eval_unary_i(EwOp op, const std::int64_t* a, std::int64_t* o, std::int64_t 
   }
 }
 
-void eval_binary_f(EwOp op, const double* a, const double* b, double* o, std::int64_t n) {
+// f32: the result is float32, so the operations that are not exactly rounded (floor division,
+// modulo, power) run in float as NumPy's float32 loops do; + - * / of float32 values in double
+// round to the same float32 results.
+void eval_binary_f(EwOp op, const double* a, const double* b, double* o, std::int64_t n, bool f32) {
+  using elem::floor_divide_f;
+  using elem::mod_f;
+  if (f32) {
+    auto fa = [&](std::int64_t j) { return static_cast<float>(a[j]); };
+    auto fb = [&](std::int64_t j) { return static_cast<float>(b[j]); };
+    switch (op) {
+      case EwOp::FloorDiv: for (std::int64_t j = 0; j < n; ++j) o[j] = floor_divide_f(fa(j), fb(j)); return;
+      case EwOp::Mod: for (std::int64_t j = 0; j < n; ++j) o[j] = mod_f(fa(j), fb(j)); return;
+      case EwOp::Pow: for (std::int64_t j = 0; j < n; ++j) o[j] = std::pow(fa(j), fb(j)); return;
+      default: break;
+    }
+  }
   switch (op) {
     case EwOp::Add: for (std::int64_t j = 0; j < n; ++j) o[j] = a[j] + b[j]; break;
     case EwOp::Sub: for (std::int64_t j = 0; j < n; ++j) o[j] = a[j] - b[j]; break;
     case EwOp::Mul: for (std::int64_t j = 0; j < n; ++j) o[j] = a[j] * b[j]; break;
     case EwOp::Div: for (std::int64_t j = 0; j < n; ++j) o[j] = a[j] / b[j]; break;
-    case EwOp::FloorDiv: for (std::int64_t j = 0; j < n; ++j) o[j] = std::floor(a[j] / b[j]); break;
-    case EwOp::Mod: for (std::int64_t j = 0; j < n; ++j) o[j] = py_fmod(a[j], b[j]); break;
+    case EwOp::FloorDiv: for (std::int64_t j = 0; j < n; ++j) o[j] = floor_divide_f(a[j], b[j]); break;
+    case EwOp::Mod: for (std::int64_t j = 0; j < n; ++j) o[j] = mod_f(a[j], b[j]); break;
     case EwOp::Pow: for (std::int64_t j = 0; j < n; ++j) o[j] = std::pow(a[j], b[j]); break;
     case EwOp::Minimum:
       for (std::int64_t j = 0; j < n; ++j) o[j] = (a[j] != a[j] || a[j] < b[j]) ? a[j] : b[j];
@@ -141,9 +139,13 @@ void eval_binary_i(EwOp op, const std::int64_t* a, const std::int64_t* b, std::i
     case EwOp::Add: for (std::int64_t j = 0; j < n; ++j) o[j] = static_cast<std::int64_t>(U(a[j]) + U(b[j])); break;
     case EwOp::Sub: for (std::int64_t j = 0; j < n; ++j) o[j] = static_cast<std::int64_t>(U(a[j]) - U(b[j])); break;
     case EwOp::Mul: for (std::int64_t j = 0; j < n; ++j) o[j] = static_cast<std::int64_t>(U(a[j]) * U(b[j])); break;
-    case EwOp::FloorDiv: for (std::int64_t j = 0; j < n; ++j) o[j] = py_floordiv(a[j], b[j]); break;
-    case EwOp::Mod: for (std::int64_t j = 0; j < n; ++j) o[j] = py_mod(a[j], b[j]); break;
-    case EwOp::Pow: for (std::int64_t j = 0; j < n; ++j) o[j] = ipow(a[j], b[j]); break;
+    case EwOp::FloorDiv: for (std::int64_t j = 0; j < n; ++j) o[j] = elem::floor_divide(a[j], b[j]); break;
+    case EwOp::Mod: for (std::int64_t j = 0; j < n; ++j) o[j] = elem::mod(a[j], b[j]); break;
+    case EwOp::Pow:
+      for (std::int64_t j = 0; j < n; ++j)
+        if (elem::negative_power(b[j])) throw Error(std::string("power: ") + elem::kNegativePowerMessage);
+      for (std::int64_t j = 0; j < n; ++j) o[j] = elem::power(a[j], b[j]);
+      break;
     case EwOp::Minimum: for (std::int64_t j = 0; j < n; ++j) o[j] = std::min(a[j], b[j]); break;
     case EwOp::Maximum: for (std::int64_t j = 0; j < n; ++j) o[j] = std::max(a[j], b[j]); break;
     case EwOp::LogicalAnd: for (std::int64_t j = 0; j < n; ++j) o[j] = (a[j] != 0) & (b[j] != 0); break;
@@ -278,7 +280,12 @@ class Reducer {
 
 template <typename T>
 void store(const double* x, std::int64_t n, T* out) {
-  for (std::int64_t j = 0; j < n; ++j) out[j] = static_cast<T>(x[j]);
+  if constexpr (std::is_same_v<T, bool>)
+    for (std::int64_t j = 0; j < n; ++j) out[j] = elem::to_bool(x[j]);
+  else if constexpr (std::is_integral_v<T>)
+    for (std::int64_t j = 0; j < n; ++j) out[j] = static_cast<T>(elem::float_to_int(x[j], dtype_of_v<T>));
+  else
+    for (std::int64_t j = 0; j < n; ++j) out[j] = static_cast<T>(x[j]);
 }
 template <typename T>
 void store(const std::int64_t* x, std::int64_t n, T* out) {
@@ -334,7 +341,7 @@ Block run_program(const Program& p, const std::vector<const Block*>& inputs) {
                           (in.code == InstrCode::Generator && static_cast<GenKind>(in.sub) == GenKind::Full);
     if (!constant) continue;
     if (in.ctype == CType::F64) std::fill_n(R.f(r), kTile, in.p0);
-    else std::fill_n(R.i(r), kTile, in.code == InstrCode::Scalar ? in.i0 : static_cast<std::int64_t>(in.p0));
+    else std::fill_n(R.i(r), kTile, in.code == InstrCode::Scalar ? in.i0 : elem::float_to_int(in.p0, in.dtype));
   }
 
   Reducer reducer(p, root.ctype);
@@ -396,8 +403,7 @@ Block run_program(const Program& p, const std::vector<const Block*>& inputs) {
                 std::int64_t* o = R.i(r);
                 if (op == EwOp::IsNan) for (std::int64_t j = 0; j < n; ++j) o[j] = a[j] != a[j];
                 else if (op == EwOp::IsFinite) for (std::int64_t j = 0; j < n; ++j) o[j] = std::isfinite(a[j]);
-                else if (in.dtype == DType::Bool) for (std::int64_t j = 0; j < n; ++j) o[j] = a[j] != 0;
-                else for (std::int64_t j = 0; j < n; ++j) o[j] = static_cast<std::int64_t>(a[j]);
+                else for (std::int64_t j = 0; j < n; ++j) o[j] = elem::float_to_int(a[j], in.dtype);
               }
               if ((op == EwOp::IsNan || op == EwOp::IsFinite) && A.ctype == CType::I64) {
                 std::int64_t* o = R.i(r);
@@ -410,7 +416,7 @@ Block run_program(const Program& p, const std::vector<const Block*>& inputs) {
               if (A.ctype == CType::F64) eval_compare(op, R.f(in.a), R.f(in.b), R.i(r), n);
               else eval_compare(op, R.i(in.a), R.i(in.b), R.i(r), n);
             } else if (is_binary(op)) {
-              if (in.ctype == CType::F64) eval_binary_f(op, R.f(in.a), R.f(in.b), R.f(r), n);
+              if (in.ctype == CType::F64) eval_binary_f(op, R.f(in.a), R.f(in.b), R.f(r), n, in.dtype == DType::Float32);
               else eval_binary_i(op, R.i(in.a), R.i(in.b), R.i(r), n);
             } else if (op == EwOp::Where) {
               const std::int64_t* c = R.i(in.a);

@@ -24,6 +24,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "../element_semantics.hpp"
 #include "../program.hpp"
 #include "isa.hpp"
 
@@ -154,7 +155,7 @@ void generate_i64(std::uint8_t gen, std::uint64_t key, std::int64_t lo, std::int
     switch (static_cast<GenKind>(gen)) {
       case GenKind::Integers: integers_block(key, lo, hi, s, delta, m, out + done); break;
       case GenKind::Full:
-        for (int j = 0; j < m; ++j) out[done + j] = static_cast<std::int64_t>(p0);
+        for (int j = 0; j < m; ++j) out[done + j] = elem::to_int64(p0);
         break;
       case GenKind::Arange:
         // Integer aranges stay exact: start + step * i in integer arithmetic.

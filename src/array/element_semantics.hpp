@@ -1,0 +1,180 @@
+#pragma once
+// Internal: what one element of an element-wise operation is, as NumPy 2 defines it, written once
+// for the host evaluator (src/array/kernels/program_eval.cpp, g++) and the device kernels
+// (cuda/program_kernel.cuh, nvcc as device code, and its host emulation), so the two cannot
+// drift apart. Also the promotion rules the Array API applies when an expression is built.
+//
+// Only C++17 and no library headers beyond <math.h>/<cstdint> and the dtype enum: nvcc builds
+// the project's .cu files as C++17.
+#include <math.h>
+
+#include <cstdint>
+
+#include "tessera/core/dtype.hpp"
+
+#if defined(__CUDACC__)
+#define TESSERA_ELEM __host__ __device__ __forceinline__
+#else
+#define TESSERA_ELEM inline
+#endif
+
+namespace tessera::detail::elem {
+// Internal linkage: the host kernels include this in translation units built for several ISA
+// levels (and with -ffast-math for random.cpp), so an out-of-line copy from one of them must never
+// be shared with another, as inline functions with external linkage would be.
+namespace {
+
+// ---- integers ------------------------------------------------------------------------------------
+// Integer arithmetic wraps, as NumPy's does; division by zero gives 0 (NumPy warns and gives 0).
+
+/** a // b (Python's floor division). INT64_MIN // -1 wraps to INT64_MIN, as in NumPy. */
+TESSERA_ELEM std::int64_t floor_divide(std::int64_t a, std::int64_t b) {
+  if (b == 0) return 0;
+  // a / -1 traps (SIGFPE) for a == INT64_MIN, so negate with wrap-around instead.
+  if (b == -1) return static_cast<std::int64_t>(0ULL - static_cast<std::uint64_t>(a));
+  std::int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+/** a % b with the sign of b (Python's modulo); 0 when b is 0 or -1 (INT64_MIN % -1 traps). */
+TESSERA_ELEM std::int64_t mod(std::int64_t a, std::int64_t b) {
+  if (b == 0 || b == -1) return 0;
+  std::int64_t m = a % b;
+  if (m != 0 && ((m < 0) != (b < 0))) m += b;
+  return m;
+}
+
+/**
+ * base ** exp for exp >= 0, wrapping like repeated multiplication (NumPy). A negative exponent is
+ * an error in NumPy ("Integers to negative integer powers are not allowed."); callers check
+ * negative_power first. Here it gives 0 so that a device kernel, which cannot throw, stays defined.
+ */
+TESSERA_ELEM std::int64_t power(std::int64_t base, std::int64_t exp) {
+  if (exp < 0) return 0;
+  std::uint64_t result = 1, b = static_cast<std::uint64_t>(base);
+  for (auto e = static_cast<std::uint64_t>(exp); e; e >>= 1, b *= b)
+    if (e & 1) result *= b;
+  return static_cast<std::int64_t>(result);
+}
+TESSERA_ELEM bool negative_power(std::int64_t exp) { return exp < 0; }
+inline constexpr const char* kNegativePowerMessage = "Integers to negative integer powers are not allowed.";
+
+/** Errors an element can raise where NumPy raises; a device kernel reports them in a flag word. */
+enum ElementError : std::uint32_t { kNoElementError = 0, kNegativePowerError = 1 };
+
+// ---- floating point --------------------------------------------------------------------------------
+// NumPy's npy_divmod (numpy/_core/src/npymath/npy_math_internal.h.src), in T = float or double:
+// floor_divide and mod of floats agree as Python's divmod does, which floor(a / b) does not
+// (1.0 // 0.1 is 9, not floor(10.000000000000000555) = 10).
+
+TESSERA_ELEM float fmod_t(float a, float b) { return ::fmodf(a, b); }
+TESSERA_ELEM double fmod_t(double a, double b) { return ::fmod(a, b); }
+TESSERA_ELEM float floor_t(float a) { return ::floorf(a); }
+TESSERA_ELEM double floor_t(double a) { return ::floor(a); }
+TESSERA_ELEM float copysign_t(float a, float b) { return ::copysignf(a, b); }
+TESSERA_ELEM double copysign_t(double a, double b) { return ::copysign(a, b); }
+
+template <typename T>
+struct DivMod {
+  T div, mod;
+};
+
+/** npy_divmod for b != 0 (and b NaN); b == 0 gives (a / b, fmod(a, b)). */
+template <typename T>
+TESSERA_ELEM DivMod<T> divmod(T a, T b) {
+  T m = fmod_t(a, b);
+  if (b == 0) return {a / b, m};
+  T div = (a - m) / b;  // very nearly an integer multiple of b
+  if (m != 0) {  // NaN counts as nonzero, as in C's `if (mod)`
+    if ((b < 0) != (m < 0)) {  // Python's sign convention for the remainder
+      m += b;
+      div -= T(1);
+    }
+  } else {
+    m = copysign_t(T(0), b);
+  }
+  T floordiv;
+  if (div != 0) {
+    floordiv = floor_t(div);  // snap to the nearest integer
+    if (div - floordiv > T(0.5)) floordiv += T(1);
+  } else {
+    floordiv = copysign_t(T(0), a / b);
+  }
+  return {floordiv, m};
+}
+
+/** a // b of floats (npy_floor_divide). */
+template <typename T>
+TESSERA_ELEM T floor_divide_f(T a, T b) {
+  return b == 0 ? a / b : divmod(a, b).div;
+}
+/** a % b of floats, sign of b (npy_remainder). */
+template <typename T>
+TESSERA_ELEM T mod_f(T a, T b) {
+  return b == 0 ? fmod_t(a, b) : divmod(a, b).mod;
+}
+
+// ---- conversions -------------------------------------------------------------------------------------
+// float -> integer as NumPy's astype does on x86-64 (cvttsd2si): truncation toward zero; NaN and
+// values out of range give the "integer indefinite" INT64_MIN / INT32_MIN. C++'s static_cast is
+// undefined there, and CUDA's would saturate.
+
+TESSERA_ELEM std::int64_t to_int64(double x) {
+  return (x >= -9223372036854775808.0 && x < 9223372036854775808.0) ? static_cast<std::int64_t>(x)
+                                                                     : static_cast<std::int64_t>(0x8000000000000000ULL);
+}
+TESSERA_ELEM std::int32_t to_int32(double x) {
+  return (x > -2147483649.0 && x < 2147483648.0) ? static_cast<std::int32_t>(x)
+                                                 : static_cast<std::int32_t>(0x80000000U);
+}
+/** Truthiness: nonzero is true, NaN is true. */
+TESSERA_ELEM bool to_bool(double x) { return x != 0; }
+
+/** A float value converted to an integer dtype held in an int64 register (bool as 0/1). */
+TESSERA_ELEM std::int64_t float_to_int(double x, DType to) {
+  switch (to) {
+    case DType::Bool: return to_bool(x) ? 1 : 0;
+    case DType::Int32: return to_int32(x);
+    default: return to_int64(x);
+  }
+}
+
+/** An int64 register wrapped to an integer dtype (int32 wraps, bool is 0/1). */
+TESSERA_ELEM std::int64_t wrap_int(std::int64_t x, DType to) {
+  switch (to) {
+    case DType::Bool: return x != 0;
+    case DType::Int32: return static_cast<std::int32_t>(static_cast<std::uint32_t>(x));
+    default: return x;
+  }
+}
+
+// ---- promotion with Python-like scalars (NEP 50) -------------------------------------------------
+// A C++ integer or floating-point value combined with an array is "weak": it takes the array's
+// kind where it can. These are the rules of numpy 2 for a Python bool, int and float.
+
+enum class ScalarKind : std::uint8_t { Bool, Int, Float };
+
+/** The dtype a weak scalar of `kind` takes beside an array of `array`. */
+constexpr DType weak_scalar_dtype(ScalarKind kind, DType array) {
+  switch (kind) {
+    case ScalarKind::Bool: return array;  // True + int32 array: int32; True + bool array: bool
+    case ScalarKind::Int: return array == DType::Bool ? DType::Int64 : array;
+    case ScalarKind::Float: return array == DType::Float32 ? DType::Float32 : DType::Float64;
+  }
+  return DType::Float64;
+}
+
+/** Whether an integer value is representable in an integer or bool dtype. */
+constexpr bool int_fits(std::int64_t v, DType t) {
+  switch (t) {
+    case DType::Bool: return v == 0 || v == 1;
+    case DType::Int32: return v >= -2147483648LL && v <= 2147483647LL;
+    default: return true;
+  }
+}
+
+}  // namespace
+}  // namespace tessera::detail::elem
+
+#undef TESSERA_ELEM

@@ -1,0 +1,18 @@
+#pragma once
+// Internal: building generator expressions (full, arange, scalar, the random arrays), shared by
+// creation.cpp and random.cpp.
+#include <cstdint>
+
+#include "expr.hpp"
+
+namespace tessera::detail {
+
+/** The chunks of `shape` for a ChunkSpec: one size for every axis, or one per axis. */
+Chunks normalize_chunks(const Shape& shape, const ChunkSpec& spec);
+/** A well-spread Philox key for (seed, RandomState call). */
+std::uint64_t mix_key(std::uint64_t seed, std::uint64_t stream);
+/** A generator expression; checks the shape. A Full of an integer dtype holds its exact value in i0. */
+Array make_generator(GenKind gen, DType dtype, Shape shape, const ChunkSpec& chunks, double p0, double p1,
+                     std::int64_t i0, std::int64_t i1, std::uint64_t key, const char* prefix);
+
+}  // namespace tessera::detail

@@ -1,0 +1,91 @@
+// Reductions: checks, result dtypes and the reduction expression (lower.cpp builds the tree).
+#include "tessera/array/reductions.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "expr.hpp"
+#include "tessera/core/error.hpp"
+
+namespace tessera {
+
+using namespace detail;
+
+namespace {
+
+ReduceOptions with_axes(std::optional<int> axis, int split_every, bool keepdims = false) {
+  ReduceOptions o;
+  if (axis) o.axes = {*axis};
+  o.split_every = split_every;
+  o.keepdims = keepdims;
+  return o;
+}
+
+Array reduce(const Array& in, ReduceKind kind, ReduceOptions o, const char* name) {
+  const Expr& e = expr_of(in);
+  const int nd = static_cast<int>(e.shape.size());
+  std::vector<int> axes;
+  if (o.axes.empty()) {
+    axes.resize(nd);
+    std::iota(axes.begin(), axes.end(), 0);
+  } else {
+    for (int a : o.axes) axes.push_back(normalize_axis(a, nd));
+    std::sort(axes.begin(), axes.end());
+    if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) throw ShapeError(std::string(name) + ": repeated axis");
+  }
+  if (o.split_every != 0 && o.split_every < 2) throw Error(std::string(name) + ": split_every must be >= 2");
+  if ((kind == ReduceKind::ArgMin || kind == ReduceKind::ArgMax) && axes.size() != 1 && axes.size() != static_cast<std::size_t>(nd))
+    throw ShapeError(std::string(name) + ": needs one axis or all axes");
+  if ((kind == ReduceKind::Min || kind == ReduceKind::Max || kind == ReduceKind::ArgMin || kind == ReduceKind::ArgMax))
+    for (int a : axes)
+      if (e.shape[a] == 0) throw Error(std::string(name) + ": zero-size array to reduction operation which has no identity");
+  DType t = e.dtype;
+  switch (kind) {
+    case ReduceKind::Sum: case ReduceKind::Prod:
+      t = is_floating(e.dtype) ? e.dtype : DType::Int64;
+      break;
+    case ReduceKind::Mean: case ReduceKind::Var: case ReduceKind::Std:
+      t = e.dtype == DType::Float32 ? DType::Float32 : DType::Float64;
+      break;
+    case ReduceKind::Any: case ReduceKind::All: t = DType::Bool; break;
+    case ReduceKind::ArgMin: case ReduceKind::ArgMax: t = DType::Int64; break;
+    default: break;
+  }
+  Shape shape;
+  Chunks chunks;
+  for (int a = 0; a < nd; ++a) {
+    const bool r = std::binary_search(axes.begin(), axes.end(), a);
+    if (!r) { shape.push_back(e.shape[a]); chunks.push_back(e.chunks[a]); }
+    else if (o.keepdims) { shape.push_back(1); chunks.push_back({1}); }
+  }
+  auto out = make_expr<ReduceExpr>(ExprKind::Reduce, t, std::move(shape), std::move(chunks), name);
+  out->input = in.expr();
+  out->target = in.expr()->target;
+  out->reduce = kind;
+  out->axes = axes;
+  out->keepdims = o.keepdims;
+  out->split_every = o.split_every ? o.split_every : 8;
+  out->ddof = o.ddof;
+  return Array(out);
+}
+}  // namespace
+
+Array Array::sum(ReduceOptions o) const { return reduce(*this, ReduceKind::Sum, o, "sum"); }
+Array Array::prod(ReduceOptions o) const { return reduce(*this, ReduceKind::Prod, o, "prod"); }
+Array Array::min(ReduceOptions o) const { return reduce(*this, ReduceKind::Min, o, "min"); }
+Array Array::max(ReduceOptions o) const { return reduce(*this, ReduceKind::Max, o, "max"); }
+Array Array::mean(ReduceOptions o) const { return reduce(*this, ReduceKind::Mean, o, "mean"); }
+Array Array::var(ReduceOptions o) const { return reduce(*this, ReduceKind::Var, o, "var"); }
+Array Array::std(ReduceOptions o) const { return reduce(*this, ReduceKind::Std, o, "std"); }
+Array Array::any(ReduceOptions o) const { return reduce(*this, ReduceKind::Any, o, "any"); }
+Array Array::all(ReduceOptions o) const { return reduce(*this, ReduceKind::All, o, "all"); }
+Array Array::argmin(std::optional<int> axis, int split_every) const {
+  return reduce(*this, ReduceKind::ArgMin, with_axes(axis, split_every), "argmin");
+}
+Array Array::argmax(std::optional<int> axis, int split_every) const {
+  return reduce(*this, ReduceKind::ArgMax, with_axes(axis, split_every), "argmax");
+}
+Array Array::argmin(const ReduceOptions& o) const { return reduce(*this, ReduceKind::ArgMin, o, "argmin"); }
+Array Array::argmax(const ReduceOptions& o) const { return reduce(*this, ReduceKind::ArgMax, o, "argmax"); }
+
+}  // namespace tessera
