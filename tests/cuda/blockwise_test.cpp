@@ -215,13 +215,6 @@ ReduceOptions axes(std::vector<int> ax, bool keepdims = false, int ddof = 0) {
 
 // ---- encoding (no GPU needed) -------------------------------------------------------------------
 
-Instr scalar_instr(double v) {
-  Instr in;
-  in.code = InstrCode::Scalar;
-  in.ctype = CType::F64;
-  in.p0 = v;
-  return in;
-}
 Instr op_instr(EwOp op, int a, int b = -1, CType t = CType::F64) {
   Instr in;
   in.code = InstrCode::Op;

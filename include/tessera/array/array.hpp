@@ -1,6 +1,7 @@
 #pragma once
 /**
- * @file The lazy chunked Array.
+ * @file
+ * The lazy chunked Array.
  *
  * An Array is an expression over chunks; nothing runs until compute() or persist(). Building
  * an expression checks shapes, dtypes and bounds at once and throws ShapeError, DTypeError or

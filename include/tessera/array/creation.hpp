@@ -1,5 +1,6 @@
 #pragma once
-/** @file Creating arrays: full, zeros, ones, arange, scalar, from_block, from_vector. */
+/** @file
+ * Creating arrays: full, zeros, ones, arange, scalar, from_block, from_vector. */
 #include <cstdint>
 #include <optional>
 #include <vector>

@@ -1,5 +1,6 @@
 #pragma once
-/** @file Element-wise operations with NumPy 2's broadcasting, promotion and element semantics. */
+/** @file
+ * Element-wise operations with NumPy 2's broadcasting, promotion and element semantics. */
 #include "tessera/array/array.hpp"
 #include "tessera/array/scalar.hpp"
 

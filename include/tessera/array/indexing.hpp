@@ -1,5 +1,6 @@
 #pragma once
-/** @file NumPy basic indexing of an Array: x[{step(2), slice(1, 10), 3, newaxis}]. */
+/** @file
+ * NumPy basic indexing of an Array: x[{step(2), slice(1, 10), 3, newaxis}]. */
 #include <cstdint>
 #include <optional>
 #include <variant>
@@ -17,7 +18,7 @@ inline Slice slice(std::optional<std::int64_t> start, std::optional<std::int64_t
                    std::int64_t step = 1) {
   return Slice{start, stop, step};
 }
-/** @brief ::s, every s-th element (negative s walks backwards). */
+/** @brief Every s-th element, Python's \::s (a negative s walks backwards). */
 inline Slice step(std::int64_t s) { return Slice{std::nullopt, std::nullopt, s}; }
 /** @brief ":" (the whole axis). */
 inline Slice all() { return Slice{}; }

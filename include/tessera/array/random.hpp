@@ -1,5 +1,6 @@
 #pragma once
-/** @file Random arrays (counter-based, the same numbers for any chunking, on host or GPU). */
+/** @file
+ * Random arrays (counter-based, the same numbers for any chunking, on host or GPU). */
 #include <cstdint>
 
 #include "tessera/array/array.hpp"

@@ -1,5 +1,6 @@
 #pragma once
-/** @file Options of the Array reductions (sum, mean, var, argmin, ...; members of Array). */
+/** @file
+ * Options of the Array reductions (sum, mean, var, argmin, ...; members of Array). */
 #include <vector>
 
 namespace tessera {

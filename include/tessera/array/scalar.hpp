@@ -1,6 +1,7 @@
 #pragma once
 /**
- * @file A C++ number used as an operand of an array operation.
+ * @file
+ * A C++ number used as an operand of an array operation.
  *
  * NumPy 2 treats Python scalars as "weak" (NEP 50): they take the array's dtype where they can.
  * Scalar keeps what kind of C++ value was given, so that `x + 1` (an integer) and `x + 1.5` (a

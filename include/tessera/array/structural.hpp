@@ -1,5 +1,6 @@
 #pragma once
-/** @file Structural operations: matmul, concatenate, stack, map_blocks (rechunk and reshape are members). */
+/** @file
+ * Structural operations: matmul, concatenate, stack, map_blocks (rechunk and reshape are members). */
 #include <optional>
 #include <string>
 #include <vector>

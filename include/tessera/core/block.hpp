@@ -1,5 +1,6 @@
 #pragma once
-/** @file Block: a typed, row-major n-d chunk over a Buffer. */
+/** @file
+ * Block: a typed, row-major n-d chunk over a Buffer. */
 #include <cstdint>
 #include <memory>
 #include <span>

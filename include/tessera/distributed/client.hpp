@@ -1,6 +1,7 @@
 #pragma once
 /**
- * @file Client and Future: the user's side of a cluster, like dask.distributed.Client.
+ * @file
+ * Client and Future: the user's side of a cluster, like dask.distributed.Client.
  *
  *     int inc(int x) { return x + 1; }
  *     TESSERA_REGISTER_FUNCTION(inc);

@@ -1,6 +1,7 @@
 #pragma once
 /**
- * @file Events and actions of the distributed scheduler and worker state machines.
+ * @file
+ * Events and actions of the distributed scheduler and worker state machines.
  *
  * The state machines (scheduler_state.hpp, worker_state.hpp) are pure: a server hands them an
  * event, they update their state and append actions for the server to carry out (send a

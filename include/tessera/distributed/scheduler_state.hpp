@@ -1,5 +1,6 @@
 #pragma once
-/** @file SchedulerState: the distributed scheduler as a pure state machine. */
+/** @file
+ * SchedulerState: the distributed scheduler as a pure state machine. */
 #include <cstddef>
 #include <memory>
 #include <optional>

@@ -1,5 +1,6 @@
 #pragma once
-/** @file Graph: a set of tasks keyed by the value each produces. */
+/** @file
+ * Graph: a set of tasks keyed by the value each produces. */
 #include <cstdint>
 #include <string>
 #include <unordered_map>

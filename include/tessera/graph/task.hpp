@@ -1,5 +1,6 @@
 #pragma once
-/** @file Task: one node of a task graph. */
+/** @file
+ * Task: one node of a task graph. */
 #include <cstdint>
 #include <map>
 #include <optional>

@@ -1,6 +1,7 @@
 #pragma once
 /**
- * @file Registering user functions as task operations.
+ * @file
+ * Registering user functions as task operations.
  *
  *     double add(double a, double b) { return a + b; }
  *     TESSERA_REGISTER_FUNCTION(add);                 // registered as "add"
@@ -28,6 +29,7 @@
 #include "tessera/ops/signature.hpp"
 
 namespace tessera {
+/// @cond INTERNAL
 namespace detail {
 
 template <typename T>
@@ -195,6 +197,7 @@ OpFn wrap_device_function(const std::string& name, F fn) {
 }
 
 }  // namespace detail
+/// @endcond
 
 /**
  * @brief Registers fn as the device (GPU) variant of op `name`: a user's CUDA kernel as a task.

@@ -1,5 +1,6 @@
 #pragma once
-/** @file fuse_linear: linear chains of a graph as single "tessera.fused" tasks. */
+/** @file
+ * fuse_linear: linear chains of a graph as single "tessera.fused" tasks. */
 #include <vector>
 
 #include "tessera/graph/graph.hpp"

@@ -1,5 +1,6 @@
 #pragma once
-/** @file The operation registry: one stable name per operation, with host and device variants. */
+/** @file
+ * The operation registry: one stable name per operation, with host and device variants. */
 #include <cstdint>
 #include <functional>
 #include <optional>

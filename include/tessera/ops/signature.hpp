@@ -1,6 +1,7 @@
 #pragma once
 /**
- * @file The argument and result types of a registered function, recorded when it registers, so
+ * @file
+ * The argument and result types of a registered function, recorded when it registers, so
  * that a call with the wrong arguments fails where it is made (a client's submit, or the worker
  * when the client does not know the function) with the function, the argument, the expected and
  * the given type in words.
