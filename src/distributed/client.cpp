@@ -30,21 +30,7 @@ comm::CommOptions ClientImpl::comm_options() const {
 void ClientImpl::connect(const std::string& addr) {
   address = addr;
   opt.token = token_or_env(opt.token);
-  auto deadline = Clock::now() + std::chrono::duration<double>(opt.timeout);
-  std::string last;
-  while (true) {
-    try {
-      scheduler = comm::connect(addr, comm_options());
-      break;
-    } catch (const comm::HandshakeError&) {
-      throw;
-    } catch (const comm::CommError& e) {
-      last = e.what();
-    }
-    if (Clock::now() >= deadline)
-      throw comm::CommError("client: cannot reach the scheduler at " + addr + ": " + last);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  scheduler = connect_to_scheduler(addr, comm_options(), std::chrono::duration<double>(opt.timeout), "client");
   auto registered = std::make_shared<std::promise<comm::Message>>();
   auto reg_future = registered->get_future();
   std::weak_ptr<ClientImpl> weak = shared_from_this();

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "data_store_limits.hpp"
@@ -83,6 +84,29 @@ void check_device_memory_limit(const std::string& text) {
     parse_device_memory_limit(text, 0);  // the one parser; total 0: nothing is capped, nothing logged
   } catch (const Error& e) {
     throw Error(std::string("--device-memory-limit: ") + e.what());
+  }
+}
+
+std::shared_ptr<comm::Comm> connect_to_scheduler(const std::string& address, const comm::CommOptions& options,
+                                                 std::chrono::duration<double> timeout, const std::string& who) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout);
+  std::string last_error;
+  while (true) {
+    try {
+      return comm::connect(address, options);
+    } catch (const comm::HandshakeError&) {
+      throw;
+    } catch (const comm::CommError& e) {
+      last_error = e.what();
+    }
+    if (Clock::now() >= deadline) {
+      std::ostringstream seconds;  // "5", "0.5": not to_string's "5.000000"
+      seconds << timeout.count();
+      throw comm::CommError(who + ": cannot reach the scheduler at " + address + " within " + seconds.str() +
+                            " s: " + last_error);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }
 

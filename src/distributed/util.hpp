@@ -2,12 +2,15 @@
 /** @file Small helpers shared by the distributed layer's servers, client and cluster. Private. */
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstddef>
 #include <exception>
+#include <memory>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "tessera/comm/comm.hpp"
 #include "tessera/core/error.hpp"  // describe_exception
 
 namespace tessera::distributed {
@@ -18,6 +21,15 @@ namespace tessera::distributed {
  */
 inline constexpr std::size_t kClusterMaxHeaderBytes = std::size_t{1} << 30;
 
+
+/**
+ * @brief Connects to the scheduler at `address`, trying again every 100 ms while the connection
+ * fails (the scheduler may be starting) until `timeout` has passed; a refused handshake (a wrong
+ * token) is not retried. `who` ("client", "worker") begins the error's text.
+ * @throw comm::CommError naming the address, the timeout and the last failure.
+ */
+std::shared_ptr<comm::Comm> connect_to_scheduler(const std::string& address, const comm::CommOptions& options,
+                                                 std::chrono::duration<double> timeout, const std::string& who);
 
 /** @brief n random hex digits (ids, key prefixes, tokens). */
 std::string random_hex(int n);

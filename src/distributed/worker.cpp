@@ -587,22 +587,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
         });
     address = listener->address();
     co.name = opt.name.empty() ? address : opt.name;
-    auto deadline = Clock::now() + std::chrono::duration<double>(opt.death_timeout);
-    std::string last_error;
-    while (true) {
-      try {
-        scheduler = comm::connect(opt.scheduler_address, co);
-        break;
-      } catch (const comm::HandshakeError&) {
-        throw;
-      } catch (const comm::CommError& e) {
-        last_error = e.what();
-      }
-      if (Clock::now() >= deadline)
-        throw comm::CommError("worker: cannot reach the scheduler at " + opt.scheduler_address + " within " +
-                              std::to_string(opt.death_timeout) + " s: " + last_error);
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+    scheduler = connect_to_scheduler(opt.scheduler_address, co, std::chrono::duration<double>(opt.death_timeout), "worker");
     // Listening on every interface: tell peers the address this host reaches the scheduler from.
     if (auto pos = address.find("0.0.0.0"); pos != std::string::npos) {
       std::string local = scheduler->local_address();  // "tcp://10.0.0.5:41234"
