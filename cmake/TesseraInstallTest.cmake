@@ -15,6 +15,7 @@ if(NOT CMAKE_SCRIPT_MODE_FILE)
       -DTESSERA_MAKE_PROGRAM=${CMAKE_MAKE_PROGRAM}
       -DTESSERA_CXX_COMPILER=${CMAKE_CXX_COMPILER}
       -DTESSERA_CONFIG=$<CONFIG>
+      "-DTESSERA_SANITIZE=${TESSERA_SANITIZE}"
       -P ${CMAKE_CURRENT_LIST_FILE})
   # Writes the scratch folder; keep it from racing another run of itself.
   set_tests_properties(install_consumer PROPERTIES TIMEOUT 600 RESOURCE_LOCK tessera_install_consumer)
@@ -59,6 +60,12 @@ endif()
 if(TESSERA_CXX_COMPILER)
   list(APPEND configure_args -DCMAKE_CXX_COMPILER=${TESSERA_CXX_COMPILER})
 endif()
+# A sanitized libtessera needs the sanitizer's runtime linked into the program that loads it.
+set(sanitize_flags)
+if(TESSERA_SANITIZE)
+  set(sanitize_flags -fsanitize=${TESSERA_SANITIZE})
+  list(APPEND configure_args -DCMAKE_CXX_FLAGS=${sanitize_flags} -DCMAKE_EXE_LINKER_FLAGS=${sanitize_flags})
+endif()
 step(configure ${CMAKE_COMMAND} ${configure_args})
 step(build ${CMAKE_COMMAND} --build ${consumer_build} --config ${TESSERA_CONFIG})
 
@@ -87,6 +94,7 @@ separate_arguments(pc_flags UNIX_COMMAND "${step_output}")
 step(pkg-config-variable ${PKG_CONFIG_EXECUTABLE} --variable=libdir tessera)
 string(STRIP "${step_output}" pc_libdir)
 set(pc_app ${TESSERA_WORK_DIR}/app_pkgconfig)
-step(pkg-config-build ${TESSERA_CXX_COMPILER} ${TESSERA_SOURCE_DIR}/tests/install/main.cc ${pc_flags} -o ${pc_app})
+step(pkg-config-build ${TESSERA_CXX_COMPILER} ${TESSERA_SOURCE_DIR}/tests/install/main.cc ${pc_flags} ${sanitize_flags}
+  -o ${pc_app})
 step(pkg-config-run ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${pc_libdir} ${pc_app})
 message("${step_output}")

@@ -22,6 +22,7 @@ void set_status(std::string s) {
   g_status = std::move(s);
 }
 
+#ifdef TESSERA_HAS_CUDA
 // The folder holding this library, so the back end is found wherever the build or install
 // tree was moved (the same rule as the binaries' RPATH $ORIGIN).
 std::filesystem::path library_dir() {
@@ -29,6 +30,7 @@ std::filesystem::path library_dir() {
   if (dladdr(reinterpret_cast<const void*>(&device_runtime), &info) == 0 || !info.dli_fname) return {};
   return std::filesystem::path(info.dli_fname).parent_path();
 }
+#endif
 
 void load_backend() {
   if (g_runtime.load()) return;  // installed already (linked in, or a test's fake)
