@@ -12,6 +12,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 BUILD_DIR="${TESSERA_BUILD_DIR:-build}"
+# ccache keys on paths relative to the checkout, so clones in other folders share objects.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
 BUILD_TYPE="${TESSERA_BUILD_TYPE:-Release}"
 
 # All cores, but no more jobs than memory allows: a C++20 translation unit of this project

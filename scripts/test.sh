@@ -9,6 +9,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 BUILD_DIR="${TESSERA_BUILD_DIR:-build}"
+# ccache keys on paths relative to the checkout, so clones in other folders share objects.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
 
 bash scripts/setup.sh
 bash scripts/build.sh "$@"
