@@ -25,6 +25,14 @@ TESSERA_REGISTER_FUNCTION_AS("gtest.sig.join", sig_join);
 TESSERA_REGISTER_FUNCTION_AS("gtest.sig.void", sig_void);
 
 namespace {
+struct SameNamedOp {  // tests/ops/function_id_other_file.cpp has one of this name too
+  int operator()(int x) const { return x + 100; }
+};
+}  // namespace
+TESSERA_REGISTER_FUNCTION_AS("gtest.sig.same_named_op.this_file", SameNamedOp{});
+std::string function_id_of_the_other_files_op();
+
+namespace {
 
 Value call(const std::string& op, std::vector<Value> args) {
   Key k = "test-key";
@@ -120,4 +128,14 @@ TEST(Signature, ValueReadAsTheWrongTypeSaysSoInWords) {
   EXPECT_THROW((void)detail::from_task_value<int>(Value(Block::scalar(1.0))), SerializationError);
   EXPECT_EQ(detail::from_task_value<int>(i), 7);
   EXPECT_EQ(type_name("Shape"), "Shape");  // a hand-made tag reads as it is
+}
+
+TEST(Signature, FunctorsOfTheSameNameInTwoFilesAreTwoFunctions) {
+  // Their mangled type names are equal; submit(fn) must still find each one's own name.
+  const std::string here = detail::function_id(SameNamedOp{});
+  EXPECT_NE(here, function_id_of_the_other_files_op());
+  EXPECT_EQ(OpRegistry::global().names_of_function(here),
+            std::vector<std::string>{"gtest.sig.same_named_op.this_file"});
+  EXPECT_EQ(OpRegistry::global().names_of_function(function_id_of_the_other_files_op()),
+            std::vector<std::string>{"gtest.sig.same_named_op.other_file"});
 }

@@ -117,8 +117,17 @@ OpSignature signature_of() {
 }
 
 /**
- * @brief What identifies a registered function in this process: its address, or the type of a
- * lambda or functor (each lambda has a type of its own).
+ * One object per lambda or functor type: its address tells the types apart. A type's name does
+ * not: two files may each have an `Op` in an anonymous namespace, or a first registered lambda,
+ * with the same mangled name; for such a type this variable has internal linkage, so each file
+ * has its own.
+ */
+template <typename D>
+inline constexpr char function_type_key = 0;
+
+/**
+ * @brief What identifies a registered function in this process: its address, or for a lambda
+ * or functor the address of its type's function_type_key.
  */
 template <RegistrableFunction F>
 std::string function_id(const F& fn) {
@@ -127,7 +136,7 @@ std::string function_id(const F& fn) {
     const D p = fn;
     return "fn@" + std::to_string(reinterpret_cast<std::uintptr_t>(p));
   } else {
-    return std::string("type@") + typeid(D).name();
+    return "type@" + std::to_string(reinterpret_cast<std::uintptr_t>(&function_type_key<D>));
   }
 }
 
