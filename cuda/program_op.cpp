@@ -360,7 +360,9 @@ EncodedProgram encode_program(const Program& p, const std::vector<const Block*>&
           x.xop = compare_xop(op, at);
         } else if (detail::is_binary(op)) {
           x.xop = binary_xop(op, in.ctype);
-          if (x.xop == kPowI) dev.raises = 1;
+          // A constant negative exponent was refused when the expression was built; only an
+          // exponent read from data can make the kernel raise.
+          if (x.xop == kPowI && !constant[in.b]) dev.raises = 1;
           if (in.ctype == CType::F64 && in.dtype == DType::Float32) {  // as the host: in float
             if (op == EwOp::FloorDiv) x.xop = kFloorDivF32;
             if (op == EwOp::Mod) x.xop = kModF32;
@@ -493,8 +495,8 @@ Value blockwise_device(const OpContext& ctx, std::span<const Value> args) {
   // The block partials are freed on the stream, after the kernels that use them.
   const std::shared_ptr<Buffer> temp = plan.temp_bytes ? allocate_scratch(plan.temp_bytes, ctx.device, stream) : nullptr;
   // NumPy raises for some elements (negative integer powers): the kernels flag them in a word
-  // that is read back here, which costs a stream synchronisation, so only programs that can raise
-  // get one.
+  // that is read back here (a scratch word, a memset and a copy back), so only programs that can
+  // raise get one.
   std::shared_ptr<Buffer> flag;
   if (enc->dev.raises) {
     flag = allocate_scratch(sizeof(std::uint32_t), ctx.device, stream);

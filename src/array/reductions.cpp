@@ -13,11 +13,10 @@ using namespace detail;
 
 namespace {
 
-ReduceOptions with_axes(std::optional<int> axis, int split_every, bool keepdims = false) {
+ReduceOptions with_axes(std::optional<int> axis, int split_every) {
   ReduceOptions o;
   if (axis) o.axes = {*axis};
   o.split_every = split_every;
-  o.keepdims = keepdims;
   return o;
 }
 

@@ -5,11 +5,10 @@
 #include <map>
 #include <mutex>
 
-
+#include "../core/logging.hpp"
 #include "inbox.hpp"
 #include "runtime.hpp"
 #include "transports.hpp"
-#include "../core/logging.hpp"
 
 namespace tessera::comm {
 

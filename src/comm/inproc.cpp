@@ -3,10 +3,9 @@
 #include <map>
 #include <mutex>
 
-
+#include "../core/logging.hpp"
 #include "inbox.hpp"
 #include "transports.hpp"
-#include "../core/logging.hpp"
 
 namespace tessera::comm::detail {
 

@@ -20,10 +20,10 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 
+#include "../core/logging.hpp"
 #include "frame_pool.hpp"
 #include "inbox.hpp"
 #include "transports.hpp"
-#include "../core/logging.hpp"
 
 namespace tessera::comm::detail {
 

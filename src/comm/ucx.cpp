@@ -18,9 +18,9 @@
 
 #include <boost/asio/steady_timer.hpp>
 
+#include "../core/logging.hpp"
 #include "transports.hpp"
 #include "ucx_engine.hpp"
-#include "../core/logging.hpp"
 
 namespace tessera::comm::detail {
 

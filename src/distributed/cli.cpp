@@ -19,7 +19,7 @@
 #include <string_view>
 #include <thread>
 
-
+#include "../core/logging.hpp"
 #include "data_store_limits.hpp"
 #include "tessera/core/device.hpp"
 #include "util.hpp"
@@ -27,7 +27,6 @@
 #include "tessera/distributed/scheduler.hpp"
 #include "tessera/distributed/worker.hpp"
 #include "tessera/init.hpp"
-#include "../core/logging.hpp"
 
 namespace tessera {
 namespace {

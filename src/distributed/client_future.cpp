@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <deque>
 
-#include "client_impl.hpp"
 #include "../core/logging.hpp"
+#include "client_impl.hpp"
 
 namespace tessera::distributed {
 

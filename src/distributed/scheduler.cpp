@@ -13,12 +13,11 @@
 #include <thread>
 #include <unordered_map>
 
-
+#include "../core/logging.hpp"
 #include "rpc.hpp"
 #include "util.hpp"
 #include "tessera/comm/comm.hpp"
 #include "wire.hpp"
-#include "../core/logging.hpp"
 
 namespace tessera::distributed {
 namespace {

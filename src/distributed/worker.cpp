@@ -12,7 +12,7 @@
 #include <thread>
 #include <unordered_map>
 
-
+#include "../core/logging.hpp"
 #include "data_store.hpp"
 #include "rpc.hpp"
 #include "util.hpp"
@@ -21,7 +21,6 @@
 #include "tessera/distributed/worker_state.hpp"
 #include "tessera/ops/registry.hpp"
 #include "wire.hpp"
-#include "../core/logging.hpp"
 
 namespace tessera::distributed {
 namespace {
