@@ -59,10 +59,13 @@ void check_arguments(const std::string& function, const OpSignature& signature, 
 
 void check_value_type(const Value& value, const std::string& expected_tag, const std::string& what) {
   if (expected_tag == kAnyType) return;
-  const std::string held = type_tag_of(value);
-  if (held != expected_tag)
-    throw SerializationError(what + " holds " + (value.empty() ? std::string("no value") : type_name(held)) +
-                             ", read as " + type_name(expected_tag));
+  // Compared in place: the common case (the type matches) copies no tag.
+  const bool holds = value.is_block() ? expected_tag == kBlockType
+                                      : value.is_object() && value.object().type == expected_tag;
+  if (!holds)
+    throw SerializationError(what + " holds " +
+                             (value.empty() ? std::string("no value") : type_name(type_tag_of(value))) + ", read as " +
+                             type_name(expected_tag));
 }
 
 }  // namespace tessera

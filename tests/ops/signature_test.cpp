@@ -139,3 +139,12 @@ TEST(Signature, FunctorsOfTheSameNameInTwoFilesAreTwoFunctions) {
   EXPECT_EQ(OpRegistry::global().names_of_function(function_id_of_the_other_files_op()),
             std::vector<std::string>{"gtest.sig.same_named_op.other_file"});
 }
+
+TEST(Signature, AnEmptyValueArgumentIsNamed) {
+  try {
+    call("gtest.sig.add_one", {Value()});
+    FAIL() << "expected SignatureError";
+  } catch (const SignatureError& e) {
+    EXPECT_NE(std::string(e.what()).find("argument 1 expects int, given no value"), std::string::npos) << e.what();
+  }
+}

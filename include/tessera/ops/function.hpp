@@ -40,6 +40,15 @@ Value to_task_value(T&& v) {
   else return Value(to_object<D>(v));
 }
 
+/** @brief Decodes v as T, once its type is known to be T (check_task_arguments checked it). */
+template <typename T>
+T from_checked_value(const Value& v) {
+  using D = std::decay_t<T>;
+  if constexpr (std::is_same_v<D, Value>) return v;
+  else if constexpr (std::is_same_v<D, Block>) return v.block();
+  else return from_value<D>(v);
+}
+
 /**
  * @brief Decodes a task's argument or result as T, after checking that it holds a T (so a wrong
  * read says "holds int, read as std::string" rather than cereal's byte counts); `what` names the
@@ -48,12 +57,8 @@ Value to_task_value(T&& v) {
 template <typename T>
 T from_task_value(const Value& v, const std::string& what = "the value") {
   using D = std::decay_t<T>;
-  if constexpr (std::is_same_v<D, Value>) return v;
-  else {
-    check_value_type(v, type_tag<D>(), what);
-    if constexpr (std::is_same_v<D, Block>) return v.block();
-    else return from_value<D>(v);
-  }
+  if constexpr (!std::is_same_v<D, Value>) check_value_type(v, type_tag<D>(), what);
+  return from_checked_value<T>(v);
 }
 
 template <typename T>
@@ -162,6 +167,12 @@ inline void check_task_arguments(const std::string& name, const OpSignature& sig
   given.reserve(args.size());
   for (const Value& v : args) given.push_back(type_tag_of(v));
   check_arguments(name, sig, given);
+  // check_arguments lets an empty tag through (a client's untyped future); here it is an empty
+  // value, which no parameter takes.
+  for (std::size_t i = 0; i < args.size(); ++i)
+    if (args[i].empty() && sig.args[i] != kAnyType)
+      throw SignatureError("function " + name + ": argument " + std::to_string(i + 1) + " expects " +
+                           type_name(sig.args[i]) + ", given no value");
 }
 
 template <typename F>
@@ -172,7 +183,7 @@ OpFn wrap_function(const std::string& name, F fn) {
   return [fn, name, sig = signature_of<F>()](const OpContext&, std::span<const Value> args) -> Value {
     check_task_arguments(name, sig, args);
     auto call = [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return std::invoke(fn, from_task_value<std::tuple_element_t<I, ArgsTuple>>(args[I])...);
+      return std::invoke(fn, from_checked_value<std::tuple_element_t<I, ArgsTuple>>(args[I])...);
     };
     if constexpr (std::is_void_v<typename traits::result>) {
       call(std::make_index_sequence<arity>{});
@@ -194,7 +205,7 @@ OpFn wrap_device_function(const std::string& name, F fn) {
   return [fn, name, sig = signature_of<F, 1>()](const OpContext& ctx, std::span<const Value> args) -> Value {
     check_task_arguments(name, sig, args);
     auto call = [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return std::invoke(fn, ctx, from_task_value<std::tuple_element_t<I + 1, AllArgs>>(args[I])...);
+      return std::invoke(fn, ctx, from_checked_value<std::tuple_element_t<I + 1, AllArgs>>(args[I])...);
     };
     if constexpr (std::is_void_v<typename traits::result>) {
       call(std::make_index_sequence<arity>{});
