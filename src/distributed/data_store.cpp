@@ -50,7 +50,7 @@ bool is_device_value(const Value& v) { return v.is_block() && v.block().memory_k
 
 bool DataStore::spillable(const Entry& e) const {
   if (e.nbytes == 0 || e.on_device) return false;
-  return e.value.is_object() || e.value.is_block();
+  return e.value.is_object() || e.value.is_block() || e.value.is_native();
 }
 
 bool DataStore::oversized(std::size_t nbytes) const { return spill_enabled_ && nbytes > target_bytes_; }

@@ -22,6 +22,7 @@ namespace {
 constexpr char kMagic[4] = {'T', 'S', 'P', '1'};
 constexpr std::uint8_t kKindBlock = 1;
 constexpr std::uint8_t kKindObject = 2;
+constexpr std::uint8_t kKindNative = 3;  // payload: pack_native's bytes; type name: the codec
 constexpr std::size_t kFixedHeader = 4 + 1 + 1 + 2 + 4 + 4 + 8;
 constexpr std::uint32_t kMaxNdim = 64;
 constexpr std::uint32_t kMaxTypeName = 1u << 16;
@@ -94,6 +95,7 @@ bool read_all(int fd, void* data, std::size_t n) {
 
 std::string write_spill_file(const fs::path& path, const Value& value) {
   std::string header;
+  std::string packed;  // a Native's parts, packed
   const void* payload = nullptr;
   std::uint64_t payload_bytes = 0;
   std::uint8_t kind = 0, dtype = 0;
@@ -108,6 +110,17 @@ std::string write_spill_file(const fs::path& path, const Value& value) {
     shape = &b.shape();
     payload = b.raw();
     payload_bytes = b.nbytes();
+  } else if (value.is_native()) {
+    kind = kKindNative;
+    type_name = value.native().type;
+    if (type_name.size() > kMaxTypeName) return "native type name too long";
+    try {
+      packed = pack_native(value.native());
+    } catch (const Error& e) {
+      return std::string("cannot encode: ") + e.what();
+    }
+    payload = packed.data();
+    payload_bytes = packed.size();
   } else {
     const Object& o = value.object();
     kind = kKindObject;
@@ -187,6 +200,18 @@ Value read_spill_file(const fs::path& path, const Key& key) {
     if (payload) read_or_throw(bytes->data(), payload);
     o.bytes = std::move(bytes);
     return Value(std::move(o));
+  }
+  if (kind == kKindNative) {
+    if (ndim != 0) throw fail("corrupt header");
+    std::string type(type_len, '\0');
+    if (type_len) read_or_throw(type.data(), type_len);
+    auto buffer = Buffer::allocate_host(payload);
+    if (payload) read_or_throw(buffer->data(), payload);
+    try {
+      return Value(unpack_native(type, buffer));
+    } catch (const Error& e) {
+      throw fail(e.what());
+    }
   }
   throw fail("corrupt header (kind)");
 }

@@ -3,7 +3,7 @@
  * @file Private: the file one spilled value is written to (DataStore). The format, in native
  * byte order (a spill file never leaves the machine that wrote it):
  *
- *     "TSP1"  u8 kind (1 block, 2 object)  u8 dtype  u16 reserved  u32 ndim  u32 type_len
+ *     "TSP1"  u8 kind (1 block, 2 object, 3 native)  u8 dtype  u16 reserved  u32 ndim  u32 type_len
  *     u64 payload_bytes  i64 shape[ndim]  char type[type_len]  payload
  */
 #include <filesystem>

@@ -10,6 +10,7 @@ namespace tessera {
 std::string type_tag_of(const Value& value) {
   if (value.is_block()) return kBlockType;
   if (value.is_object()) return value.object().type;
+  if (value.is_native()) return value.native().type;
   return "";
 }
 
@@ -60,8 +61,9 @@ void check_arguments(const std::string& function, const OpSignature& signature, 
 void check_value_type(const Value& value, const std::string& expected_tag, const std::string& what) {
   if (expected_tag == kAnyType) return;
   // Compared in place: the common case (the type matches) copies no tag.
-  const bool holds = value.is_block() ? expected_tag == kBlockType
-                                      : value.is_object() && value.object().type == expected_tag;
+  const bool holds = value.is_block()    ? expected_tag == kBlockType
+                     : value.is_native() ? value.native().type == expected_tag
+                                         : value.is_object() && value.object().type == expected_tag;
   if (!holds)
     throw SerializationError(what + " holds " +
                              (value.empty() ? std::string("no value") : type_name(type_tag_of(value))) + ", read as " +

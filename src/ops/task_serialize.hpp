@@ -10,11 +10,13 @@
  * SerializationError.
  */
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include <cereal/types/variant.hpp>
 
+#include "tessera/core/native.hpp"
 #include "tessera/graph/task.hpp"
 #include "tessera/ops/serialize.hpp"
 
@@ -82,12 +84,15 @@ void load(Archive& ar, Object& o) {
   }
 }
 
+// A Native goes through its codec and pack_native (one copy): literal task arguments are small;
+// partitions cross processes as frames (distributed/wire.cpp), not through here.
 template <class Archive>
 void save(Archive& ar, const Value& v) {
-  const std::uint8_t tag = v.is_block() ? 1 : v.is_object() ? 2 : 0;
+  const std::uint8_t tag = v.is_block() ? 1 : v.is_object() ? 2 : v.is_native() ? 3 : 0;
   ar(tag);
   if (tag == 1) ar(v.block());
   else if (tag == 2) ar(v.object());
+  else if (tag == 3) ar(v.native().type, pack_native(v.native()));
 }
 
 template <class Archive>
@@ -106,6 +111,18 @@ void load(Archive& ar, Value& v) {
       Object o;
       ar(o);
       v = Value(std::move(o));
+      return;
+    }
+    case 3: {
+      std::string type, packed;
+      ar(type, packed);
+      auto buffer = Buffer::allocate_host(packed.size());
+      if (!packed.empty()) std::memcpy(buffer->data(), packed.data(), packed.size());
+      try {
+        v = Value(unpack_native(type, buffer));
+      } catch (const Error& e) {
+        throw SerializationError(std::string("corrupt native value: ") + e.what());
+      }
       return;
     }
     default: throw SerializationError("corrupt value: unknown tag " + std::to_string(tag));
