@@ -6,6 +6,9 @@
 # /usr/local/cuda (or via CMAKE_CUDA_COMPILER) and then builds the cuda/ back end; without it
 # the build is host-only. Install CUDA 13 from NVIDIA on GPU machines.
 #
+# Then scripts/python_env.sh makes the Python environment with the pinned pyarrow wheel (Arrow
+# C++ for the dataframe layer), pandas, moto, Dask and Polars.
+#
 # Environment: TESSERA_SKIP_SETUP=1 skips this script entirely (e.g. on a machine you manage).
 set -euo pipefail
 
@@ -31,8 +34,11 @@ for p in "${PACKAGES[@]}"; do
   is_installed "$p" || missing+=("$p")
 done
 
+python_env() { bash "$(dirname "${BASH_SOURCE[0]}")/python_env.sh"; }
+
 if ((${#missing[@]} == 0)); then
   echo "setup: all ${#PACKAGES[@]} packages present"
+  python_env
   exit 0
 fi
 
@@ -57,3 +63,4 @@ export DEBIAN_FRONTEND=noninteractive
 "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
   "${missing[@]}" >/dev/null
 echo "setup: done"
+python_env

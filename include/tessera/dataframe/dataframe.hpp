@@ -1,0 +1,244 @@
+#pragma once
+/** @file
+ * DataFrame and Series: lazy, partitioned tables whose partitions are Apache Arrow tables (on
+ * the host) or device frames (on a GPU), built into task graphs like Array and computed by any
+ * Executor: the local thread pool or a cluster's Client, unchanged.
+ *
+ *     auto df = dataframe::read_csv("trips-*.csv", {.assume_missing = true});
+ *     auto mean = df.groupby({"passenger_count"})["tip_amount"].mean();
+ *     std::shared_ptr<arrow::Table> t = mean.compute();   // passenger_count, tip_amount
+ *
+ * Every check (a column that does not exist, types an operation cannot take, an unknown
+ * aggregation) happens when the expression is built and throws at once; only what depends on
+ * the data (a malformed row) fails in a task, as a TaskError naming the file and line.
+ * Arrow is only forward-declared here: include <arrow/api.h> to use a computed table.
+ */
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "tessera/exec/executor.hpp"
+#include "tessera/graph/graph.hpp"
+
+namespace arrow {
+class Table;
+}
+
+namespace tessera::dataframe {
+
+namespace detail {
+struct FrameNode;
+struct ColumnExpr;
+}  // namespace detail
+
+class Series;
+class GroupBy;
+
+/** @brief A constant in a column expression: null, bool, integer, floating-point or string. */
+using Literal = std::variant<std::monostate, bool, std::int64_t, double, std::string>;
+
+/** @brief Options of GroupBy aggregations (Dask's split_every and split_out). */
+struct AggregateOptions {
+  /** Partial results combined per task in the reduction tree (at least 2). */
+  int split_every = 8;
+  /** Output partitions: groups are hash-partitioned over this many (for many groups). */
+  int split_out = 1;
+};
+
+/**
+ * @brief A lazy partitioned table. Cheap to copy: copies share the expression.
+ */
+class DataFrame {
+ public:
+  DataFrame() = default;
+  explicit DataFrame(std::shared_ptr<const detail::FrameNode> node) : node_(std::move(node)) {}
+
+  /** @brief The expression's unique name (the prefix of its partition keys). */
+  const std::string& name() const;
+  std::int64_t npartitions() const;
+  /** @brief Column names, in order. */
+  std::vector<std::string> columns() const;
+  /** @brief A column's Arrow type name ("double", "int64", "string", "timestamp[s]", ...). */
+  std::string dtype(const std::string& column) const;
+  /** @brief Whether partitions live on GPUs (to_device). */
+  bool on_device() const;
+
+  /** @brief One column; throws Error naming the column and the columns there are. */
+  Series operator[](const std::string& column) const;
+  /** @brief Only these columns, in this order. */
+  DataFrame operator[](const std::vector<std::string>& columns) const;
+  /** @brief The rows where `mask` (a bool Series of this frame) is true; null counts as false. */
+  DataFrame operator[](const Series& mask) const;
+  /** @brief Adds or replaces a column (pandas' assign); `value` must come from this frame. */
+  DataFrame assign(const std::string& column, const Series& value) const;
+  DataFrame assign(const std::string& column, const Literal& value) const;
+  /** @brief Converts columns to Arrow types ("float64", "int32", "string", ...). */
+  DataFrame astype(const std::map<std::string, std::string>& types) const;
+  /** @brief Renames columns. */
+  DataFrame rename(const std::map<std::string, std::string>& names) const;
+  /**
+   * @brief Applies a function registered with register_partition_function to every partition.
+   * The output's columns are learnt by running it on an empty table of this frame's columns.
+   */
+  DataFrame map_partitions(const std::string& function) const;
+
+  /** @brief Groups rows by the values of these columns. */
+  GroupBy groupby(std::vector<std::string> by) const;
+
+  /** @brief One row: each numeric column's sum (likewise mean, min, max, count, std, var). */
+  DataFrame sum() const;
+  DataFrame mean() const;
+  DataFrame min() const;
+  DataFrame max() const;
+  DataFrame count() const;
+  DataFrame std() const;
+  DataFrame var() const;
+  /**
+   * @brief pandas' describe() of the numeric columns: a table with a `statistic` column (count,
+   * mean, std, min, max) and one column per numeric column. Quantiles are not computed.
+   */
+  std::shared_ptr<arrow::Table> describe(Executor& executor = local_executor()) const;
+
+  /** @brief The first n rows, read from the first partition(s) only. */
+  std::shared_ptr<arrow::Table> head(std::int64_t n = 5, Executor& executor = local_executor()) const;
+  /** @brief Number of rows (computed). */
+  std::int64_t len(Executor& executor = local_executor()) const;
+
+  /** @brief Every partition computed and concatenated into one host table. */
+  std::shared_ptr<arrow::Table> compute(Executor& executor = local_executor()) const;
+  /**
+   * @brief Computes the partitions and keeps them: on a cluster's workers (their GPUs for a
+   * device frame) while the returned frame lives, or in this process for local executors.
+   */
+  DataFrame persist(Executor& executor = local_executor()) const;
+  /** @brief The same frame with partitions on GPUs (strings dictionary-encoded on the host). */
+  DataFrame to_device() const;
+  /** @brief Partitions back on the host as Arrow tables. */
+  DataFrame to_host() const;
+  /** @brief Writes one Parquet file per partition (part.N.parquet) into `directory`. */
+  void to_parquet(const std::string& directory, Executor& executor = local_executor()) const;
+
+  /** @brief The lowered task graph and the keys of the partitions, in order. */
+  Graph to_graph(std::vector<Key>* partition_keys) const;
+  const std::shared_ptr<const detail::FrameNode>& node() const { return node_; }
+
+ private:
+  std::shared_ptr<const detail::FrameNode> node_;
+};
+
+/**
+ * @brief One column of a DataFrame, or an expression over its columns (`df["x"] + df["y"]`).
+ */
+class Series {
+ public:
+  Series() = default;
+  Series(DataFrame frame, std::shared_ptr<const detail::ColumnExpr> expr, std::string name);
+
+  const std::string& name() const { return name_; }
+  /** @brief The Arrow type of its values. */
+  std::string dtype() const;
+  /** @brief The same values under another name. */
+  Series rename(const std::string& name) const;
+  Series astype(const std::string& type) const;
+  Series isnull() const;
+  Series notnull() const;
+
+  /** @brief A one-column frame holding the values (what compute() computes). */
+  DataFrame to_frame() const;
+  /** @brief One row: the sum (likewise the others), a one-partition frame of one column. */
+  DataFrame sum() const;
+  DataFrame mean() const;
+  DataFrame min() const;
+  DataFrame max() const;
+  DataFrame count() const;
+  DataFrame std() const;
+  DataFrame var() const;
+  /** @brief Each value and how often it occurs, most frequent first (pandas' value_counts). */
+  DataFrame value_counts() const;
+  std::shared_ptr<arrow::Table> compute(Executor& executor = local_executor()) const;
+
+  const DataFrame& frame() const { return frame_; }
+  const std::shared_ptr<const detail::ColumnExpr>& expr() const { return expr_; }
+
+ private:
+  DataFrame frame_;
+  std::shared_ptr<const detail::ColumnExpr> expr_;
+  std::string name_;
+};
+
+/** @name Column arithmetic and comparisons (Arrow's kernels; NumPy-like promotion) */
+///@{
+Series operator+(const Series& a, const Series& b);
+Series operator-(const Series& a, const Series& b);
+Series operator*(const Series& a, const Series& b);
+Series operator/(const Series& a, const Series& b);
+Series operator==(const Series& a, const Series& b);
+Series operator!=(const Series& a, const Series& b);
+Series operator<(const Series& a, const Series& b);
+Series operator<=(const Series& a, const Series& b);
+Series operator>(const Series& a, const Series& b);
+Series operator>=(const Series& a, const Series& b);
+Series operator&(const Series& a, const Series& b);
+Series operator|(const Series& a, const Series& b);
+Series operator~(const Series& a);
+Series operator+(const Series& a, const Literal& b);
+Series operator-(const Series& a, const Literal& b);
+Series operator*(const Series& a, const Literal& b);
+Series operator/(const Series& a, const Literal& b);
+Series operator==(const Series& a, const Literal& b);
+Series operator!=(const Series& a, const Literal& b);
+Series operator<(const Series& a, const Literal& b);
+Series operator<=(const Series& a, const Literal& b);
+Series operator>(const Series& a, const Literal& b);
+Series operator>=(const Series& a, const Literal& b);
+///@}
+
+/**
+ * @brief A grouping of a DataFrame's rows, aggregated into one row per group (key columns
+ * first, sorted by the keys; rows with a null key are dropped, as pandas' groupby does).
+ */
+class GroupBy {
+ public:
+  GroupBy(DataFrame frame, std::vector<std::string> by, std::vector<std::string> selected = {});
+  /** @brief Only this column is aggregated. */
+  GroupBy operator[](const std::string& column) const;
+  /** @brief Only these columns are aggregated. */
+  GroupBy operator[](const std::vector<std::string>& columns) const;
+
+  /**
+   * @brief Several aggregations at once: {column, {"sum", "mean", ...}}; the output columns are
+   * named "column" for one aggregation of a column and "column_how" for several.
+   * Aggregations: sum, mean, count, min, max, std, var, size. Unknown names throw at once.
+   */
+  DataFrame agg(const std::map<std::string, std::vector<std::string>>& how,
+                const AggregateOptions& options = {}) const;
+  /** @brief One aggregation of every selected (or every non-key) column. */
+  DataFrame agg(const std::string& how, const AggregateOptions& options = {}) const;
+  DataFrame sum(const AggregateOptions& options = {}) const { return agg("sum", options); }
+  DataFrame mean(const AggregateOptions& options = {}) const { return agg("mean", options); }
+  DataFrame count(const AggregateOptions& options = {}) const { return agg("count", options); }
+  DataFrame min(const AggregateOptions& options = {}) const { return agg("min", options); }
+  DataFrame max(const AggregateOptions& options = {}) const { return agg("max", options); }
+  DataFrame std(const AggregateOptions& options = {}) const { return agg("std", options); }
+  DataFrame var(const AggregateOptions& options = {}) const { return agg("var", options); }
+  /** @brief Rows per group, in a column named "size". */
+  DataFrame size(const AggregateOptions& options = {}) const;
+
+ private:
+  DataFrame frame_;
+  std::vector<std::string> by_;
+  std::vector<std::string> selected_;
+};
+
+/** @brief A frame over tables already in memory, one partition each. */
+DataFrame from_tables(const std::vector<std::shared_ptr<arrow::Table>>& partitions);
+
+/** @brief Registers a partition function for map_partitions (in every process that runs it). */
+void register_partition_function(
+    const std::string& name,
+    std::function<std::shared_ptr<arrow::Table>(const std::shared_ptr<arrow::Table>&)> function);
+
+}  // namespace tessera::dataframe

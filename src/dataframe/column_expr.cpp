@@ -1,0 +1,124 @@
+#include "column_expr.hpp"
+
+#include <arrow/api.h>
+#include <arrow/compute/api.h>
+#include <arrow/compute/expression.h>
+
+#include "arrow_util.hpp"
+#include "tessera/core/error.hpp"
+
+namespace tessera::dataframe::detail {
+
+namespace cp = arrow::compute;
+
+ColumnExpr field(const std::string& column) {
+  ColumnExpr e;
+  e.kind = ColumnExpr::Kind::Field;
+  e.name = column;
+  return e;
+}
+
+ColumnExpr literal(const Literal& value) {
+  ColumnExpr e;
+  e.kind = ColumnExpr::Kind::Literal;
+  e.literal = value;
+  return e;
+}
+
+ColumnExpr call(const std::string& function, std::vector<ColumnExpr> args) {
+  ColumnExpr e;
+  e.kind = ColumnExpr::Kind::Call;
+  e.name = function;
+  e.args = std::move(args);
+  return e;
+}
+
+std::shared_ptr<arrow::DataType> parse_type(const std::string& name) {
+  static const std::pair<const char*, std::shared_ptr<arrow::DataType> (*)()> simple[] = {
+      {"float64", [] { return arrow::float64(); }}, {"double", [] { return arrow::float64(); }},
+      {"float32", [] { return arrow::float32(); }}, {"float", [] { return arrow::float32(); }},
+      {"int64", [] { return arrow::int64(); }},     {"int32", [] { return arrow::int32(); }},
+      {"int16", [] { return arrow::int16(); }},     {"int8", [] { return arrow::int8(); }},
+      {"uint8", [] { return arrow::uint8(); }},     {"bool", [] { return arrow::boolean(); }},
+      {"string", [] { return arrow::utf8(); }},     {"str", [] { return arrow::utf8(); }},
+      {"large_string", [] { return arrow::large_utf8(); }},
+  };
+  for (const auto& [n, make] : simple)
+    if (name == n) return make();
+  const std::pair<const char*, arrow::TimeUnit::type> units[] = {{"timestamp[s]", arrow::TimeUnit::SECOND},
+                                                                 {"timestamp[ms]", arrow::TimeUnit::MILLI},
+                                                                 {"timestamp[us]", arrow::TimeUnit::MICRO},
+                                                                 {"timestamp[ns]", arrow::TimeUnit::NANO},
+                                                                 {"datetime64[ns]", arrow::TimeUnit::NANO}};
+  for (const auto& [n, unit] : units)
+    if (name == n) return arrow::timestamp(unit);
+  throw Error("unknown dtype '" + name +
+              "' (known: float64, float32, int64, int32, int16, int8, uint8, bool, string, timestamp[s|ms|us|ns])");
+}
+
+namespace {
+
+arrow::Datum literal_datum(const Literal& l) {
+  return std::visit(
+      [](const auto& v) -> arrow::Datum {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, std::monostate>) return arrow::Datum(std::make_shared<arrow::NullScalar>());
+        else if constexpr (std::is_same_v<T, std::string>) return arrow::Datum(std::make_shared<arrow::StringScalar>(v));
+        else return arrow::Datum(v);
+      },
+      l);
+}
+
+}  // namespace
+
+cp::Expression to_arrow(const ColumnExpr& e) {
+  switch (e.kind) {
+    case ColumnExpr::Kind::Field: return cp::field_ref(e.name);
+    case ColumnExpr::Kind::Literal: return cp::literal(literal_datum(e.literal));
+    case ColumnExpr::Kind::Call: {
+      std::vector<cp::Expression> args;
+      for (const auto& a : e.args) args.push_back(to_arrow(a));
+      if (e.name == "cast") return cp::call("cast", std::move(args), cp::CastOptions::Safe(parse_type(e.cast_to)));
+      // pandas' isnull: NaN counts as missing.
+      if (e.name == "is_null_nan") return cp::call("is_null", std::move(args), cp::NullOptions(true));
+      return cp::call(e.name, std::move(args));
+    }
+  }
+  throw Error("column expression: unknown kind");
+}
+
+void fields_of(const ColumnExpr& e, std::vector<std::string>& out) {
+  if (e.kind == ColumnExpr::Kind::Field) out.push_back(e.name);
+  for (const auto& a : e.args) fields_of(a, out);
+}
+
+std::string to_string(const ColumnExpr& e) {
+  switch (e.kind) {
+    case ColumnExpr::Kind::Field: return e.name;
+    case ColumnExpr::Kind::Literal: return literal_datum(e.literal).ToString();
+    case ColumnExpr::Kind::Call: {
+      std::string s = e.name + "(";
+      for (std::size_t i = 0; i < e.args.size(); ++i) s += (i ? ", " : "") + to_string(e.args[i]);
+      if (e.name == "cast") s += " -> " + e.cast_to;
+      return s + ")";
+    }
+  }
+  return "?";
+}
+
+std::shared_ptr<arrow::DataType> type_of(const ColumnExpr& e, const std::shared_ptr<arrow::Schema>& schema) {
+  ensure_arrow_compute();
+  std::vector<std::string> names;
+  fields_of(e, names);
+  for (const auto& n : names)
+    if (!schema->GetFieldByName(n)) {
+      std::string have;
+      for (const auto& f : schema->fields()) have += (have.empty() ? "" : ", ") + f->name();
+      throw Error("column '" + n + "' does not exist (columns: " + have + ")");
+    }
+  auto bound = to_arrow(e).Bind(*schema);
+  if (!bound.ok()) throw Error("cannot compute " + to_string(e) + ": " + bound.status().message());
+  return bound->type()->GetSharedPtr();
+}
+
+}  // namespace tessera::dataframe::detail

@@ -1,0 +1,549 @@
+// DataFrame, Series and GroupBy: building the expression (with every check done here) and
+// computing it. The lowering to tasks is in frame_lowering.cpp.
+#include "tessera/dataframe/dataframe.hpp"
+
+#include <arrow/api.h>
+#include <arrow/compute/api.h>
+
+#include <algorithm>
+#include <set>
+
+#include "arrow_util.hpp"
+#include "column_expr.hpp"
+#include "frame_node.hpp"
+#include "frame_ops.hpp"
+#include "groupby_host.hpp"
+
+namespace tessera::dataframe {
+
+using namespace detail;
+
+namespace detail {
+
+std::shared_ptr<FrameNode> make_node(NodeKind kind, const std::string& prefix) {
+  auto n = std::make_shared<FrameNode>();
+  n->kind = kind;
+  n->name = unique_name(prefix);
+  return n;
+}
+
+const FrameNode& node_of(const DataFrame& df) {
+  if (!df.node()) throw Error("this DataFrame is empty (default-constructed)");
+  return *df.node();
+}
+
+}  // namespace detail
+
+namespace {
+
+std::string column_list(const arrow::Schema& s) {
+  std::string out;
+  for (const auto& f : s.fields()) out += (out.empty() ? "" : ", ") + f->name();
+  return out;
+}
+
+void require_column(const arrow::Schema& s, const std::string& c) {
+  if (!s.GetFieldByName(c)) throw Error("column '" + c + "' does not exist (columns: " + column_list(s) + ")");
+}
+
+// A partition program step on top of `df`, merged into df's own program when it has one.
+DataFrame with_step(const DataFrame& df, Step step, std::shared_ptr<arrow::Schema> schema) {
+  const FrameNode& in = node_of(df);
+  auto n = make_node(NodeKind::Map, "map");
+  if (in.kind == NodeKind::Map) {
+    n->input = in.input;
+    n->program = in.program;
+  } else {
+    n->input = df.node();
+  }
+  n->program.push_back(std::move(step));
+  n->schema = std::move(schema);
+  n->npartitions = in.npartitions;
+  n->device = in.device;
+  return DataFrame(n);
+}
+
+DataFrame aggregate(const DataFrame& df, GroupbySpec spec, const AggregateOptions& options) {
+  const FrameNode& in = node_of(df);
+  if (options.split_every < 2) throw Error("split_every must be at least 2, got " + std::to_string(options.split_every));
+  if (options.split_out < 1) throw Error("split_out must be at least 1, got " + std::to_string(options.split_out));
+  arrow::FieldVector fields;
+  std::set<std::string> names;
+  for (const auto& b : spec.by) {
+    require_column(*in.schema, b);
+    fields.push_back(in.schema->GetFieldByName(b));
+    names.insert(b);
+  }
+  for (const auto& a : spec.aggs) {
+    std::shared_ptr<arrow::DataType> t = arrow::int64();
+    if (a.how != Agg::Size) {
+      require_column(*in.schema, a.column);
+      t = in.schema->GetFieldByName(a.column)->type();
+    }
+    check_aggregable(a, t);
+    if (!names.insert(a.output).second) throw Error("groupby: two output columns are named '" + a.output + "'");
+    fields.push_back(arrow::field(a.output, aggregate_type(a, t)));
+  }
+  auto n = make_node(NodeKind::Aggregate, spec.by.empty() ? "reduce" : "groupby");
+  n->input = df.node();
+  n->spec = std::move(spec);
+  n->options = options;
+  n->schema = arrow::schema(fields);
+  n->npartitions = n->spec.by.empty() ? 1 : options.split_out;
+  return DataFrame(n);
+}
+
+// Every column `how` can aggregate, for DataFrame reductions (pandas' numeric_only).
+DataFrame reduce_all(const DataFrame& df, Agg how) {
+  GroupbySpec spec;
+  for (const auto& f : node_of(df).schema->fields()) {
+    AggSpec a{f->name(), how, f->name()};
+    try {
+      check_aggregable(a, f->type());
+    } catch (const Error&) {
+      continue;
+    }
+    spec.aggs.push_back(a);
+  }
+  return aggregate(df, std::move(spec), {});
+}
+
+std::shared_ptr<arrow::Table> concat(const std::vector<Value>& values, const arrow::Schema* schema) {
+  std::vector<std::shared_ptr<arrow::Table>> tables;
+  for (std::size_t i = 0; i < values.size(); ++i)
+    tables.push_back(table_of(values[i], "partition " + std::to_string(i)));
+  if (tables.empty()) {
+    return arrow::Table::MakeEmpty(schema ? std::make_shared<arrow::Schema>(*schema) : arrow::schema({}))
+        .ValueOrDie();
+  }
+  return unwrap(arrow::ConcatenateTables(tables), "concatenating partitions");
+}
+
+Series binary(const char* fn, const Series& a, const ColumnExpr& b_expr, const DataFrame* b_frame) {
+  if (b_frame && b_frame->node() != a.frame().node())
+    throw Error(std::string("cannot combine columns of two different frames ('") + a.name() + "' with a column of " +
+                b_frame->name() + "): frames have no index to align on; assign both into one frame first");
+  ColumnExpr e;
+  if (std::string(fn) == "truediv") {
+    auto f64 = [](ColumnExpr x) {
+      ColumnExpr c = call("cast", {std::move(x)});
+      c.cast_to = "float64";
+      return c;
+    };
+    e = call("divide", {f64(*a.expr()), f64(b_expr)});
+  } else {
+    e = call(fn, {*a.expr(), b_expr});
+  }
+  type_of(e, node_of(a.frame()).schema);  // throws now for types the function cannot take
+  return Series(a.frame(), std::make_shared<const ColumnExpr>(std::move(e)), a.name());
+}
+
+Series unary(const char* fn, const Series& a) {
+  ColumnExpr e = call(fn, {*a.expr()});
+  type_of(e, node_of(a.frame()).schema);
+  return Series(a.frame(), std::make_shared<const ColumnExpr>(std::move(e)), a.name());
+}
+
+}  // namespace
+
+// ---- DataFrame -----------------------------------------------------------------------------
+
+const std::string& DataFrame::name() const { return node_of(*this).name; }
+std::int64_t DataFrame::npartitions() const { return node_of(*this).npartitions; }
+bool DataFrame::on_device() const { return node_of(*this).device; }
+
+std::vector<std::string> DataFrame::columns() const {
+  std::vector<std::string> out;
+  for (const auto& f : node_of(*this).schema->fields()) out.push_back(f->name());
+  return out;
+}
+
+std::string DataFrame::dtype(const std::string& column) const {
+  const auto& s = *node_of(*this).schema;
+  require_column(s, column);
+  return s.GetFieldByName(column)->type()->ToString();
+}
+
+Series DataFrame::operator[](const std::string& column) const {
+  require_column(*node_of(*this).schema, column);
+  return Series(*this, std::make_shared<const ColumnExpr>(field(column)), column);
+}
+
+DataFrame DataFrame::operator[](const std::vector<std::string>& columns) const {
+  const auto& s = *node_of(*this).schema;
+  Step step;
+  arrow::FieldVector fields;
+  for (const auto& c : columns) {
+    require_column(s, c);
+    step.names.push_back(c);
+    step.exprs.push_back(field(c));
+    fields.push_back(s.GetFieldByName(c));
+  }
+  return with_step(*this, std::move(step), arrow::schema(fields));
+}
+
+DataFrame DataFrame::operator[](const Series& mask) const {
+  if (mask.frame().node() != node_)
+    throw Error("a filter mask must be a column expression of the same frame (frames have no index to align on)");
+  const auto t = type_of(*mask.expr(), node_of(*this).schema);
+  if (t->id() != arrow::Type::BOOL)
+    throw Error("a filter mask must be bool, but " + to_string(*mask.expr()) + " is " + t->ToString());
+  Step step;
+  step.kind = Step::Kind::Filter;
+  step.exprs.push_back(*mask.expr());
+  return with_step(*this, std::move(step), node_of(*this).schema);
+}
+
+DataFrame DataFrame::assign(const std::string& column, const Series& value) const {
+  if (value.frame().node() != node_)
+    throw Error("assign: the value of '" + column + "' must be computed from this frame's columns");
+  const auto& s = *node_of(*this).schema;
+  const auto t = type_of(*value.expr(), node_of(*this).schema);
+  Step step;
+  arrow::FieldVector fields;
+  bool replaced = false;
+  for (const auto& f : s.fields()) {
+    step.names.push_back(f->name());
+    if (f->name() == column) {
+      step.exprs.push_back(*value.expr());
+      fields.push_back(arrow::field(column, t));
+      replaced = true;
+    } else {
+      step.exprs.push_back(field(f->name()));
+      fields.push_back(f);
+    }
+  }
+  if (!replaced) {
+    step.names.push_back(column);
+    step.exprs.push_back(*value.expr());
+    fields.push_back(arrow::field(column, t));
+  }
+  return with_step(*this, std::move(step), arrow::schema(fields));
+}
+
+DataFrame DataFrame::assign(const std::string& column, const Literal& value) const {
+  // A literal broadcast over the rows, through a Series of this frame.
+  return assign(column, Series(*this, std::make_shared<const ColumnExpr>(literal(value)), column));
+}
+
+DataFrame DataFrame::astype(const std::map<std::string, std::string>& types) const {
+  const auto& s = *node_of(*this).schema;
+  for (const auto& [c, t] : types) {
+    require_column(s, c);
+    parse_type(t);
+  }
+  Step step;
+  arrow::FieldVector fields;
+  for (const auto& f : s.fields()) {
+    step.names.push_back(f->name());
+    auto it = types.find(f->name());
+    if (it == types.end()) {
+      step.exprs.push_back(field(f->name()));
+      fields.push_back(f);
+      continue;
+    }
+    ColumnExpr c = call("cast", {field(f->name())});
+    c.cast_to = it->second;
+    fields.push_back(arrow::field(f->name(), type_of(c, node_of(*this).schema)));
+    step.exprs.push_back(std::move(c));
+  }
+  return with_step(*this, std::move(step), arrow::schema(fields));
+}
+
+DataFrame DataFrame::rename(const std::map<std::string, std::string>& names) const {
+  const auto& s = *node_of(*this).schema;
+  for (const auto& [from, to] : names) require_column(s, from);
+  Step step;
+  arrow::FieldVector fields;
+  for (const auto& f : s.fields()) {
+    auto it = names.find(f->name());
+    const std::string out = it == names.end() ? f->name() : it->second;
+    step.names.push_back(out);
+    step.exprs.push_back(field(f->name()));
+    fields.push_back(arrow::field(out, f->type()));
+  }
+  return with_step(*this, std::move(step), arrow::schema(fields));
+}
+
+DataFrame DataFrame::map_partitions(const std::string& function) const {
+  const FrameNode& in = node_of(*this);
+  // Dask's meta: the function run on an empty partition tells the output's columns.
+  auto empty = unwrap(arrow::Table::MakeEmpty(in.schema), "map_partitions");
+  auto meta = run_partition_function(function, empty);
+  auto n = make_node(NodeKind::MapPartitions, "map-partitions");
+  n->input = node_;
+  n->function = function;
+  n->schema = meta->schema();
+  n->npartitions = in.npartitions;
+  return DataFrame(n);
+}
+
+GroupBy DataFrame::groupby(std::vector<std::string> by) const {
+  if (by.empty()) throw Error("groupby needs at least one key column");
+  for (const auto& b : by) require_column(*node_of(*this).schema, b);
+  return GroupBy(*this, std::move(by));
+}
+
+DataFrame DataFrame::sum() const { return reduce_all(*this, Agg::Sum); }
+DataFrame DataFrame::mean() const { return reduce_all(*this, Agg::Mean); }
+DataFrame DataFrame::min() const { return reduce_all(*this, Agg::Min); }
+DataFrame DataFrame::max() const { return reduce_all(*this, Agg::Max); }
+DataFrame DataFrame::count() const { return reduce_all(*this, Agg::Count); }
+DataFrame DataFrame::std() const { return reduce_all(*this, Agg::Std); }
+DataFrame DataFrame::var() const { return reduce_all(*this, Agg::Var); }
+
+std::shared_ptr<arrow::Table> DataFrame::describe(Executor& executor) const {
+  const auto& s = *node_of(*this).schema;
+  GroupbySpec spec;
+  std::vector<std::string> numeric;
+  for (const auto& f : s.fields()) {
+    const auto id = f->type()->id();
+    if (!(arrow::is_integer(id) || arrow::is_floating(id))) continue;
+    numeric.push_back(f->name());
+    for (Agg how : {Agg::Count, Agg::Mean, Agg::Std, Agg::Min, Agg::Max})
+      spec.aggs.push_back({f->name(), how, f->name() + "/" + agg_name(how)});
+  }
+  if (numeric.empty()) throw Error("describe: the frame has no numeric columns (columns: " + column_list(s) + ")");
+  auto row = aggregate(*this, spec, {}).compute(executor);
+  ensure_arrow_compute();
+  const char* stats[] = {"count", "mean", "std", "min", "max"};
+  arrow::StringBuilder names;
+  for (const char* st : stats) check_arrow(names.Append(st), "describe");
+  arrow::FieldVector fields{arrow::field("statistic", arrow::utf8())};
+  arrow::ArrayVector arrays{names.Finish().ValueOrDie()};
+  for (const auto& c : numeric) {
+    arrow::DoubleBuilder b;
+    for (const char* st : stats) {
+      auto col = row->GetColumnByName(c + "/" + st);
+      auto as_double = unwrap(arrow::compute::Cast(col, arrow::float64()), "describe").chunked_array();
+      auto scalar = unwrap(as_double->GetScalar(0), "describe");
+      if (scalar->is_valid) check_arrow(b.Append(static_cast<const arrow::DoubleScalar&>(*scalar).value), "describe");
+      else check_arrow(b.AppendNull(), "describe");
+    }
+    fields.push_back(arrow::field(c, arrow::float64()));
+    arrays.push_back(b.Finish().ValueOrDie());
+  }
+  return arrow::Table::Make(arrow::schema(fields), arrays, 5);
+}
+
+std::shared_ptr<arrow::Table> DataFrame::head(std::int64_t n, Executor& executor) const {
+  if (n < 0) throw Error("head: n must be >= 0, got " + std::to_string(n));
+  const FrameNode& in = node_of(*this);
+  // Like Dask: the first partition; more only when it has fewer than n rows.
+  for (std::int64_t parts = 1;; parts = std::min(in.npartitions, parts * 4)) {
+    auto node = make_node(NodeKind::Head, "head");
+    node->input = node_;
+    node->head_rows = n;
+    node->npartitions = 1;
+    node->schema = in.schema;
+    node->head_partitions = std::min<std::int64_t>(parts, in.npartitions);
+    auto t = DataFrame(node).compute(executor);
+    if (t->num_rows() >= n || parts >= in.npartitions) return t;
+  }
+}
+
+std::int64_t DataFrame::len(Executor& executor) const {
+  GroupbySpec spec;
+  spec.aggs.push_back({"", Agg::Size, "size"});
+  auto t = aggregate(*this, spec, {}).compute(executor);
+  auto v = unwrap(t->GetColumnByName("size")->GetScalar(0), "len");
+  return static_cast<const arrow::Int64Scalar&>(*v).value;
+}
+
+Graph DataFrame::to_graph(std::vector<Key>* partition_keys) const {
+  FrameLowering low(nullptr);
+  auto keys = low.lower(node_);
+  if (partition_keys) *partition_keys = keys;
+  return std::move(low.graph());
+}
+
+std::shared_ptr<arrow::Table> DataFrame::compute(Executor& executor) const {
+  const FrameNode& n = node_of(*this);
+  DataFrame host = n.device ? to_host() : *this;
+  FrameLowering low(&executor);
+  auto keys = low.lower(host.node());
+  auto values = executor.get(low.graph(), keys);
+  return concat(values, n.schema.get());
+}
+
+DataFrame DataFrame::persist(Executor& executor) const {
+  const FrameNode& in = node_of(*this);
+  FrameLowering low(&executor);
+  auto keys = low.lower(node_);
+  auto kept = executor.keep(low.graph(), keys);
+  auto n = make_node(executor.holds(*kept) ? NodeKind::Kept : NodeKind::Tables, "persist");
+  n->schema = in.schema;
+  n->npartitions = in.npartitions;
+  n->device = in.device;
+  if (n->kind == NodeKind::Kept) n->kept = std::move(kept);
+  else n->partitions = kept->values();
+  return DataFrame(n);
+}
+
+DataFrame DataFrame::to_device() const {
+  const FrameNode& in = node_of(*this);
+  if (in.device) return *this;
+  auto n = make_node(NodeKind::ToDevice, "to-device");
+  n->input = node_;
+  n->schema = in.schema;
+  n->npartitions = in.npartitions;
+  n->device = true;
+  return DataFrame(n);
+}
+
+DataFrame DataFrame::to_host() const {
+  const FrameNode& in = node_of(*this);
+  if (!in.device) return *this;
+  auto n = make_node(NodeKind::ToHost, "to-host");
+  n->input = node_;
+  n->schema = in.schema;
+  n->npartitions = in.npartitions;
+  return DataFrame(n);
+}
+
+DataFrame from_tables(const std::vector<std::shared_ptr<arrow::Table>>& partitions) {
+  if (partitions.empty()) throw Error("from_tables: no partitions");
+  auto n = make_node(NodeKind::Tables, "from-tables");
+  n->schema = partitions.front()->schema();
+  for (std::size_t i = 0; i < partitions.size(); ++i) {
+    if (!partitions[i]) throw Error("from_tables: partition " + std::to_string(i) + " is null");
+    if (!partitions[i]->schema()->Equals(*n->schema))
+      throw Error("from_tables: partition " + std::to_string(i) + " has columns " + partitions[i]->schema()->ToString() +
+                  ", partition 0 has " + n->schema->ToString());
+    n->partitions.push_back(table_value(partitions[i]));
+  }
+  n->npartitions = static_cast<std::int64_t>(partitions.size());
+  return DataFrame(n);
+}
+
+// ---- Series --------------------------------------------------------------------------------
+
+Series::Series(DataFrame frame, std::shared_ptr<const ColumnExpr> expr, std::string name)
+    : frame_(std::move(frame)), expr_(std::move(expr)), name_(std::move(name)) {}
+
+std::string Series::dtype() const { return type_of(*expr_, node_of(frame_).schema)->ToString(); }
+
+Series Series::rename(const std::string& name) const { return Series(frame_, expr_, name); }
+
+Series Series::astype(const std::string& type) const {
+  parse_type(type);
+  ColumnExpr c = call("cast", {*expr_});
+  c.cast_to = type;
+  type_of(c, node_of(frame_).schema);
+  return Series(frame_, std::make_shared<const ColumnExpr>(std::move(c)), name_);
+}
+
+Series Series::isnull() const { return unary("is_null_nan", *this); }
+Series Series::notnull() const { return ~unary("is_null_nan", *this); }
+
+DataFrame Series::to_frame() const {
+  Step step;
+  step.names.push_back(name_);
+  step.exprs.push_back(*expr_);
+  return with_step(frame_, std::move(step), arrow::schema({arrow::field(name_, type_of(*expr_, node_of(frame_).schema))}));
+}
+
+namespace {
+DataFrame reduce_series(const Series& s, Agg how) {
+  GroupbySpec spec;
+  spec.aggs.push_back({s.name(), how, s.name()});
+  return aggregate(s.to_frame(), spec, {});
+}
+}  // namespace
+
+DataFrame Series::sum() const { return reduce_series(*this, Agg::Sum); }
+DataFrame Series::mean() const { return reduce_series(*this, Agg::Mean); }
+DataFrame Series::min() const { return reduce_series(*this, Agg::Min); }
+DataFrame Series::max() const { return reduce_series(*this, Agg::Max); }
+DataFrame Series::count() const { return reduce_series(*this, Agg::Count); }
+DataFrame Series::std() const { return reduce_series(*this, Agg::Std); }
+DataFrame Series::var() const { return reduce_series(*this, Agg::Var); }
+
+DataFrame Series::value_counts() const {
+  GroupbySpec spec;
+  spec.by = {name_};
+  spec.aggs.push_back({"", Agg::Size, "count"});
+  auto counts = aggregate(to_frame(), spec, {});
+  auto n = make_node(NodeKind::SortValues, "value-counts");
+  n->input = counts.node();
+  n->sort_column = "count";
+  n->ascending = false;
+  n->schema = counts.node()->schema;
+  n->npartitions = 1;
+  return DataFrame(n);
+}
+
+std::shared_ptr<arrow::Table> Series::compute(Executor& executor) const { return to_frame().compute(executor); }
+
+Series operator+(const Series& a, const Series& b) { return binary("add", a, *b.expr(), &b.frame()); }
+Series operator-(const Series& a, const Series& b) { return binary("subtract", a, *b.expr(), &b.frame()); }
+Series operator*(const Series& a, const Series& b) { return binary("multiply", a, *b.expr(), &b.frame()); }
+Series operator/(const Series& a, const Series& b) { return binary("truediv", a, *b.expr(), &b.frame()); }
+Series operator==(const Series& a, const Series& b) { return binary("equal", a, *b.expr(), &b.frame()); }
+Series operator!=(const Series& a, const Series& b) { return binary("not_equal", a, *b.expr(), &b.frame()); }
+Series operator<(const Series& a, const Series& b) { return binary("less", a, *b.expr(), &b.frame()); }
+Series operator<=(const Series& a, const Series& b) { return binary("less_equal", a, *b.expr(), &b.frame()); }
+Series operator>(const Series& a, const Series& b) { return binary("greater", a, *b.expr(), &b.frame()); }
+Series operator>=(const Series& a, const Series& b) { return binary("greater_equal", a, *b.expr(), &b.frame()); }
+Series operator&(const Series& a, const Series& b) { return binary("and_kleene", a, *b.expr(), &b.frame()); }
+Series operator|(const Series& a, const Series& b) { return binary("or_kleene", a, *b.expr(), &b.frame()); }
+Series operator~(const Series& a) { return unary("invert", a); }
+Series operator+(const Series& a, const Literal& b) { return binary("add", a, literal(b), nullptr); }
+Series operator-(const Series& a, const Literal& b) { return binary("subtract", a, literal(b), nullptr); }
+Series operator*(const Series& a, const Literal& b) { return binary("multiply", a, literal(b), nullptr); }
+Series operator/(const Series& a, const Literal& b) { return binary("truediv", a, literal(b), nullptr); }
+Series operator==(const Series& a, const Literal& b) { return binary("equal", a, literal(b), nullptr); }
+Series operator!=(const Series& a, const Literal& b) { return binary("not_equal", a, literal(b), nullptr); }
+Series operator<(const Series& a, const Literal& b) { return binary("less", a, literal(b), nullptr); }
+Series operator<=(const Series& a, const Literal& b) { return binary("less_equal", a, literal(b), nullptr); }
+Series operator>(const Series& a, const Literal& b) { return binary("greater", a, literal(b), nullptr); }
+Series operator>=(const Series& a, const Literal& b) { return binary("greater_equal", a, literal(b), nullptr); }
+
+// ---- GroupBy -------------------------------------------------------------------------------
+
+GroupBy::GroupBy(DataFrame frame, std::vector<std::string> by, std::vector<std::string> selected)
+    : frame_(std::move(frame)), by_(std::move(by)), selected_(std::move(selected)) {}
+
+GroupBy GroupBy::operator[](const std::string& column) const { return (*this)[std::vector<std::string>{column}]; }
+
+GroupBy GroupBy::operator[](const std::vector<std::string>& columns) const {
+  for (const auto& c : columns) require_column(*node_of(frame_).schema, c);
+  return GroupBy(frame_, by_, columns);
+}
+
+DataFrame GroupBy::agg(const std::map<std::string, std::vector<std::string>>& how, const AggregateOptions& options) const {
+  GroupbySpec spec;
+  spec.by = by_;
+  for (const auto& [column, hows] : how) {
+    if (hows.empty()) throw Error("agg: no aggregation given for column '" + column + "'");
+    for (const auto& h : hows) {
+      Agg a;
+      try {
+        a = agg_from_name(h);
+      } catch (const std::invalid_argument& e) {
+        throw Error(std::string("agg: ") + e.what());
+      }
+      spec.aggs.push_back({column, a, hows.size() == 1 ? column : column + "_" + h});
+    }
+  }
+  return aggregate(frame_, std::move(spec), options);
+}
+
+DataFrame GroupBy::agg(const std::string& how, const AggregateOptions& options) const {
+  std::vector<std::string> columns = selected_;
+  if (columns.empty())
+    for (const auto& f : node_of(frame_).schema->fields())
+      if (std::find(by_.begin(), by_.end(), f->name()) == by_.end()) columns.push_back(f->name());
+  std::map<std::string, std::vector<std::string>> m;
+  for (const auto& c : columns) m[c] = {how};
+  return agg(m, options);
+}
+
+DataFrame GroupBy::size(const AggregateOptions& options) const {
+  GroupbySpec spec;
+  spec.by = by_;
+  spec.aggs.push_back({"", Agg::Size, "size"});
+  return aggregate(frame_, std::move(spec), options);
+}
+
+}  // namespace tessera::dataframe

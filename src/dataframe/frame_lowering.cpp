@@ -1,0 +1,246 @@
+// Lowering a DataFrame's expression to tasks. Consumers tell their input which columns they
+// read, so sources parse only those (column projection, as dask-expr does).
+#include <arrow/api.h>
+
+#include <algorithm>
+
+#include "arrow_util.hpp"
+#include "frame_node.hpp"
+#include "frame_ops.hpp"
+#include "tessera/ops/serialize.hpp"
+
+namespace tessera::dataframe::detail {
+
+namespace {
+
+Key part_key(const std::string& name, std::size_t i) { return name + "-" + std::to_string(i); }
+
+Task make_task(Key key, const char* op, std::vector<Arg> args, bool device) {
+  Task t;
+  t.key = std::move(key);
+  t.op = op;
+  t.args = std::move(args);
+  if (device) {
+    t.annotations.target = Target::Device;
+    t.annotations.resources["GPU"] = 1;
+  }
+  return t;
+}
+
+std::set<std::string> all_columns(const FrameNode& n) {
+  std::set<std::string> s;
+  for (const auto& f : n.schema->fields()) s.insert(f->name());
+  return s;
+}
+
+// The columns a program reads from its input to produce the `needed` outputs.
+std::set<std::string> program_inputs(const Program& program, const std::set<std::string>& needed) {
+  std::set<std::string> want = needed;
+  for (auto it = program.rbegin(); it != program.rend(); ++it) {
+    std::vector<std::string> fields;
+    if (it->kind == Step::Kind::Filter) {
+      fields_of(it->exprs[0], fields);
+    } else {
+      std::set<std::string> before;
+      for (std::size_t i = 0; i < it->names.size(); ++i)
+        if (want.count(it->names[i])) fields_of(it->exprs[i], fields);
+      want.clear();
+    }
+    want.insert(fields.begin(), fields.end());
+  }
+  return want;
+}
+
+// A program that produces only `needed` of its outputs (the last projection trimmed).
+Program trimmed(Program program, const std::set<std::string>& needed) {
+  std::set<std::string> want = needed;
+  for (auto it = program.rbegin(); it != program.rend(); ++it) {
+    if (it->kind == Step::Kind::Filter) {
+      std::vector<std::string> f;
+      fields_of(it->exprs[0], f);
+      want.insert(f.begin(), f.end());
+      continue;
+    }
+    Step s;
+    s.kind = Step::Kind::Project;
+    std::vector<std::string> reads;
+    for (std::size_t i = 0; i < it->names.size(); ++i)
+      if (want.count(it->names[i])) {
+        s.names.push_back(it->names[i]);
+        s.exprs.push_back(it->exprs[i]);
+        fields_of(it->exprs[i], reads);
+      }
+    *it = std::move(s);
+    want = std::set<std::string>(reads.begin(), reads.end());
+  }
+  return program;
+}
+
+}  // namespace
+
+std::vector<Key> FrameLowering::lower(const NodePtr& node, const std::optional<std::set<std::string>>& needed_in) {
+  const FrameNode& n = *node;
+  // Needs narrower than the node's columns get their own keys (a projection of the same node).
+  std::set<std::string> needed = needed_in ? *needed_in : all_columns(n);
+  for (auto it = needed.begin(); it != needed.end();)
+    it = n.schema->GetFieldByName(*it) ? std::next(it) : needed.erase(it);
+  const bool narrowed = needed.size() < static_cast<std::size_t>(n.schema->num_fields());
+  std::string name = n.name;
+  if (narrowed) {
+    name += "-cols";
+    for (const auto& c : needed) name += "." + std::to_string(std::hash<std::string>{}(c) % 100000);
+  }
+  if (auto it = done_.find(name); it != done_.end()) return it->second;
+
+  std::vector<Key> keys;
+  const auto np = static_cast<std::size_t>(n.npartitions);
+  switch (n.kind) {
+    case NodeKind::Source: {
+      std::vector<std::string> include;
+      for (const auto& f : n.schema->fields())
+        if (needed.count(f->name())) include.push_back(f->name());
+      // Reading nothing is not a thing Arrow does; a count of rows reads the first column.
+      if (include.empty()) include.push_back(n.schema->field(0)->name());
+      const Object cols = to_object(include, "tessera.frame.Columns");
+      for (std::size_t i = 0; i < np; ++i) {
+        keys.push_back(part_key(name, i));
+        graph_.add(make_task(keys.back(), n.source_op.c_str(), {Value(n.source_params[i]), Value(cols)}, false));
+      }
+      break;
+    }
+    case NodeKind::Tables:
+      for (std::size_t i = 0; i < np; ++i) {
+        keys.push_back(part_key(name, i));
+        graph_.add(make_task(keys.back(), "tessera.identity", {n.partitions[i]}, false));
+      }
+      break;
+    case NodeKind::Kept:
+      if (executor_ && executor_->holds(*n.kept)) {
+        keys = n.kept->keys;
+      } else {
+        const auto values = n.kept->values();
+        for (std::size_t i = 0; i < np; ++i) {
+          keys.push_back(part_key(name, i));
+          graph_.add(make_task(keys.back(), "tessera.identity", {values[i]}, false));
+        }
+      }
+      break;
+    case NodeKind::Map: {
+      auto in = lower(n.input, program_inputs(n.program, needed));
+      const Object params = map_params(narrowed ? trimmed(n.program, needed) : n.program);
+      for (std::size_t i = 0; i < np; ++i) {
+        keys.push_back(part_key(name, i));
+        graph_.add(make_task(keys.back(), kOpMap, {Value(params), KeyRef{in[i]}}, n.device));
+      }
+      break;
+    }
+    case NodeKind::MapPartitions: {
+      auto in = lower(n.input);
+      const Object fn = to_object(n.function, "tessera.frame.Function");
+      for (std::size_t i = 0; i < np; ++i) {
+        keys.push_back(part_key(name, i));
+        graph_.add(make_task(keys.back(), kOpMapPartitions, {Value(fn), KeyRef{in[i]}}, false));
+      }
+      break;
+    }
+    case NodeKind::Aggregate: {
+      std::set<std::string> reads(n.spec.by.begin(), n.spec.by.end());
+      for (const auto& a : n.spec.aggs)
+        if (a.how != Agg::Size) reads.insert(a.column);
+      keys = lower_aggregate(n, lower(n.input, reads));
+      break;
+    }
+    case NodeKind::SortValues: {
+      auto in = lower(n.input);
+      keys.push_back(part_key(name, 0));
+      graph_.add(make_task(keys.back(), kOpSortValues, {Value(sort_params(n.sort_column, n.ascending)), KeyRef{in.at(0)}},
+                           false));
+      break;
+    }
+    case NodeKind::Head: {
+      auto in = lower(n.input);
+      std::vector<Arg> args{Value(to_object(n.head_rows, "tessera.frame.Rows"))};
+      for (std::int64_t i = 0; i < n.head_partitions && i < static_cast<std::int64_t>(in.size()); ++i)
+        args.push_back(KeyRef{in[i]});
+      keys.push_back(part_key(name, 0));
+      graph_.add(make_task(keys.back(), kOpHead, std::move(args), false));
+      break;
+    }
+    case NodeKind::ToDevice: {
+      auto in = lower(n.input, needed);
+      const Object none = to_object(std::int64_t{0}, "tessera.frame.None");
+      for (std::size_t i = 0; i < np; ++i) {
+        keys.push_back(part_key(name, i));
+        graph_.add(make_task(keys.back(), kOpToDevice, {Value(none), KeyRef{in[i]}}, true));
+      }
+      break;
+    }
+    case NodeKind::ToHost: {
+      auto in = lower(n.input, needed);
+      const Object none = to_object(std::int64_t{0}, "tessera.frame.None");
+      for (std::size_t i = 0; i < np; ++i) {
+        keys.push_back(part_key(name, i));
+        graph_.add(make_task(keys.back(), kOpToHost, {Value(none), KeyRef{in[i]}}, false));
+      }
+      break;
+    }
+  }
+  done_[name] = keys;
+  return keys;
+}
+
+std::vector<Key> FrameLowering::lower_aggregate(const FrameNode& n, const std::vector<Key>& in) {
+  const bool device = n.input->device;
+  const auto& input_schema = *n.input->schema;
+  std::vector<std::string> input_types;
+  for (const auto& a : n.spec.aggs) {
+    auto f = a.how == Agg::Size ? nullptr : input_schema.GetFieldByName(a.column);
+    input_types.push_back(f ? f->type()->ToString() : "int64");
+  }
+  GroupbySpec partial = n.spec;
+  partial.finalize = false;
+  const Object partial_params = to_object(partial, "tessera.frame.GroupbySpec");
+  std::vector<Key> partials;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    partials.push_back(n.name + "-partial-" + std::to_string(i));
+    graph_.add(make_task(partials.back(), kOpGroupbyPartial, {Value(partial_params), KeyRef{in[i]}}, device));
+  }
+  GroupbySpec final_spec = n.spec;
+  final_spec.finalize = true;
+  const Object combine = combine_params(partial, input_types), finish = combine_params(final_spec, input_types);
+  // A tree: split_every partial results per combine task until one is left, which finalises.
+  auto tree = [&](std::vector<Key> level, const std::string& prefix) {
+    const auto every = static_cast<std::size_t>(n.options.split_every);
+    for (int depth = 0; level.size() > every; ++depth) {
+      std::vector<Key> next;
+      for (std::size_t i = 0; i < level.size(); i += every) {
+        next.push_back(prefix + "-combine-" + std::to_string(depth) + "-" + std::to_string(i / every));
+        std::vector<Arg> args{Value(combine)};
+        for (std::size_t j = i; j < std::min(level.size(), i + every); ++j) args.push_back(KeyRef{level[j]});
+        graph_.add(make_task(next.back(), kOpGroupbyCombine, std::move(args), device));
+      }
+      level = std::move(next);
+    }
+    std::vector<Arg> args{Value(finish)};
+    for (const auto& k : level) args.push_back(KeyRef{k});
+    graph_.add(make_task(prefix, kOpGroupbyCombine, std::move(args), device));
+    return prefix;
+  };
+  std::vector<Key> out;
+  if (n.options.split_out <= 1 || n.spec.by.empty()) {
+    out.push_back(tree(partials, n.name + "-0"));
+    return out;
+  }
+  for (int part = 0; part < n.options.split_out; ++part) {
+    std::vector<Key> pieces;
+    const Object split = split_params(n.spec.by, n.options.split_out, part);
+    for (std::size_t i = 0; i < partials.size(); ++i) {
+      pieces.push_back(n.name + "-split-" + std::to_string(part) + "-" + std::to_string(i));
+      graph_.add(make_task(pieces.back(), kOpHashSplit, {Value(split), KeyRef{partials[i]}}, false));
+    }
+    out.push_back(tree(pieces, n.name + "-" + std::to_string(part)));
+  }
+  return out;
+}
+
+}  // namespace tessera::dataframe::detail

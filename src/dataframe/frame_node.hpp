@@ -1,0 +1,114 @@
+#pragma once
+/**
+ * @file Private: the expression behind a DataFrame and how it lowers to tasks. See
+ * docs/dataframe.md.
+ *
+ * A FrameNode is immutable and knows its schema (so errors are raised when the expression is
+ * built) and its partition count. Lowering walks the nodes from the output, passing down the
+ * columns the consumers need, so a source reads only those (Dask's column projection).
+ */
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "column_expr.hpp"
+#include "groupby_spec.hpp"
+#include "tessera/core/value.hpp"
+#include "tessera/dataframe/dataframe.hpp"
+#include "tessera/exec/executor.hpp"
+#include "tessera/graph/graph.hpp"
+
+namespace arrow {
+class Schema;
+}
+
+namespace tessera::dataframe::detail {
+
+enum class NodeKind : std::uint8_t {
+  Source,         ///< one task per partition: source_op(source_params[i], needed columns)
+  Tables,         ///< partitions given as values (from_tables)
+  Kept,           ///< persisted partitions
+  Map,            ///< a partition program per partition
+  MapPartitions,  ///< a registered partition function per partition
+  Aggregate,      ///< groupby-aggregate (or a whole-frame reduction: no keys)
+  SortValues,     ///< one partition sorted by a column (value_counts)
+  Head,           ///< the first n rows of the first partition(s), one partition
+  ToDevice,       ///< partitions moved to GPUs as device frames
+  ToHost,         ///< device frames back to Arrow tables
+};
+
+struct FrameNode {
+  NodeKind kind = NodeKind::Source;
+  std::string name;
+  std::int64_t npartitions = 0;
+  std::shared_ptr<arrow::Schema> schema;
+  bool device = false;
+  std::shared_ptr<const FrameNode> input;
+
+  // Source: the op and one parameter object per partition; the op's parameters end with the
+  // columns to read (set at lowering), see sources.hpp.
+  std::string source_op;
+  std::vector<Object> source_params;  // the op's parameters (to_object of a struct)
+  // Tables
+  std::vector<Value> partitions;
+  // Kept
+  std::shared_ptr<const KeptResults> kept;
+  // Map
+  Program program;
+  // MapPartitions
+  std::string function;
+  // Aggregate
+  GroupbySpec spec;
+  AggregateOptions options;
+  // SortValues
+  std::string sort_column;
+  bool ascending = true;
+  // Head
+  std::int64_t head_rows = 0;
+  std::int64_t head_partitions = 1;
+};
+
+using NodePtr = std::shared_ptr<const FrameNode>;
+
+/** @brief A node with a fresh name ("<prefix>-<n>"). */
+std::shared_ptr<FrameNode> make_node(NodeKind kind, const std::string& prefix);
+const FrameNode& node_of(const DataFrame& df);
+
+/** @brief Lowers nodes into one graph, memoising each node's partition keys. */
+class FrameLowering {
+ public:
+  explicit FrameLowering(const Executor* executor) : executor_(executor) {}
+  /** Keys of `node`'s partitions; `needed`: the columns consumers read (nullopt: all). */
+  std::vector<Key> lower(const NodePtr& node, const std::optional<std::set<std::string>>& needed = std::nullopt);
+  Graph& graph() { return graph_; }
+
+ private:
+  std::vector<Key> lower_aggregate(const FrameNode& n, const std::vector<Key>& in);
+  const Executor* executor_;
+  Graph graph_;
+  std::unordered_map<std::string, std::vector<Key>> done_;
+};
+
+/** @brief Op names (registered by frame_ops.cpp). */
+inline constexpr const char* kOpMap = "tessera.frame.map";
+inline constexpr const char* kOpMapPartitions = "tessera.frame.map_partitions";
+inline constexpr const char* kOpGroupbyPartial = "tessera.frame.groupby_partial";
+inline constexpr const char* kOpGroupbyCombine = "tessera.frame.groupby_combine";
+inline constexpr const char* kOpHashSplit = "tessera.frame.hash_split";
+inline constexpr const char* kOpSortValues = "tessera.frame.sort_values";
+inline constexpr const char* kOpHead = "tessera.frame.head";
+inline constexpr const char* kOpToDevice = "tessera.frame.to_device";
+inline constexpr const char* kOpToHost = "tessera.frame.to_host";
+inline constexpr const char* kOpReadCsv = "tessera.frame.read_csv";
+inline constexpr const char* kOpReadParquet = "tessera.frame.read_parquet";
+inline constexpr const char* kOpTimeseries = "tessera.frame.timeseries";
+inline constexpr const char* kOpWriteParquet = "tessera.frame.write_parquet";
+
+/** @brief The Native type of a host partition. */
+inline constexpr const char* kArrowTableType = "arrow.table";
+
+}  // namespace tessera::dataframe::detail

@@ -1,0 +1,27 @@
+#pragma once
+/** @file Private: parameters of the per-partition ops (frame_ops.cpp) for the lowering. */
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "column_expr.hpp"
+#include "groupby_spec.hpp"
+#include "tessera/core/value.hpp"
+
+namespace arrow {
+class Table;
+}
+
+namespace tessera::dataframe::detail {
+
+using PartitionFunction = std::function<std::shared_ptr<arrow::Table>(const std::shared_ptr<arrow::Table>&)>;
+
+Object map_params(const Program& program);
+Object combine_params(const GroupbySpec& spec, const std::vector<std::string>& input_types);
+Object split_params(const std::vector<std::string>& by, std::int64_t parts, std::int64_t part);
+Object sort_params(const std::string& column, bool ascending);
+/** @brief Runs a registered partition function; throws UnknownOperationError when none has the name. */
+std::shared_ptr<arrow::Table> run_partition_function(const std::string& name, const std::shared_ptr<arrow::Table>& t);
+
+}  // namespace tessera::dataframe::detail

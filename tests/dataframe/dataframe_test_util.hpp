@@ -1,0 +1,62 @@
+#pragma once
+// Helpers for the dataframe tests: scratch folders with CSV files, and reading computed tables.
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <arrow/api.h>
+
+namespace tessera::dataframe::testing {
+
+class TempDir {
+ public:
+  TempDir() {
+    static std::atomic<int> counter{0};
+    path_ = std::filesystem::temp_directory_path() /
+            ("tessera-df-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(path_ / name) << text;
+    return file(name);
+  }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/** Value of `column` at `row` as a double (null: NaN). */
+inline double number(const std::shared_ptr<arrow::Table>& t, const std::string& column, std::int64_t row) {
+  auto col = t->GetColumnByName(column);
+  if (!col) throw std::runtime_error("no column " + column + " in " + t->schema()->ToString());
+  auto s = col->GetScalar(row).ValueOrDie();
+  if (!s->is_valid) return std::nan("");
+  auto d = s->CastTo(arrow::float64()).ValueOrDie();
+  return std::static_pointer_cast<arrow::DoubleScalar>(d)->value;
+}
+
+inline std::string text(const std::shared_ptr<arrow::Table>& t, const std::string& column, std::int64_t row) {
+  return t->GetColumnByName(column)->GetScalar(row).ValueOrDie()->ToString();
+}
+
+/** {key as text: value} of a two-column result (key column, value column). */
+inline std::map<std::string, double> as_map(const std::shared_ptr<arrow::Table>& t, const std::string& key,
+                                            const std::string& value) {
+  std::map<std::string, double> out;
+  for (std::int64_t r = 0; r < t->num_rows(); ++r) out[text(t, key, r)] = number(t, value, r);
+  return out;
+}
+
+}  // namespace tessera::dataframe::testing
