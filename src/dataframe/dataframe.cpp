@@ -342,11 +342,15 @@ std::shared_ptr<arrow::Table> DataFrame::head(std::int64_t n, Executor& executor
   }
 }
 
-std::int64_t DataFrame::len(Executor& executor) const {
+DataFrame DataFrame::length() const {
   GroupbySpec spec;
-  spec.aggs.push_back({"", Agg::Size, "size"});
-  auto t = aggregate(*this, spec, {}).compute(executor);
-  auto v = unwrap(t->GetColumnByName("size")->GetScalar(0), "len");
+  spec.aggs.push_back({"", Agg::Size, "rows"});
+  return aggregate(*this, spec, {});
+}
+
+std::int64_t DataFrame::len(Executor& executor) const {
+  auto t = length().compute(executor);
+  auto v = unwrap(t->GetColumnByName("rows")->GetScalar(0), "len");
   return static_cast<const arrow::Int64Scalar&>(*v).value;
 }
 
@@ -364,6 +368,25 @@ std::shared_ptr<arrow::Table> DataFrame::compute(Executor& executor) const {
   auto keys = low.lower(host.node());
   auto values = executor.get(low.graph(), keys);
   return concat(values, n.schema.get());
+}
+
+std::vector<std::shared_ptr<arrow::Table>> compute(const std::vector<DataFrame>& frames, Executor& executor) {
+  std::vector<NodePtr> nodes;
+  for (const auto& f : frames) nodes.push_back((node_of(f).device ? f.to_host() : f).node());
+  FrameLowering low(&executor);
+  const auto keys = low.lower_all(nodes);
+  std::vector<Key> all;
+  for (const auto& k : keys) all.insert(all.end(), k.begin(), k.end());
+  const auto values = executor.get(low.graph(), all);
+  std::vector<std::shared_ptr<arrow::Table>> out;
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    std::vector<Value> mine(values.begin() + static_cast<std::ptrdiff_t>(at),
+                            values.begin() + static_cast<std::ptrdiff_t>(at + keys[i].size()));
+    at += keys[i].size();
+    out.push_back(concat(mine, node_of(frames[i]).schema.get()));
+  }
+  return out;
 }
 
 DataFrame DataFrame::persist(Executor& executor) const {

@@ -84,6 +84,13 @@ std::vector<Key> FrameLowering::lower(const NodePtr& node, const std::optional<s
   std::set<std::string> needed = needed_in ? *needed_in : all_columns(n);
   for (auto it = needed.begin(); it != needed.end();)
     it = n.schema->GetFieldByName(*it) ? std::next(it) : needed.erase(it);
+  if (n.kind == NodeKind::Source) {
+    if (reads_fixed_) {
+      if (auto it = source_reads_.find(n.name); it != source_reads_.end()) needed = it->second;
+    } else {
+      source_reads_[n.name].insert(needed.begin(), needed.end());
+    }
+  }
   const bool narrowed = needed.size() < static_cast<std::size_t>(n.schema->num_fields());
   std::string name = n.name;
   if (narrowed) {
@@ -187,6 +194,16 @@ std::vector<Key> FrameLowering::lower(const NodePtr& node, const std::optional<s
   }
   done_[name] = keys;
   return keys;
+}
+
+std::vector<std::vector<Key>> FrameLowering::lower_all(const std::vector<NodePtr>& nodes) {
+  for (const auto& n : nodes) lower(n);
+  graph_ = Graph();
+  done_.clear();
+  reads_fixed_ = true;
+  std::vector<std::vector<Key>> out;
+  for (const auto& n : nodes) out.push_back(lower(n));
+  return out;
 }
 
 std::vector<Key> FrameLowering::lower_aggregate(const FrameNode& n, const std::vector<Key>& in) {

@@ -85,12 +85,20 @@ class FrameLowering {
   /** Keys of `node`'s partitions; `needed`: the columns consumers read (nullopt: all). */
   std::vector<Key> lower(const NodePtr& node, const std::optional<std::set<std::string>>& needed = std::nullopt);
   Graph& graph() { return graph_; }
+  /**
+   * @brief Keys of several outputs in one graph: each source reads the union of the columns
+   * every output needs, once (a first pass records them, the second lowers).
+   */
+  std::vector<std::vector<Key>> lower_all(const std::vector<NodePtr>& nodes);
 
  private:
   std::vector<Key> lower_aggregate(const FrameNode& n, const std::vector<Key>& in);
   const Executor* executor_;
   Graph graph_;
   std::unordered_map<std::string, std::vector<Key>> done_;
+  // Source node name -> the columns all consumers read (lower_all's first pass).
+  std::unordered_map<std::string, std::set<std::string>> source_reads_;
+  bool reads_fixed_ = false;
 };
 
 /** @brief Op names (registered by frame_ops.cpp). */

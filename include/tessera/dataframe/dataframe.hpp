@@ -104,6 +104,8 @@ class DataFrame {
 
   /** @brief The first n rows, read from the first partition(s) only. */
   std::shared_ptr<arrow::Table> head(std::int64_t n = 5, Executor& executor = local_executor()) const;
+  /** @brief Number of rows, lazily: a one-row frame with the column "rows". */
+  DataFrame length() const;
   /** @brief Number of rows (computed). */
   std::int64_t len(Executor& executor = local_executor()) const;
 
@@ -232,6 +234,13 @@ class GroupBy {
   std::vector<std::string> by_;
   std::vector<std::string> selected_;
 };
+
+/**
+ * @brief Computes several frames in one graph (Dask's `dask.compute(a, b)`): what they share,
+ * such as reading the same files, runs once.
+ */
+std::vector<std::shared_ptr<arrow::Table>> compute(const std::vector<DataFrame>& frames,
+                                                   Executor& executor = local_executor());
 
 /** @brief A frame over tables already in memory, one partition each. */
 DataFrame from_tables(const std::vector<std::shared_ptr<arrow::Table>>& partitions);
