@@ -1,0 +1,28 @@
+#pragma once
+/** @file Private: host partitions (Arrow tables) to device frames and back, and where a device
+ * frame's columns live. */
+#include <memory>
+
+#include <arrow/api.h>
+
+#include "device_frame.hpp"
+
+namespace tessera::dataframe::detail {
+
+/**
+ * @brief The table as columns of host Blocks: numbers as they are (int8/int16/uint8 widened to
+ * int32, bool as one byte per row), timestamps as int64, strings dictionary-encoded (int32 codes
+ * plus the dictionary), validity as a Bool block when there are nulls.
+ * @throw Error naming a column whose type has no device form (lists, structs, decimals).
+ */
+DeviceFrame frame_from_table(const arrow::Table& table);
+/** @brief The table a device frame holds (its columns copied to host first when on a device). */
+std::shared_ptr<arrow::Table> table_from_frame(const DeviceFrame& frame);
+/** @brief The frame with every column in device memory of `device` (copies queued on `stream`). */
+DeviceFrame frame_to_device(const DeviceFrame& frame, int device, void* stream);
+/** @brief The frame with every column in host memory. */
+DeviceFrame frame_to_host(const DeviceFrame& frame);
+/** @brief Bytes its columns hold. */
+std::size_t frame_bytes(const DeviceFrame& frame);
+
+}  // namespace tessera::dataframe::detail
