@@ -3,7 +3,7 @@
 
   python benchmarks/dataframe_compare.py --csv 'DIR/*.csv' [--by passenger_count]
       [--column tip_amount] [--agg mean] [--repeat 3] [--tessera BIN] [--blocksize BYTES]
-      [--engines LIST] [--out-md FILE]
+      [--engines LIST] [--polars-engine streaming|in-memory|auto] [--out-md FILE]
 
 Engines (--engines, comma-separated; default all):
   tessera-threads      BIN --csv GLOB --by .. --column .. --agg .. --scheduler threads --device host
@@ -11,7 +11,8 @@ Engines (--engines, comma-separated; default all):
   dask-threads         Dask DataFrame, threaded scheduler            (benchmarks/dataframe_engines.py)
   dask-distributed     Dask DataFrame, LocalCluster(2 worker processes, 1 thread each)
   pandas               pandas.read_csv + groupby (the reference every result is checked against)
-  polars               Polars scan_csv + group_by + agg (lazy, streaming engine)
+  polars               Polars scan_csv + group_by + agg (lazy; the streaming engine unless
+                       --polars-engine says otherwise)
 
 Each run of each engine is its own process, started --repeat times; "seconds" is the best of
 those runs as the engine itself reports it (read + groupby + compute: no interpreter start-up,
@@ -139,6 +140,8 @@ def engine_command(engine, args, python):
         common += ["--blocksize", str(args.blocksize)]
     if engine.startswith("tessera-"):
         return [args.tessera] + common + ["--scheduler", engine.split("-", 1)[1], "--device", "host"]
+    if engine == "polars":
+        common += ["--polars-engine", args.polars_engine]
     return [python, os.path.join(HERE, "dataframe_engines.py"), engine] + common
 
 
@@ -238,6 +241,7 @@ def main(argv=None):
     ap.add_argument("--tessera", default=default_tessera_bin(), help="the dataframe_groupby program")
     ap.add_argument("--blocksize", type=int, default=None, help="bytes per partition, for Tessera and Dask")
     ap.add_argument("--engines", default=",".join(ENGINES), help="comma-separated subset of: " + ", ".join(ENGINES))
+    ap.add_argument("--polars-engine", default="streaming", choices=("streaming", "in-memory", "auto"))
     ap.add_argument("--rel-tol", type=float, default=cap.DEFAULT_REL_TOL)
     ap.add_argument("--out-md", help="also write a markdown table here")
     args = ap.parse_args(argv)

@@ -2,11 +2,12 @@
 """One run of the DataFrame groupby benchmark with one Python engine, in this process.
 
   python benchmarks/dataframe_engines.py ENGINE --csv GLOB --by COL --column COL --agg AGG
-      [--blocksize BYTES]
+      [--blocksize BYTES] [--polars-engine streaming|in-memory|auto]
 
 ENGINE is one of
   pandas            read_csv of each file (the two columns only) + concat + groupby
-  polars            pl.scan_csv(files, infer_schema_length=10000) + group_by + agg, collected on the streaming engine
+  polars            pl.scan_csv(files) + group_by + agg, collected on the streaming engine
+                    (--polars-engine picks another)
   dask-threads      dd.read_csv(files, assume_missing=True) + groupby, threaded scheduler
   dask-distributed  the same on a LocalCluster(n_workers=2, threads_per_worker=1, processes=True)
 
@@ -35,9 +36,9 @@ import check_against_pandas as cap  # noqa: E402
 ENGINES = ("pandas", "polars", "dask-threads", "dask-distributed")
 
 
-def run_pandas(files, pattern, by, column, agg, blocksize):
+def run_pandas(files, args):
     t0 = time.perf_counter()
-    result = cap.pandas_groupby(pattern, by, column, agg)
+    result = cap.pandas_groupby(args.csv, args.by, args.column, args.agg)
     return time.perf_counter() - t0, result, {}
 
 
@@ -49,10 +50,11 @@ def polars_agg(pl, column, agg):
     }[agg].alias(column)
 
 
-def run_polars(files, pattern, by, column, agg, blocksize):
+def run_polars(files, args):
     import polars as pl
     import polars.selectors as cs
 
+    by, column, agg = args.by, args.column, args.agg
     t0 = time.perf_counter()
     names = [by] if by == column else [by, column]
     query = (
@@ -63,36 +65,32 @@ def run_polars(files, pattern, by, column, agg, blocksize):
         .group_by(by)
         .agg(polars_agg(pl, column, agg))
     )
-    engine = "streaming"
-    try:
-        df = query.collect(engine=engine)
-    except TypeError:  # a Polars without the engine argument
-        engine = "default"
-        df = query.collect()
+    engine = args.polars_engine
+    df = query.collect(engine=engine)
     result = {cap.key_text(k): cap.value_of(v) for k, v in sorted(zip(df[by].to_list(), df[column].to_list()))}
     return time.perf_counter() - t0, result, {"polars_engine": engine, "version": pl.__version__}
 
 
-def dask_query(files, by, column, agg, blocksize):
+def dask_query(files, args):
     import dask.dataframe as dd
 
     kwargs = {"assume_missing": True}
-    if blocksize:
-        kwargs["blocksize"] = blocksize
+    if args.blocksize:
+        kwargs["blocksize"] = args.blocksize
     df = dd.read_csv(files, **kwargs)
-    return cap.aggregate(df.groupby(by, dropna=True)[column], agg)
+    return cap.aggregate(df.groupby(args.by, dropna=True)[args.column], args.agg)
 
 
-def run_dask_threads(files, pattern, by, column, agg, blocksize):
+def run_dask_threads(files, args):
     import dask
 
     t0 = time.perf_counter()
-    series = dask_query(files, by, column, agg, blocksize).compute(scheduler="threads")
+    series = dask_query(files, args).compute(scheduler="threads")
     result = cap.series_to_result(series)
     return time.perf_counter() - t0, result, {"version": dask.__version__, "threads": os.cpu_count()}
 
 
-def run_dask_distributed(files, pattern, by, column, agg, blocksize):
+def run_dask_distributed(files, args):
     import dask
     from distributed import Client, LocalCluster
 
@@ -103,7 +101,7 @@ def run_dask_distributed(files, pattern, by, column, agg, blocksize):
         client.wait_for_workers(2)
         startup = time.perf_counter() - t0
         t1 = time.perf_counter()
-        series = dask_query(files, by, column, agg, blocksize).compute()
+        series = dask_query(files, args).compute()
         result = cap.series_to_result(series)
         seconds = time.perf_counter() - t1
     return seconds, result, {"version": dask.__version__, "startup_seconds": round(startup, 3),
@@ -126,10 +124,11 @@ def main(argv=None):
     ap.add_argument("--column", default="tip_amount")
     ap.add_argument("--agg", default="mean", choices=cap.AGGS)
     ap.add_argument("--blocksize", type=int, default=None, help="bytes per partition (Dask only)")
+    ap.add_argument("--polars-engine", default="streaming", choices=("streaming", "in-memory", "auto"))
     args = ap.parse_args(argv)
 
     files = cap.csv_files(args.csv)
-    seconds, result, extra = RUNNERS[args.engine](files, args.csv, args.by, args.column, args.agg, args.blocksize)
+    seconds, result, extra = RUNNERS[args.engine](files, args)
     line = {"benchmark": "dataframe_groupby", "engine": args.engine, "by": args.by, "column": args.column,
             "agg": args.agg, "files": len(files), "seconds": round(seconds, 4), "groups": len(result)}
     line.update(extra)
