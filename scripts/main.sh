@@ -80,6 +80,14 @@ run_cluster() {
   "$BUILD_DIR/examples/seed_workload" --scheduler "$address"
   echo "main: submit/map example on the cluster"
   "$BUILD_DIR/examples/distributed_submit" --scheduler "$address"
+  if [[ -x "$BUILD_DIR/examples/dataframe_taxi" ]]; then
+    echo "main: dataframes on the cluster: mean tip per passenger count over taxi CSV files (seed 000)"
+    "$BUILD_DIR/examples/dataframe_taxi" --scheduler "$address" | tail -n 2
+    echo "main: dataframes on the cluster: groupby('name').x.mean() over 30 days of timeseries data (seed 002)"
+    "$BUILD_DIR/examples/dataframe_timeseries" --freq 10s --scheduler "$address" | tail -n 2
+  else
+    echo "main: the dataframe layer was not built (no Arrow: scripts/python_env.sh makes it)"
+  fi
   stop_cluster
   echo "main: cluster stopped"
 }
