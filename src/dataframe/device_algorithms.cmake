@@ -1,0 +1,18 @@
+# The dataframe device algorithms (device_algorithms.cuh) on Thrust's host system
+# (device_algorithms_host.cpp): a static library the tests link, so machines without a GPU test
+# the algorithms the CUDA back end runs (cuda/frame_ops.cu). It needs Thrust's headers (the CUDA
+# toolkit's CCCL) but no CUDA runtime, and is built only when the headers are found.
+find_path(TESSERA_THRUST_INCLUDE_DIR thrust/version.h
+  HINTS ${CUDAToolkit_INCLUDE_DIRS}
+  PATHS /usr/local/cuda/include /usr/include
+  PATH_SUFFIXES cccl)
+if(TESSERA_THRUST_INCLUDE_DIR)
+  add_library(tessera_frame_algorithms STATIC
+    ${CMAKE_CURRENT_LIST_DIR}/device_algorithms_host.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/groupby_spec.cpp)
+  target_link_libraries(tessera_frame_algorithms PUBLIC tessera::tessera)
+  target_include_directories(tessera_frame_algorithms PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_include_directories(tessera_frame_algorithms SYSTEM PRIVATE ${TESSERA_THRUST_INCLUDE_DIR})
+  target_compile_definitions(tessera_frame_algorithms PRIVATE THRUST_DEVICE_SYSTEM=THRUST_DEVICE_SYSTEM_CPP)
+endif()
+message(STATUS "Tessera dataframe algorithms on Thrust's host system: ${TESSERA_THRUST_INCLUDE_DIR}")
