@@ -43,7 +43,8 @@ DeviceFrame frame_on(const DeviceFrame& f, Target target) {
 
 /** The device result is in device memory; brought back, it equals the host system's. */
 void expect_device_frame(const DeviceFrame& device, const DeviceFrame& host, const std::string& what) {
-  tessera_cuda_test::cuda_runtime().synchronize(nullptr);
+  DeviceRuntime& rt = tessera_cuda_test::cuda_runtime();
+  rt.synchronize(rt.thread_stream(0));  // the calls queued their work on this thread's stream
   for (const auto& c : device.columns)
     if (c.values.size() > 0) {
       ASSERT_EQ(c.values.memory_kind(), MemoryKind::Device) << what << ": " << c.name;

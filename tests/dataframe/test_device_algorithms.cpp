@@ -298,6 +298,7 @@ TEST(FrameAlgorithms, GroupbyMatchesTheReferenceOneShotAndAsATreeOverPartitions)
     expect_frame_holds(tree, expected, what + " (tree)", 1e-9);
     const DeviceFrame once = groupby_one_shot(to_frame(all, gen), spec);
     expect_frame_holds(once, expected, what + " (one shot)", 1e-9);
+    expect_same_frame(tree, once, what + " (tree against one shot)", 1e-11);
     expect_result_types(once, all, spec, what);
     expect_result_types(tree, all, spec, what);
     if (::testing::Test::HasFatalFailure()) return;
