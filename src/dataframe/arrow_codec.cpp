@@ -14,6 +14,7 @@
 #include <cereal/types/vector.hpp>
 
 #include "arrow_util.hpp"
+#include "device_convert.hpp"
 #include "frame_node.hpp"
 #include "tessera/core/native.hpp"
 
@@ -153,6 +154,9 @@ Value table_value(std::shared_ptr<arrow::Table> table) {
 }
 
 std::shared_ptr<arrow::Table> table_of(const Value& value, const std::string& what) {
+  // A device frame given to a host operation (head, sort, a partition function) is read back.
+  if (value.is_native() && value.native().type == kDeviceFrameType)
+    return table_from_frame(*static_cast<const DeviceFrame*>(value.native().object.get()));
   if (!value.is_native() || value.native().type != kArrowTableType)
     throw Error(what + ": expected a host partition (arrow.table), got " + value.describe());
   return std::const_pointer_cast<arrow::Table>(std::static_pointer_cast<const arrow::Table>(value.native().object));

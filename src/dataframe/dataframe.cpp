@@ -10,6 +10,7 @@
 
 #include "arrow_util.hpp"
 #include "column_expr.hpp"
+#include "device_program.hpp"
 #include "frame_node.hpp"
 #include "frame_ops.hpp"
 #include "groupby_host.hpp"
@@ -49,6 +50,13 @@ void require_column(const arrow::Schema& s, const std::string& c) {
 // A partition program step on top of `df`, merged into df's own program when it has one.
 DataFrame with_step(const DataFrame& df, Step step, std::shared_ptr<arrow::Schema> schema) {
   const FrameNode& in = node_of(df);
+  if (in.device)
+    for (const auto& e : step.exprs) {
+      std::string why;
+      if (!device_supported(e, &why))
+        throw Error("on device frames only columns, numbers, + - * / and comparisons are computed; " + why +
+                    " is not: compute it before to_device(), or to_host() first");
+    }
   auto n = make_node(NodeKind::Map, "map");
   if (in.kind == NodeKind::Map) {
     n->input = in.input;
@@ -63,7 +71,10 @@ DataFrame with_step(const DataFrame& df, Step step, std::shared_ptr<arrow::Schem
   return DataFrame(n);
 }
 
-DataFrame aggregate(const DataFrame& df, GroupbySpec spec, const AggregateOptions& options) {
+DataFrame aggregate(const DataFrame& df_in, GroupbySpec spec, const AggregateOptions& options) {
+  // The device algorithms group by keys; whole-frame reductions of device frames (len, sum)
+  // read the partitions back and reduce on the host.
+  const DataFrame df = node_of(df_in).device && spec.by.empty() ? df_in.to_host() : df_in;
   const FrameNode& in = node_of(df);
   if (options.split_every < 2) throw Error("split_every must be at least 2, got " + std::to_string(options.split_every));
   if (options.split_out < 1) throw Error("split_out must be at least 1, got " + std::to_string(options.split_out));
@@ -84,7 +95,10 @@ DataFrame aggregate(const DataFrame& df, GroupbySpec spec, const AggregateOption
     if (!names.insert(a.output).second) throw Error("groupby: two output columns are named '" + a.output + "'");
     fields.push_back(arrow::field(a.output, aggregate_type(a, t)));
   }
+  if (in.device && options.split_out > 1)
+    throw Error("split_out > 1 is not supported on device frames yet: use split_out = 1, or to_host() first");
   auto n = make_node(NodeKind::Aggregate, spec.by.empty() ? "reduce" : "groupby");
+  n->device = in.device;
   n->input = df.node();
   n->spec = std::move(spec);
   n->options = options;

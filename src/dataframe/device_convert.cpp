@@ -140,7 +140,9 @@ std::shared_ptr<arrow::Table> table_from_frame(const DeviceFrame& input) {
     const std::int64_t n = c.values.size();
     std::int64_t nulls = 0;
     std::shared_ptr<arrow::Buffer> validity = c.valid.empty() ? nullptr : bitmap_of(c.valid, n, &nulls);
-    auto type = parse_type(c.logical_type);
+    // Columns the device algorithms computed carry no Arrow type: their dtype's.
+    static const char* const kDtypeTypes[] = {"bool", "int32", "int64", "float32", "float64"};
+    auto type = parse_type(c.logical_type.empty() ? kDtypeTypes[static_cast<int>(c.values.dtype())] : c.logical_type);
     std::shared_ptr<arrow::Array> array;
     if (c.dictionary) {
       arrow::StringBuilder words;

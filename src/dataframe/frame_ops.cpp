@@ -15,6 +15,7 @@
 #include "column_expr.hpp"
 #include "frame_node.hpp"
 #include "frame_ops.hpp"
+#include "frame_params.hpp"
 #include "groupby_host.hpp"
 #include "tessera/ops/registry.hpp"
 #include "tessera/ops/serialize.hpp"
@@ -88,15 +89,6 @@ Value map_partitions_op(const OpContext&, std::span<const Value> args) {
   const auto name = from_object<std::string>(arg(args, 0).object());
   return table_value(run_partition_function(name, table_of(arg(args, 1), "map_partitions")));
 }
-
-struct CombineParams {
-  GroupbySpec spec;
-  std::vector<std::string> input_types;
-  template <class A>
-  void serialize(A& ar) {
-    ar(spec, input_types);
-  }
-};
 
 Value groupby_partial_op(const OpContext&, std::span<const Value> args) {
   const auto spec = from_object<GroupbySpec>(arg(args, 0).object());

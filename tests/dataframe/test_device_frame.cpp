@@ -6,6 +6,9 @@
 #include <arrow/api.h>
 #include <arrow/compute/api.h>
 
+#include <cmath>
+#include <sstream>
+
 #include "../support/fake_device.hpp"
 #include "dataframe/device_convert.hpp"
 #include "dataframe_test_util.hpp"
@@ -96,6 +99,74 @@ TEST(DeviceFrame, ToDeviceAndBackThroughTasks) {
   EXPECT_EQ(back->num_rows(), 20);
   EXPECT_EQ(testing::number(back, "d", 1), 0.5);
   EXPECT_EQ(testing::text(back, "s", 0), "even");
+}
+
+// A frame of float keys with missing ones, string keys, ints and floats with nulls and NaN.
+DataFrame trips_frame(testing::TempDir& dir) {
+  std::ostringstream os;
+  os << "k,s,i,v\n";
+  for (int r = 0; r < 3000; ++r) {
+    os << (r % 41 == 0 ? "" : std::to_string(r % 7)) << ",name" << (r * 7919) % 13 << ","
+       << (r % 37 == 0 ? "" : std::to_string((r * 31) % 1000 - 500)) << "," << (r % 53 == 0 ? "nan" : std::to_string(r * 0.37 - 300))
+       << "\n";
+  }
+  dir.write("a.csv", os.str());
+  ReadCsvOptions o;
+  o.assume_missing = true;
+  o.blocksize = 9000;  // several partitions: string dictionaries differ between them
+  return read_csv(dir.file("a.csv"), o);
+}
+
+void expect_same(const std::shared_ptr<arrow::Table>& host, const std::shared_ptr<arrow::Table>& dev,
+                 const std::string& key, const std::vector<std::string>& columns) {
+  ASSERT_EQ(host->num_rows(), dev->num_rows()) << host->ToString() << dev->ToString();
+  for (std::int64_t r = 0; r < host->num_rows(); ++r) {
+    EXPECT_EQ(testing::text(host, key, r), testing::text(dev, key, r)) << "row " << r;
+    for (const auto& c : columns) {
+      const double a = testing::number(host, c, r), b = testing::number(dev, c, r);
+      if (std::isnan(a)) EXPECT_TRUE(std::isnan(b)) << c << " row " << r;
+      else EXPECT_NEAR(b, a, 1e-9 * std::max(1.0, std::abs(a))) << c << " row " << r;
+    }
+  }
+}
+
+TEST(DeviceFrame, GroupbyOnTheDeviceEqualsTheHost) {
+  ScopedFakeDevice gpu;
+  testing::TempDir dir;
+  auto df = trips_frame(dir);
+  ASSERT_GT(df.npartitions(), 2);
+  const std::map<std::string, std::vector<std::string>> how{
+      {"v", {"sum", "mean", "count", "min", "max", "std", "var"}}, {"i", {"sum", "mean", "min", "max", "size"}}};
+  std::vector<std::string> outputs;
+  for (const auto& [c, hs] : how)
+    for (const auto& h : hs) outputs.push_back(c + "_" + h);
+  for (const char* key : {"k", "s"}) {
+    auto host = df.groupby({key}).agg(how, {.split_every = 2}).compute();
+    auto dev = df.to_device().groupby({key}).agg(how, {.split_every = 2}).compute();
+    expect_same(host, dev, key, outputs);
+  }
+}
+
+TEST(DeviceFrame, FilterAndArithmeticOnTheDeviceEqualTheHost) {
+  ScopedFakeDevice gpu;
+  testing::TempDir dir;
+  auto df = trips_frame(dir);
+  auto dev = df.to_device();
+  auto on_host = df[df["v"] > 10.0];
+  on_host = on_host.assign("w", on_host["v"] * 2 + on_host["i"]);
+  on_host = on_host.assign("r", on_host["i"] / 4);
+  auto on_dev = dev[dev["v"] > 10.0];
+  on_dev = on_dev.assign("w", on_dev["v"] * 2 + on_dev["i"]);
+  on_dev = on_dev.assign("r", on_dev["i"] / 4);
+  auto a = on_host.groupby({"s"}).agg(std::map<std::string, std::vector<std::string>>{{"w", {"sum", "count"}}, {"r", {"mean"}}})
+               .compute();
+  auto b = on_dev.groupby({"s"}).agg(std::map<std::string, std::vector<std::string>>{{"w", {"sum", "count"}}, {"r", {"mean"}}})
+               .compute();
+  expect_same(a, b, "s", {"w_sum", "w_count", "r"});
+  EXPECT_EQ(on_dev.len(), on_host.len());
+  // What the device cannot compute is refused when the expression is built.
+  EXPECT_THROW(dev[dev["s"] == Literal(std::string("name1"))], Error);
+  EXPECT_THROW(dev.groupby({"s"}).agg("sum", {.split_out = 2}), Error);
 }
 
 }  // namespace
