@@ -21,6 +21,22 @@ inline bool device_supported(const ColumnExpr& e, std::string* why);
 
 namespace device_program {
 
+// "add(x, 2)"-like text for messages (header-only: the CUDA back end does not link the
+// dataframe library that defines to_string()).
+inline std::string text(const ColumnExpr& e) {
+  if (e.kind == ColumnExpr::Kind::Field) return e.name;
+  if (e.kind == ColumnExpr::Kind::Literal) {
+    if (const auto* s = std::get_if<std::string>(&e.literal)) return "\"" + *s + "\"";
+    if (const auto* i = std::get_if<std::int64_t>(&e.literal)) return std::to_string(*i);
+    if (const auto* d = std::get_if<double>(&e.literal)) return std::to_string(*d);
+    if (const auto* b = std::get_if<bool>(&e.literal)) return *b ? "true" : "false";
+    return "null";
+  }
+  std::string out = e.name + "(";
+  for (std::size_t i = 0; i < e.args.size(); ++i) out += (i ? ", " : "") + text(e.args[i]);
+  return out + ")";
+}
+
 inline bool binary_op_of(const std::string& fn, BinaryOp* op) {
   static const std::pair<const char*, BinaryOp> ops[] = {
       {"add", BinaryOp::Add},     {"subtract", BinaryOp::Sub},  {"multiply", BinaryOp::Mul},
@@ -78,7 +94,7 @@ Operand eval(const ColumnExpr& e, const DeviceFrame& f, Backend& be) {
     lhs = &e.args[0];
     rhs = &e.args[1];
   } else {
-    throw Error("device frame: " + to_string(e) + " does not run on a device");
+    throw Error("device frame: " + device_program::text(e) + " does not run on a device");
   }
   Operand a = eval(*lhs, f, be), b = eval(*rhs, f, be);
   auto* ca = std::get_if<DeviceColumn>(&a);
@@ -86,7 +102,7 @@ Operand eval(const ColumnExpr& e, const DeviceFrame& f, Backend& be) {
   if (ca && cb) return be.binary(*ca, op, *cb);
   if (ca) return be.binary(*ca, op, std::get<ScalarOperand>(b));
   if (cb) return be.binary(std::get<ScalarOperand>(a), op, *cb);
-  throw Error("device frame: " + to_string(e) + " has no column operand");
+  throw Error("device frame: " + device_program::text(e) + " has no column operand");
 }
 
 template <class Backend>
@@ -125,7 +141,7 @@ inline bool device_supported(const ColumnExpr& e, std::string* why) {
     case ColumnExpr::Kind::Literal: {
       ScalarOperand s;
       if (device_program::scalar_of(e.literal, &s)) return true;
-      *why = "the literal " + to_string(e);
+      *why = "the literal " + device_program::text(e);
       return false;
     }
     case ColumnExpr::Kind::Call: break;
@@ -135,7 +151,7 @@ inline bool device_supported(const ColumnExpr& e, std::string* why) {
     return device_supported(e.args[0].args[0], why) && device_supported(e.args[1].args[0], why);
   if (device_program::binary_op_of(e.name, &op) && e.args.size() == 2)
     return device_supported(e.args[0], why) && device_supported(e.args[1], why);
-  *why = to_string(e);
+  *why = device_program::text(e);
   return false;
 }
 
