@@ -89,7 +89,7 @@ TESSERA_HD bool is_nan(T x) {
   }
 }
 
-/** The value `what` of a frame whose column `name` is missing: names the columns it has. */
+/** A frame's column names, for the message about a missing column. */
 inline std::string column_list(const RawFrame& f) {
   std::string s;
   for (const auto& c : f.columns) s += (s.empty() ? "" : ", ") + c.name;
@@ -653,9 +653,9 @@ inline const RawColumn* agg_input(const RawFrame& f, const AggSpec& a, const cha
 /** Key values of each group (at its first row), with the column's dictionary and logical type. */
 template <class Sys>
 RawColumn group_keys(Sys& sys, const Grouping& g, const RawColumn& key) {
-  RawColumn out = gather_column(sys, RawColumn{key.name, key.dtype, key.values, Memory{}, key.dictionary, key.logical_type},
-                                g.first.ptr, g.groups);
-  return out;
+  // Kept rows have no null keys, so the result drops the validity mask.
+  return gather_column(sys, RawColumn{key.name, key.dtype, key.values, Memory{}, key.dictionary, key.logical_type},
+                       g.first.ptr, g.groups);
 }
 
 /** The states of one AggSpec over the rows of a partition. */
