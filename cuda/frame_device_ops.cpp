@@ -9,6 +9,8 @@
 #include "dataframe/device_program.hpp"
 #include "dataframe/frame_params.hpp"
 #include "frame_ops.hpp"
+#include "runtime.hpp"
+#include "tessera/core/device.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/ops/registry.hpp"
 #include "tessera/ops/serialize.hpp"
@@ -71,7 +73,12 @@ Value groupby_combine_cuda(const OpContext& ctx, std::span<const Value> args) {
                                                              ctx.stream));
 }
 
+Value active(const OpContext&, std::span<const Value>) {
+  return Value(Block::scalar<bool>(tessera::device_runtime() == &runtime()));
+}
+
 const bool registered = [] {
+  register_device_op(dataframe::detail::kCudaFrameActive, active);
   register_device_op(dataframe::detail::kCudaFrameMap, map_cuda);
   register_device_op(dataframe::detail::kCudaFrameGroupbyPartial, groupby_partial_cuda);
   register_device_op(dataframe::detail::kCudaFrameGroupbyCombine, groupby_combine_cuda);

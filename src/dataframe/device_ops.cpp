@@ -44,9 +44,12 @@ bool all_on(const DeviceFrame& f, int device) {
 
 // The CUDA back end's variant of `name` (empty when it is not loaded); a copy, as the registry
 // may replace its entries.
-OpFn cuda_variant(const char* name) {
+OpFn cuda_variant(const char* name, const OpContext& ctx) {
   auto& registry = OpRegistry::global();
-  return registry.contains(name) ? registry.get(name).device : OpFn();
+  if (!registry.contains(kCudaFrameActive) || !registry.contains(name)) return OpFn();
+  const OpFn active = registry.get(kCudaFrameActive).device;
+  if (!active || !active(ctx, {}).block().item<bool>()) return OpFn();
+  return registry.get(name).device;
 }
 
 // Runs `cuda` with every device frame argument moved to ctx.device first (a partition that
@@ -54,7 +57,7 @@ OpFn cuda_variant(const char* name) {
 Value dispatch(const char* cuda, const OpContext& ctx, std::span<const Value> args,
                const std::function<DeviceFrame(const std::vector<DeviceFrame>&)>& fallback, const char* op) {
   const int device = ctx.device < 0 ? 0 : ctx.device;
-  if (const OpFn fn = cuda_variant(cuda)) {
+  if (const OpFn fn = cuda_variant(cuda, ctx)) {
     std::vector<Value> moved(args.begin(), args.end());
     for (auto& v : moved)
       if (v.is_native() && v.native().type == kDeviceFrameType) {

@@ -26,9 +26,15 @@ void ensure_s3() {
     arrow::fs::S3GlobalOptions options;
     options.log_level = arrow::fs::S3LogLevel::Fatal;
     check_arrow(arrow::fs::InitializeS3(options), "initialising S3");
-    // Finalised before the process exits, else the AWS SDK can crash in its static destructors.
-    std::atexit([] { (void)arrow::fs::FinalizeS3(); });
   });
+}
+
+// S3 is finalised at exit, before the AWS SDK's static objects go (else its destructors can
+// crash). The handler is registered after the first client exists: exit handlers run in the
+// reverse order of registration, so it then runs before the statics that client created die.
+void finalize_s3_at_exit() {
+  static std::once_flag once;
+  std::call_once(once, [] { std::atexit([] { (void)arrow::fs::FinalizeS3(); }); });
 }
 
 bool has_glob(const std::string& s) { return s.find_first_of("*?[") != std::string::npos; }
@@ -59,7 +65,9 @@ std::shared_ptr<arrow::fs::FileSystem> filesystem_for(const std::string& uri, co
     options.endpoint_override = endpoint;
   }
   *path = uri.substr(5);
-  return unwrap(arrow::fs::S3FileSystem::Make(options), "cannot reach S3 for " + uri);
+  auto fs = unwrap(arrow::fs::S3FileSystem::Make(options), "cannot reach S3 for " + uri);
+  finalize_s3_at_exit();
+  return fs;
 }
 
 std::int64_t file_size(const std::string& uri, const Storage& storage) {

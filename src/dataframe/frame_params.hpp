@@ -25,5 +25,8 @@ struct CombineParams {
 inline constexpr const char* kCudaFrameMap = "tessera.frame.cuda.map";
 inline constexpr const char* kCudaFrameGroupbyPartial = "tessera.frame.cuda.groupby_partial";
 inline constexpr const char* kCudaFrameGroupbyCombine = "tessera.frame.cuda.groupby_combine";
+/** Returns a bool scalar: whether the process's device runtime is the CUDA back end's (a test's
+ * stand-in runtime replaces it: the algorithms then run on Thrust's host system instead). */
+inline constexpr const char* kCudaFrameActive = "tessera.frame.cuda.active";
 
 }  // namespace tessera::dataframe::detail
