@@ -141,6 +141,45 @@ TEST(DataFrame, FilterAssignArithmeticAndReductions) {
   EXPECT_NEAR(number(described, "v", 1), total / static_cast<double>(all->num_rows()), 1e-9);
 }
 
+TEST(DataFrame, OneNumericKeyGroupsLikePandas) {
+  // The single numeric key path: -0.0 and 0.0 are one group, NaN and missing keys are dropped,
+  // thousands of groups (the table grows), int32 and timestamp keys.
+  TempDir dir;
+  std::ostringstream os;
+  os << "f,i,v\n";
+  std::map<double, double> expect;
+  for (int r = 0; r < 20000; ++r) {
+    const int k = r % 5000;
+    std::string f = std::to_string(k) + ".5";
+    if (r % 1000 == 1) f = "-0.0";
+    if (r % 1000 == 2) f = "0.0";
+    if (r % 1000 == 3) f = "nan";
+    if (r % 1000 == 4) f = "";
+    os << f << "," << k << "," << r << "\n";
+    if (r % 1000 != 3 && r % 1000 != 4) expect[f == "-0.0" || f == "0.0" ? 0.0 : k + 0.5] += r;
+  }
+  dir.write("keys.csv", os.str());
+  auto df = read_csv(dir.file("keys.csv"), {.blocksize = 50000, .dtypes = {{"i", "int32"}}});
+  auto sums = df.groupby({"f"})["v"].sum().compute();
+  ASSERT_EQ(sums->num_rows(), static_cast<std::int64_t>(expect.size()));
+  std::int64_t r = 0;
+  for (const auto& [k, v] : expect) {  // sorted by key, as the result is
+    EXPECT_EQ(number(sums, "f", r), k);
+    EXPECT_EQ(number(sums, "v", r), v) << "key " << k;
+    ++r;
+  }
+  auto by_int = df.groupby({"i"}).size().compute();
+  EXPECT_EQ(by_int->num_rows(), 5000);
+  EXPECT_EQ(by_int->schema()->field(0)->type()->ToString(), "int32");
+  for (std::int64_t g = 0; g < by_int->num_rows(); ++g) EXPECT_EQ(number(by_int, "size", g), 4);
+  TimeseriesOptions t;
+  t.end = "2000-01-02";
+  t.freq = "1h";
+  auto by_time = timeseries(t).groupby({"timestamp"}).size().compute();
+  EXPECT_EQ(by_time->num_rows(), 24);
+  EXPECT_EQ(by_time->schema()->field(0)->type()->ToString(), "timestamp[ns]");
+}
+
 TEST(DataFrame, ValueCountsIsMostFrequentFirst) {
   Trips trips(1, 900);
   auto vc = read_csv(trips.glob())["s"].value_counts().compute();
