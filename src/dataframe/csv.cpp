@@ -230,8 +230,12 @@ DataFrame read_csv(const std::vector<std::string>& paths, const ReadCsvOptions& 
   node->source_op = kOpReadCsv;
   for (const auto& uri : files) {
     const std::int64_t size = file_size(uri, storage);
-    const std::int64_t block = options.blocksize > 0 ? options.blocksize : std::max<std::int64_t>(size, 1);
-    for (std::int64_t offset = 0; offset < std::max<std::int64_t>(size, 1); offset += block) {
+    // Pieces of equal length, at most blocksize: a 91 MB file in two 45 MB pieces, not 64 + 27,
+    // so the partitions are even work for the threads.
+    const std::int64_t extent = std::max<std::int64_t>(size, 1);
+    const std::int64_t pieces = options.blocksize > 0 ? (extent + options.blocksize - 1) / options.blocksize : 1;
+    const std::int64_t block = (extent + pieces - 1) / pieces;
+    for (std::int64_t offset = 0; offset < extent; offset += block) {
       CsvPiece p = proto;
       p.uri = uri;
       p.offset = offset;
