@@ -277,42 +277,36 @@ const std::uint32_t* group_ids(Groups& g, const arrow::RecordBatch& batch, const
   return static_cast<const arrow::UInt32Array&>(*keep).raw_values();
 }
 
+// One value type's rows into the accumulators: `sum`, `lo` and `hi` are the double or the
+// int64 vectors of `a`, as T.
+template <typename T>
+void accumulate_typed(Acc& a, const T* xs, const Values& v, const std::uint32_t* ids, std::int64_t rows, bool welford,
+                      bool minmax, std::vector<T>& sum, std::vector<T>& lo, std::vector<T>& hi) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    if (!v.valid(r)) continue;
+    const auto g = ids[r];
+    const T x = xs[r];
+    ++a.n[g];
+    sum[g] += x;
+    if (welford) {
+      const double xd = static_cast<double>(x), delta = xd - a.mean[g];
+      a.mean[g] += delta / static_cast<double>(a.n[g]);
+      a.m2[g] += delta * (xd - a.mean[g]);
+    }
+    if (minmax) {
+      if (!a.has[g] || x < lo[g]) lo[g] = x;
+      if (!a.has[g] || x > hi[g]) hi[g] = x;
+      a.has[g] = 1;
+    }
+  }
+}
+
 void accumulate_rows(Acc& a, Agg how, const Values& v, const std::uint32_t* ids, std::int64_t rows) {
   a.is_double = v.is_double;
   const bool welford = how == Agg::Var || how == Agg::Std;
   const bool minmax = how == Agg::Min || how == Agg::Max;
-  for (std::int64_t r = 0; r < rows; ++r) {
-    if (!v.valid(r)) continue;
-    const auto g = ids[r];
-    ++a.n[g];
-    if (v.is_double) {
-      const double x = v.d[r];
-      a.sd[g] += x;
-      if (welford) {
-        const double delta = x - a.mean[g];
-        a.mean[g] += delta / static_cast<double>(a.n[g]);
-        a.m2[g] += delta * (x - a.mean[g]);
-      }
-      if (minmax) {
-        if (!a.has[g] || x < a.lod[g]) a.lod[g] = x;
-        if (!a.has[g] || x > a.hid[g]) a.hid[g] = x;
-        a.has[g] = 1;
-      }
-    } else {
-      const std::int64_t x = v.i[r];
-      a.si[g] += x;
-      if (welford) {
-        const double xd = static_cast<double>(x), delta = xd - a.mean[g];
-        a.mean[g] += delta / static_cast<double>(a.n[g]);
-        a.m2[g] += delta * (xd - a.mean[g]);
-      }
-      if (minmax) {
-        if (!a.has[g] || x < a.loi[g]) a.loi[g] = x;
-        if (!a.has[g] || x > a.hii[g]) a.hii[g] = x;
-        a.has[g] = 1;
-      }
-    }
-  }
+  if (v.is_double) accumulate_typed(a, v.d, v, ids, rows, welford, minmax, a.sd, a.lod, a.hid);
+  else accumulate_typed(a, v.i, v, ids, rows, welford, minmax, a.si, a.loi, a.hii);
 }
 
 // Merges partial states (a partial table's columns) into the accumulators.
