@@ -81,6 +81,13 @@ int run(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   using namespace tessera;
+  // The cluster this program starts has no GPU workers where this machine has no GPU: device
+  // tasks would wait for one forever.
+  if (device == "gpu" && scheduler == "distributed" && visible_gpu_count() == 0) {
+    std::fprintf(stderr, "dataframe_groupby: --device gpu but this machine has no GPU (%s)\n",
+                 device_runtime_status().c_str());
+    return 2;
+  }
   auto exec = bench::open_execution("dataframe_groupby", scheduler, device, cluster);
   if (!exec.executor) return 2;
   double best = 1e300;
