@@ -14,6 +14,7 @@
 #include "frame_node.hpp"
 #include "frame_ops.hpp"
 #include "groupby_host.hpp"
+#include "quantiles.hpp"
 
 namespace tessera::dataframe {
 
@@ -318,26 +319,31 @@ std::shared_ptr<arrow::Table> DataFrame::describe(Executor& executor) const {
       spec.aggs.push_back({f->name(), how, f->name() + "/" + agg_name(how)});
   }
   if (numeric.empty()) throw Error("describe: the frame has no numeric columns (columns: " + column_list(s) + ")");
-  auto row = aggregate(*this, spec, {}).compute(executor);
+  // One graph: the partitions are read once for the moments and the percentiles.
+  auto both = dataframe::compute({aggregate(*this, spec, {}), quantiles(*this, numeric, {0.25, 0.5, 0.75})}, executor);
+  const auto& row = both[0];
+  const auto& pct = both[1];
   ensure_arrow_compute();
-  const char* stats[] = {"count", "mean", "std", "min", "max"};
+  const char* stats[] = {"count", "mean", "std", "min", "25%", "50%", "75%", "max"};
   arrow::StringBuilder names;
   for (const char* st : stats) check_arrow(names.Append(st), "describe");
   arrow::FieldVector fields{arrow::field("statistic", arrow::utf8())};
   arrow::ArrayVector arrays{names.Finish().ValueOrDie()};
+  auto append = [](arrow::DoubleBuilder& b, const std::shared_ptr<arrow::ChunkedArray>& col, std::int64_t row_index) {
+    auto as_double = unwrap(arrow::compute::Cast(col, arrow::float64()), "describe").chunked_array();
+    auto scalar = unwrap(as_double->GetScalar(row_index), "describe");
+    if (scalar->is_valid) check_arrow(b.Append(static_cast<const arrow::DoubleScalar&>(*scalar).value), "describe");
+    else check_arrow(b.AppendNull(), "describe");
+  };
   for (const auto& c : numeric) {
     arrow::DoubleBuilder b;
-    for (const char* st : stats) {
-      auto col = row->GetColumnByName(c + "/" + st);
-      auto as_double = unwrap(arrow::compute::Cast(col, arrow::float64()), "describe").chunked_array();
-      auto scalar = unwrap(as_double->GetScalar(0), "describe");
-      if (scalar->is_valid) check_arrow(b.Append(static_cast<const arrow::DoubleScalar&>(*scalar).value), "describe");
-      else check_arrow(b.AppendNull(), "describe");
-    }
+    for (const char* st : {"count", "mean", "std", "min"}) append(b, row->GetColumnByName(c + "/" + st), 0);
+    for (std::int64_t q = 0; q < 3; ++q) append(b, pct->GetColumnByName(c), q);
+    append(b, row->GetColumnByName(c + "/max"), 0);
     fields.push_back(arrow::field(c, arrow::float64()));
     arrays.push_back(b.Finish().ValueOrDie());
   }
-  return arrow::Table::Make(arrow::schema(fields), arrays, 5);
+  return arrow::Table::Make(arrow::schema(fields), arrays, 8);
 }
 
 std::shared_ptr<arrow::Table> DataFrame::head(std::int64_t n, Executor& executor) const {
@@ -511,6 +517,8 @@ DataFrame Series::value_counts() const {
 }
 
 std::shared_ptr<arrow::Table> Series::compute(Executor& executor) const { return to_frame().compute(executor); }
+
+DataFrame Series::quantile(const std::vector<double>& q) const { return quantiles(to_frame(), {name_}, q); }
 
 Series operator+(const Series& a, const Series& b) { return binary("add", a, *b.expr(), &b.frame()); }
 Series operator-(const Series& a, const Series& b) { return binary("subtract", a, *b.expr(), &b.frame()); }

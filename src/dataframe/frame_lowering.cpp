@@ -7,6 +7,7 @@
 #include "arrow_util.hpp"
 #include "frame_node.hpp"
 #include "frame_ops.hpp"
+#include "quantiles.hpp"
 #include "tessera/ops/serialize.hpp"
 
 namespace tessera::dataframe::detail {
@@ -171,6 +172,19 @@ std::vector<Key> FrameLowering::lower(const NodePtr& node, const std::optional<s
         args.push_back(KeyRef{in[i]});
       keys.push_back(part_key(name, 0));
       graph_.add(make_task(keys.back(), kOpHead, std::move(args), false));
+      break;
+    }
+    case NodeKind::Quantiles: {
+      auto in = lower(n.input, std::set<std::string>(n.quantile_columns.begin(), n.quantile_columns.end()));
+      const Object params = quantile_params(n.quantile_columns, n.quantiles);
+      std::vector<Arg> args{Value(params)};
+      for (std::size_t i = 0; i < in.size(); ++i) {
+        const Key k = name + "-partial-" + std::to_string(i);
+        graph_.add(make_task(k, kOpQuantilePartial, {Value(params), KeyRef{in[i]}}, false));
+        args.push_back(KeyRef{k});
+      }
+      keys.push_back(part_key(name, 0));
+      graph_.add(make_task(keys.back(), kOpQuantileCombine, std::move(args), false));
       break;
     }
     case NodeKind::ToDevice: {

@@ -37,6 +37,7 @@ enum class NodeKind : std::uint8_t {
   Aggregate,      ///< groupby-aggregate (or a whole-frame reduction: no keys)
   SortValues,     ///< one partition sorted by a column (value_counts)
   Head,           ///< the first n rows of the first partition(s), one partition
+  Quantiles,      ///< approximate quantiles of columns, one partition
   ToDevice,       ///< partitions moved to GPUs as device frames
   ToHost,         ///< device frames back to Arrow tables
 };
@@ -70,6 +71,9 @@ struct FrameNode {
   // Head
   std::int64_t head_rows = 0;
   std::int64_t head_partitions = 1;
+  // Quantiles
+  std::vector<std::string> quantile_columns;
+  std::vector<double> quantiles;
 };
 
 using NodePtr = std::shared_ptr<const FrameNode>;
@@ -109,6 +113,8 @@ inline constexpr const char* kOpGroupbyCombine = "tessera.frame.groupby_combine"
 inline constexpr const char* kOpHashSplit = "tessera.frame.hash_split";
 inline constexpr const char* kOpSortValues = "tessera.frame.sort_values";
 inline constexpr const char* kOpHead = "tessera.frame.head";
+inline constexpr const char* kOpQuantilePartial = "tessera.frame.quantile_partial";
+inline constexpr const char* kOpQuantileCombine = "tessera.frame.quantile_combine";
 inline constexpr const char* kOpToDevice = "tessera.frame.to_device";
 inline constexpr const char* kOpToHost = "tessera.frame.to_host";
 inline constexpr const char* kOpReadCsv = "tessera.frame.read_csv";

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <algorithm>
 #include <random>
 #include <sstream>
 
@@ -137,7 +138,7 @@ TEST(DataFrame, FilterAssignArithmeticAndReductions) {
   EXPECT_EQ(df.astype({{"k", "float64"}}).dtype("k"), "double");
   EXPECT_EQ(df.head(7)->num_rows(), 7);
   auto described = df.describe();
-  EXPECT_EQ(described->num_rows(), 5);
+  EXPECT_EQ(described->num_rows(), 8);  // count mean std min 25% 50% 75% max
   EXPECT_NEAR(number(described, "v", 1), total / static_cast<double>(all->num_rows()), 1e-9);
 }
 
@@ -178,6 +179,31 @@ TEST(DataFrame, OneNumericKeyGroupsLikePandas) {
   auto by_time = timeseries(t).groupby({"timestamp"}).size().compute();
   EXPECT_EQ(by_time->num_rows(), 24);
   EXPECT_EQ(by_time->schema()->field(0)->type()->ToString(), "timestamp[ns]");
+}
+
+TEST(DataFrame, ApproximateQuantilesMergeThePartitions) {
+  TempDir dir;
+  for (int f = 0; f < 4; ++f) {
+    std::ostringstream os;
+    os << "v\n";
+    // Partitions of different sizes and ranges: 0..9999 spread unevenly, plus missing values.
+    for (int r = f * 1000; r < (f + 1) * 1000 + f * 1500 && r < 10000; ++r) os << r << "\n";
+    os << "\n";
+    dir.write("q" + std::to_string(f) + ".csv", os.str());
+  }
+  auto df = read_csv(dir.file("q*.csv"));
+  auto all = df.compute();
+  std::vector<double> v;
+  for (std::int64_t r = 0; r < all->num_rows(); ++r)
+    if (!std::isnan(number(all, "v", r))) v.push_back(number(all, "v", r));
+  std::sort(v.begin(), v.end());
+  auto q = df["v"].quantile({0.1, 0.5, 0.9}).compute();
+  ASSERT_EQ(q->num_rows(), 3);
+  for (std::int64_t i = 0; i < 3; ++i) {
+    const double exact = v[static_cast<std::size_t>(number(q, "quantile", i) * static_cast<double>(v.size() - 1))];
+    EXPECT_NEAR(number(q, "v", i), exact, 0.01 * static_cast<double>(v.size())) << "q " << number(q, "quantile", i);
+  }
+  EXPECT_THROW(df["v"].quantile({1.5}), Error);
 }
 
 TEST(DataFrame, ValueCountsIsMostFrequentFirst) {

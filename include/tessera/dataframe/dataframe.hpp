@@ -98,7 +98,8 @@ class DataFrame {
   DataFrame var() const;
   /**
    * @brief pandas' describe() of the numeric columns: a table with a `statistic` column (count,
-   * mean, std, min, max) and one column per numeric column. Quantiles are not computed.
+   * mean, std, min, 25%, 50%, 75%, max) and one column per numeric column. The percentiles are
+   * approximate, as Dask's: each partition's exact percentiles merged by their weights.
    */
   std::shared_ptr<arrow::Table> describe(Executor& executor = local_executor()) const;
 
@@ -158,6 +159,11 @@ class Series {
   DataFrame count() const;
   DataFrame std() const;
   DataFrame var() const;
+  /**
+   * @brief Approximate quantiles (Dask's Series.quantile): a one-partition frame with columns
+   * "quantile" and this Series' name. Each partition's exact percentiles, merged by weight.
+   */
+  DataFrame quantile(const std::vector<double>& q) const;
   /** @brief Each value and how often it occurs, most frequent first (pandas' value_counts). */
   DataFrame value_counts() const;
   std::shared_ptr<arrow::Table> compute(Executor& executor = local_executor()) const;
