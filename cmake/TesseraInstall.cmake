@@ -5,6 +5,10 @@ set(_targets tessera)
 if(TESSERA_CUDA_ENABLED)
   list(APPEND _targets tessera_cuda)
 endif()
+# tessera::dataframe finds Arrow at run time through its RPATH (the pyarrow wheel's folder).
+if(TESSERA_ARROW_ENABLED)
+  list(APPEND _targets tessera_dataframe)
+endif()
 install(TARGETS ${_targets} EXPORT tesseraTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
