@@ -17,7 +17,8 @@ drawn from: within 1e-6 (relative) where the result is deterministic (trig_chain
 5 standard errors of the statistic (a z score; both values and the z scores are printed). A value
 that fails the check is marked in the table and makes the exit status 1.
 
-Dask's Python: $TESSERA_PYENV/bin/python, else ~/.cache/tessera/pyenv/bin/python, else this one.
+Dask runs in the Python environment of tests/dataframe/tessera_pyenv.py ($TESSERA_PYENV, else
+~/.cache/tessera/pyenv), else in this Python.
 """
 import argparse
 import json
@@ -29,6 +30,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "dataframe"))
+import tessera_pyenv  # noqa: E402
 WORKLOADS = ["transpose_sum", "trig_chain", "matmul_sum", "mean_axis0", "std_all", "rechunk_sum", "slice_sum",
              "elementwise_exp"]
 FULL = {  # n, chunk: the defaults of both programs
@@ -100,13 +103,6 @@ def check(workload, n, value):
     return abs(z) <= 5, f"z {z:+.2f}"
 
 
-def dask_python():
-    for candidate in (os.environ.get("TESSERA_PYENV"), str(Path.home() / ".cache/tessera/pyenv")):
-        if candidate and (Path(candidate) / "bin/python").exists():
-            return str(Path(candidate) / "bin/python")
-    return sys.executable
-
-
 def run_json(cmd, timeout):
     """Runs cmd; returns its array_workloads JSON line as a dict, or a dict with "error"."""
     try:
@@ -144,7 +140,7 @@ def main() -> int:
     if not tessera_bin.exists():
         print(f"compare_array_workloads: {tessera_bin} is missing: build Tessera first", file=sys.stderr)
         return 1
-    python = dask_python()
+    python = tessera_pyenv.pyenv_python() if os.access(tessera_pyenv.pyenv_python(), os.X_OK) else sys.executable
     dask_version = subprocess.run([python, "-c", "import dask; print(dask.__version__)"], capture_output=True,
                                   text=True).stdout.strip() or "?"
     print(f"compare_array_workloads: Dask {dask_version} from {python}", file=sys.stderr)

@@ -15,8 +15,16 @@ documentation recommends; the graph is built inside the timed region, as Tessera
 """
 import argparse
 import json
+import os
 import sys
 import time
+
+if __name__ == "__main__":
+    # Dask lives in the project's Python environment (tests/dataframe/tessera_pyenv.py).
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "dataframe"))
+    import tessera_pyenv
+
+    tessera_pyenv.reexec_in_pyenv()
 
 # name: (default n, default chunk)
 DEFAULTS = {
