@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""Runs the array workloads of issue 17 with Tessera and with Dask side by side and writes a table.
+
+  compare_array_workloads.py --out-md FILE [--workloads a,b,...] [--repeat K] [--scale small|full]
+                             [--schedulers threads,distributed]
+
+For every workload and scheduler (threads: one process with a thread per core; distributed: a
+local cluster of 2 worker processes with 1 thread each, started outside the timed region) it
+runs $TESSERA_BUILD_DIR/benchmarks/array_workloads (default build/) and
+benchmarks/dask/array_workloads.py, prints their JSON lines and a ratio line
+  {"benchmark": "array_workloads_ratio", ..., "ratio": dask_seconds / tessera_seconds}
+and writes a markdown table to FILE. --scale small divides n and the chunk size by 10.
+
+Values: Tessera and Dask draw different random numbers, so their results cannot agree to 1e-6.
+Each value is checked instead against the EXPECTED value of its statistic for the data it was
+drawn from: within 1e-6 (relative) where the result is deterministic (trig_chain: 1), else within
+5 standard errors of the statistic (a z score; both values and the z scores are printed). A value
+that fails the check is marked in the table and makes the exit status 1.
+
+Dask runs in the Python environment of tests/dataframe/tessera_pyenv.py ($TESSERA_PYENV, else
+~/.cache/tessera/pyenv), else in this Python.
+"""
+import argparse
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "dataframe"))
+import tessera_pyenv  # noqa: E402
+WORKLOADS = ["transpose_sum", "trig_chain", "matmul_sum", "mean_axis0", "std_all", "rechunk_sum", "slice_sum",
+             "elementwise_exp"]
+FULL = {  # n, chunk: the defaults of both programs
+    "transpose_sum": (20000, 2000),
+    "trig_chain": (10000, 2000),
+    "matmul_sum": (4000, 1000),
+    "mean_axis0": (20000, 2000),
+    "std_all": (20000, 2000),
+    "rechunk_sum": (20000, 2000),
+    "slice_sum": (20000, 2000),
+    "elementwise_exp": (20000, 2000),
+}
+EXPRESSIONS = {
+    "transpose_sum": "(x + x.T).sum(), x uniform(0, 1)",
+    "trig_chain": "((sin(x)**2 + cos(x)**2) * 3 - 2).max(), x uniform(0, 1)",
+    "matmul_sum": "(x @ y).sum(), x, y uniform(0, 1)",
+    "mean_axis0": "x.mean(axis=0), x normal(10, 1)",
+    "std_all": "x.std(), x normal(10, 1)",
+    "rechunk_sum": "x.rechunk((2c, c/2)).sum(axis=1), x uniform(0, 1)",
+    "slice_sum": "x[::3, 100:-100].sum(), x uniform(0, 1)",
+    "elementwise_exp": "(exp(-x*x) / (1 + abs(x))).sum(), x uniform(-1, 1)",
+}
+
+
+def simpson(f, a, b, intervals=20000):
+    h = (b - a) / intervals
+    s = f(a) + f(b) + sum((4 if i % 2 else 2) * f(a + i * h) for i in range(1, intervals))
+    return s * h / 3
+
+
+def expected(workload, n):
+    """(expected value, standard error) of the checksum for an n x n input; standard error 0
+    means the result is deterministic."""
+    if workload == "transpose_sum":  # 2 * sum(x), n^2 uniforms of variance 1/12
+        return n * n, 2 * n / math.sqrt(12)
+    if workload == "trig_chain":
+        return 1.0, 0.0
+    if workload == "matmul_sum":  # sum_k colsum(x)_k * rowsum(y)_k: n independent products
+        mean_a, var_a = n / 2, n / 12
+        var_product = (var_a + mean_a ** 2) ** 2 - mean_a ** 4
+        return n * mean_a * mean_a, math.sqrt(n * var_product)
+    if workload == "mean_axis0":  # the sum of n column means of normal(10, 1), each of s.e. 1/sqrt(n)
+        return 10.0 * n, 1.0
+    if workload == "std_all":  # population std of N = n^2 normals of sigma 1
+        size = n * n
+        return math.sqrt((size - 1) / size), 1 / math.sqrt(2 * size)
+    if workload == "rechunk_sum":
+        return n * n / 2, n / math.sqrt(12)
+    if workload == "slice_sum":
+        kept = len(range(0, n, 3)) * max(0, n - 200)
+        return kept / 2, math.sqrt(kept / 12)
+    if workload == "elementwise_exp":  # f(x) = exp(-x^2) / (1 + |x|), x uniform(-1, 1): symmetric
+        mean = simpson(lambda t: math.exp(-t * t) / (1 + t), 0, 1)
+        second = simpson(lambda t: math.exp(-2 * t * t) / (1 + t) ** 2, 0, 1)
+        size = n * n
+        return size * mean, math.sqrt(size * (second - mean * mean))
+    raise ValueError(workload)
+
+
+def check(workload, n, value):
+    """(ok, text) for a value against the expected value of its statistic."""
+    if value is None:
+        return False, "no value"
+    mean, se = expected(workload, n)
+    if se == 0:
+        rel = abs(value - mean) / abs(mean)
+        return rel <= 1e-6, f"rel {rel:.1e}"
+    z = (value - mean) / se
+    return abs(z) <= 5, f"z {z:+.2f}"
+
+
+def run_json(cmd, timeout):
+    """Runs cmd; returns its array_workloads JSON line as a dict, or a dict with "error"."""
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout} s"}
+    for line in p.stdout.splitlines():
+        line = line.strip()
+        if line.startswith("{") and '"array_workloads"' in line:
+            return json.loads(line)
+    tail = (p.stderr or p.stdout).strip().splitlines()[-3:]
+    return {"error": f"exit {p.returncode}: " + " | ".join(tail)}
+
+
+def fmt_seconds(r):
+    return f"{r['seconds']:.3f}" if "seconds" in r else "failed"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out-md", required=True, help="markdown file the table is written to")
+    p.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated subset")
+    p.add_argument("--repeat", type=int, default=1, help="runs of each; the best time is kept")
+    p.add_argument("--scale", choices=["small", "full"], default="full", help="small: n and chunk / 10")
+    p.add_argument("--schedulers", default="threads,distributed")
+    p.add_argument("--timeout", type=int, default=1800, help="seconds per program run")
+    args = p.parse_args()
+
+    workloads = [w for w in args.workloads.split(",") if w]
+    unknown = [w for w in workloads if w not in FULL]
+    if unknown:
+        p.error(f"unknown workloads: {', '.join(unknown)} (known: {', '.join(WORKLOADS)})")
+    schedulers = [s for s in args.schedulers.split(",") if s]
+    tessera_bin = ROOT / os.environ.get("TESSERA_BUILD_DIR", "build") / "benchmarks/array_workloads"
+    if not tessera_bin.exists():
+        print(f"compare_array_workloads: {tessera_bin} is missing: build Tessera first", file=sys.stderr)
+        return 1
+    python = tessera_pyenv.pyenv_python() if os.access(tessera_pyenv.pyenv_python(), os.X_OK) else sys.executable
+    dask_version = subprocess.run([python, "-c", "import dask; print(dask.__version__)"], capture_output=True,
+                                  text=True).stdout.strip() or "?"
+    print(f"compare_array_workloads: Dask {dask_version} from {python}", file=sys.stderr)
+
+    rows = []
+    all_ok = True
+    for w in workloads:
+        n, c = FULL[w]
+        if args.scale == "small":
+            n, c = n // 10, max(1, c // 10)
+        common = ["--workload", w, "--n", str(n), "--chunk", str(c), "--repeat", str(args.repeat)]
+        row = {"workload": w, "n": n, "chunk": c}
+        for s in schedulers:
+            t = run_json([str(tessera_bin), *common, "--scheduler", s], args.timeout)
+            d = run_json([python, str(ROOT / "benchmarks/dask/array_workloads.py"), *common, "--scheduler", s],
+                         args.timeout)
+            for r, impl in ((t, "tessera"), (d, "dask")):
+                if "error" in r:
+                    print(json.dumps({"benchmark": "array_workloads", "workload": w, "impl": impl, "scheduler": s,
+                                      "error": r["error"]}), flush=True)
+                else:
+                    print(json.dumps(r), flush=True)
+            t_ok, t_check = check(w, n, t.get("value"))
+            d_ok, d_check = check(w, n, d.get("value"))
+            all_ok = all_ok and t_ok and d_ok
+            ratio = d["seconds"] / t["seconds"] if "seconds" in t and "seconds" in d and t["seconds"] > 0 else None
+            print(json.dumps({"benchmark": "array_workloads_ratio", "workload": w, "scheduler": s, "n": n,
+                              "chunk": c, "tessera_seconds": t.get("seconds"), "dask_seconds": d.get("seconds"),
+                              "ratio": None if ratio is None else round(ratio, 3),
+                              "tessera_value": t.get("value"), "dask_value": d.get("value"),
+                              "expected": expected(w, n)[0], "tessera_check": t_check,
+                              "dask_check": d_check, "values_ok": t_ok and d_ok}), flush=True)
+            row[s] = (t, d, ratio, (t_ok, t_check), (d_ok, d_check))
+        rows.append(row)
+
+    lines = []
+    header = ["workload", "n", "chunk"]
+    for s in schedulers:
+        header += [f"Tessera {s} (s)", f"Dask {s} (s)", f"Dask / Tessera ({s})"]
+    header += ["value check (Tessera; Dask)"]
+    lines.append("| " + " | ".join(header) + " |")
+    lines.append("|" + "|".join(["---"] + ["---:"] * (len(header) - 2) + ["---"]) + "|")
+    for row in rows:
+        cells = [f"`{row['workload']}`", str(row["n"]), str(row["chunk"])]
+        checks = []
+        for s in schedulers:
+            t, d, ratio, tc, dc = row[s]
+            cells += [fmt_seconds(t), fmt_seconds(d), "n/a" if ratio is None else f"{ratio:.2f}x"]
+            checks.append(f"{s}: {tc[1]}{'' if tc[0] else ' FAIL'}; {dc[1]}{'' if dc[0] else ' FAIL'}")
+        cells.append("<br>".join(checks))
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("Workloads (`x` is n x n float64 in chunk x chunk chunks):")
+    lines.append("")
+    for w in workloads:
+        lines.append(f"- `{w}`: `{EXPRESSIONS[w]}`")
+    lines.append("")
+    lines.append(f"Dask {dask_version}, Python {platform.python_version()}; {os.cpu_count()} cores; "
+                 f"best of {args.repeat} run(s) each; scale {args.scale}.")
+    Path(args.out_md).write_text("\n".join(lines) + "\n")
+    print(f"compare_array_workloads: wrote {args.out_md}", file=sys.stderr)
+    return 0 if all_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
