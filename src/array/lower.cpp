@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 #include "array_ops.hpp"
@@ -74,16 +75,13 @@ class ProgramBuilder {
       : low_(low), off_(region_offset), shape_(region_shape) {}
 
   int compile(const Expr* e, const AffineMap& m) {
-    // A blockwise node placed elsewhere than the task being built is not fused: it becomes
-    // its own tasks (on its own target) and is read as an input, which run_op moves. Generators
-    // (random, full, arange, scalars) are pure functions of the index: they fuse anywhere.
-    if (e->kind != ExprKind::Generator && e->blockwise() && e->target != low_.target_) return compile_input(e, m);
-    switch (e->kind) {
-      case ExprKind::Generator: return compile_generator(static_cast<const GeneratorExpr&>(*e), m);
-      case ExprKind::Elementwise: return compile_elementwise(static_cast<const ElementwiseExpr&>(*e), m);
-      case ExprKind::View: return compile_view(static_cast<const ViewExpr&>(*e), m);
-      default: return compile_input(e, m);
-    }
+    // The same node read through the same map is computed once: exp(-x*x) / (1 + abs(x))
+    // draws x once, not three times (registers stay live for the whole program).
+    MemoKey key{e, m.src, m.offset, m.stride};
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    const int reg = compile_uncached(e, m);
+    memo_.emplace(std::move(key), reg);
+    return reg;
   }
 
   static AffineMap identity(int nd) {
@@ -96,6 +94,19 @@ class ProgramBuilder {
   std::vector<Key>& arg_keys() { return args_; }
 
  private:
+  int compile_uncached(const Expr* e, const AffineMap& m) {
+    // A blockwise node placed elsewhere than the task being built is not fused: it becomes
+    // its own tasks (on its own target) and is read as an input, which run_op moves. Generators
+    // (random, full, arange, scalars) are pure functions of the index: they fuse anywhere.
+    if (e->kind != ExprKind::Generator && e->blockwise() && e->target != low_.target_) return compile_input(e, m);
+    switch (e->kind) {
+      case ExprKind::Generator: return compile_generator(static_cast<const GeneratorExpr&>(*e), m);
+      case ExprKind::Elementwise: return compile_elementwise(static_cast<const ElementwiseExpr&>(*e), m);
+      case ExprKind::View: return compile_view(static_cast<const ViewExpr&>(*e), m);
+      default: return compile_input(e, m);
+    }
+  }
+
   int emit(Instr in) {
     prog_.instrs.push_back(std::move(in));
     return static_cast<int>(prog_.instrs.size()) - 1;
@@ -264,6 +275,8 @@ class ProgramBuilder {
   std::vector<std::int64_t> off_;
   Shape shape_;
   Program prog_;
+  using MemoKey = std::tuple<const Expr*, std::vector<int>, std::vector<std::int64_t>, std::vector<std::int64_t>>;
+  std::map<MemoKey, int> memo_;
   std::vector<Key> args_;
   std::unordered_map<Key, int> arg_index_;
 };

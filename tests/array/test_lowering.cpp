@@ -1,8 +1,11 @@
 // Lowering: blockwise chains fuse into one task per chunk, the first reduction step fuses into
 // it, and the seed expression never materialises its random input.
+#include <cmath>
 #include <map>
 
+#include "array/program.hpp"
 #include "array_test_util.hpp"
+#include "tessera/ops/serialize.hpp"
 
 using namespace tessera_test;
 
@@ -100,6 +103,28 @@ TEST(ArrayLowering, SharedSubexpressionsLowerOnce) {
   double tot = 0;
   for (double v : d.v) tot += v;
   EXPECT_TRUE(block_matches(compute_sync(y), make_ref(DType::Float64, {8}, [&](auto& i) { return (d.at(i) - tot) / tot; })));
+}
+
+TEST(ArrayLowering, ANodeUsedSeveralTimesInAChunkIsComputedOnce) {
+  // exp(-x*x) / (1 + abs(x)): x is drawn once per chunk program, not three times; x and its
+  // transpose are read through different maps and stay two draws.
+  Array x = random::uniform(3, -1, 1, {8, 8}, {4, 4});
+  Array y = exp(-(x * x)) / (abs(x) + 1.0);
+  auto generators = [](const Array& a) {
+    std::vector<Key> keys;
+    Graph g = a.to_graph(&keys);
+    const auto p = from_value<tessera::detail::Program>(std::get<Value>(g.at(keys.at(0)).args.at(0)));
+    int n = 0;
+    for (const auto& in : p.instrs) n += in.code == tessera::detail::InstrCode::Generator;
+    return n;
+  };
+  EXPECT_EQ(generators(y), 1);
+  EXPECT_EQ(generators(x + x.T()), 2);
+  // Same values as with the draw repeated: elementwise against the materialised x.
+  const Block xb = x.compute(local_executor("sync"));
+  const Block yb = y.compute(local_executor("sync"));
+  const auto xv = xb.to_doubles(), yv = yb.to_doubles();
+  for (std::size_t i = 0; i < xv.size(); ++i) EXPECT_EQ(yv[i], std::exp(-(xv[i] * xv[i])) / (std::abs(xv[i]) + 1.0));
 }
 
 }  // namespace
