@@ -1,5 +1,6 @@
 // Lowering: blockwise chains fuse into one task per chunk, the first reduction step fuses into
 // it, and the seed expression never materialises its random input.
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -125,6 +126,40 @@ TEST(ArrayLowering, ANodeUsedSeveralTimesInAChunkIsComputedOnce) {
   const Block yb = y.compute(local_executor("sync"));
   const auto xv = xb.to_doubles(), yv = yb.to_doubles();
   for (std::size_t i = 0; i < xv.size(); ++i) EXPECT_EQ(yv[i], std::exp(-(xv[i] * xv[i])) / (std::abs(xv[i]) + 1.0));
+}
+
+TEST(ArrayLowering, PowerOfTwoIsASquare) {
+  // x ** 2 (a float or an integer 2) runs as x * x: no pow per element, the same values.
+  auto ops_of = [](const Array& a) {
+    std::vector<Key> keys;
+    Graph g = a.to_graph(&keys);
+    const auto p = from_value<tessera::detail::Program>(std::get<Value>(g.at(keys.at(0)).args.at(0)));
+    std::vector<tessera::detail::EwOp> ops;
+    for (const auto& in : p.instrs)
+      if (in.code == tessera::detail::InstrCode::Op) ops.push_back(static_cast<tessera::detail::EwOp>(in.sub));
+    return ops;
+  };
+  const std::vector<double> edge = {0.0, -0.0, 1.5, -3.25, 1e200, -1e-200, INFINITY, -INFINITY, NAN, 7.0};
+  Array x = from_block(Block::from_values(edge, {10}), {5});
+  for (const Array& y : {power(x, 2.0), power(x, 2)}) {
+    const auto ops = ops_of(y);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), tessera::detail::EwOp::Pow), 0);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), tessera::detail::EwOp::Square), 1);
+    const auto got = y.compute(local_executor("sync")).to_doubles();
+    for (std::size_t i = 0; i < edge.size(); ++i) {
+      const double want = std::pow(edge[i], 2.0);
+      if (std::isnan(want)) EXPECT_TRUE(std::isnan(got[i]));
+      else EXPECT_EQ(got[i], want) << edge[i];
+    }
+  }
+  // An integer base keeps its dtype and wraps as NumPy's power does; 3 stays a pow.
+  Array i = from_block(Block::from_values(std::vector<std::int32_t>{-3, 46341, 7}, {3}), {3});
+  const auto sq = power(i, 2).compute(local_executor("sync"));
+  EXPECT_EQ(sq.dtype(), DType::Int32);
+  EXPECT_EQ(sq.values<std::int32_t>()[0], 9);
+  EXPECT_EQ(sq.values<std::int32_t>()[1], static_cast<std::int32_t>(46341u * 46341u));
+  const auto cube = ops_of(power(x, 3.0));
+  EXPECT_EQ(std::count(cube.begin(), cube.end(), tessera::detail::EwOp::Pow), 1);
 }
 
 }  // namespace
