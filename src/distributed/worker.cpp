@@ -21,6 +21,7 @@
 #include "tessera/distributed/worker_state.hpp"
 #include "tessera/ops/registry.hpp"
 #include "wire.hpp"
+#include "core/blas_threads.hpp"
 
 namespace tessera::distributed {
 namespace {
@@ -642,6 +643,8 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     scheduler->send(std::move(m));
     if (reg.wait_for(std::chrono::duration<double>(std::max(5.0, opt.death_timeout))) != std::future_status::ready)
       throw comm::CommError("worker: the scheduler at " + opt.scheduler_address + " did not answer registration");
+    // Several workers share a host (and a worker may run several tasks): BLAS on one thread each.
+    tessera::detail::single_thread_blas();
     for (int i = 0; i < std::max(1, opt.nthreads); ++i) threads.emplace_back([this] { exec_loop(); });
     heartbeat = std::thread([this] { heartbeat_loop(); });
     flusher = std::thread([this] { flush_loop(); });

@@ -12,6 +12,7 @@
 #include "../graph/graph_index.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/ops/registry.hpp"
+#include "core/blas_threads.hpp"
 
 namespace tessera {
 namespace {
@@ -277,6 +278,7 @@ thread_local const ThreadPoolExecutor::Impl* ThreadPoolExecutor::Impl::current =
 
 ThreadPoolExecutor::ThreadPoolExecutor(std::size_t threads) : impl_(std::make_unique<Impl>()) {
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  if (threads > 1) detail::single_thread_blas();
   impl_->threads.reserve(threads);
   for (std::size_t i = 0; i < threads; ++i) impl_->threads.emplace_back([im = impl_.get()] { im->worker(); });
 }
