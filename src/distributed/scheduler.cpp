@@ -219,12 +219,20 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
       conns.insert(conn);
     }
     std::weak_ptr<Impl> weak = shared_from_this();
+    // The handlers hold the connection weakly: `conns` owns it, and the connection owns the
+    // comm that owns these handlers, so a strong capture is a cycle that outlives a scheduler
+    // stopped before the comm reports its close (LeakSanitizer saw it, now and then).
+    std::weak_ptr<Conn> weak_conn = conn;
     c->set_handlers(
-        [weak, conn](comm::Message m) {
-          if (auto self = weak.lock()) self->on_message(conn, std::move(m));
+        [weak, weak_conn](comm::Message m) {
+          auto self = weak.lock();
+          auto conn = weak_conn.lock();
+          if (self && conn) self->on_message(conn, std::move(m));
         },
-        [weak, conn](std::exception_ptr reason) {
-          if (auto self = weak.lock()) self->on_close(conn, reason);
+        [weak, weak_conn](std::exception_ptr reason) {
+          auto self = weak.lock();
+          auto conn = weak_conn.lock();
+          if (self && conn) self->on_close(conn, reason);
         });
   }
 
