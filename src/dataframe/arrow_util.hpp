@@ -22,6 +22,18 @@ T unwrap(arrow::Result<T> result, const std::string& context) {
   return std::move(result).ValueUnsafe();
 }
 
+/** @brief Calls fn(batch) for each record batch of `table` (zero-copy slices of its chunks). */
+template <class Fn>
+void for_each_batch(const arrow::Table& table, const std::string& what, Fn&& fn) {
+  arrow::TableBatchReader reader(table);
+  std::shared_ptr<arrow::RecordBatch> batch;
+  while (true) {
+    check_arrow(reader.ReadNext(&batch), what);
+    if (!batch) return;
+    fn(batch);
+  }
+}
+
 /** @brief A host partition as a Value (a Native "arrow.table"). */
 Value table_value(std::shared_ptr<arrow::Table> table);
 /** @brief The table a task argument holds; throws Error naming `what` and what it holds otherwise. */

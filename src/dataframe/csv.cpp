@@ -81,7 +81,7 @@ std::string first_line(const std::shared_ptr<arrow::Buffer>& b) {
 // Arrow's messages name the row ("Row #12") within the bytes it parsed, or quote it; turn that
 // into the file's line number.
 std::string where_in_file(const std::string& message, const std::shared_ptr<arrow::Buffer>& bytes,
-                          std::int64_t lines_before, bool skipped_header) {
+                          std::int64_t lines_before) {
   std::smatch m;
   if (std::regex_search(message, m, std::regex("Row #([0-9]+)")))
     return "line " + std::to_string(lines_before + std::stoll(m[1].str()));
@@ -94,7 +94,6 @@ std::string where_in_file(const std::string& message, const std::shared_ptr<arro
     if (at != std::string_view::npos)
       return "line " + std::to_string(lines_before + std::count(all.begin(), all.begin() + at, '\n') + 1);
   }
-  (void)skipped_header;
   return "lines after " + std::to_string(lines_before);
 }
 
@@ -150,7 +149,7 @@ Value read_piece(const OpContext&, std::span<const Value> args) {
   if (!table.ok()) {
     const std::string message = table.status().message();
     const std::int64_t lines_before = count_lines(*file, begin, piece.uri);
-    throw Error("read_csv: " + piece.uri + ", " + where_in_file(message, bytes, lines_before, skip_header) + ": " +
+    throw Error("read_csv: " + piece.uri + ", " + where_in_file(message, bytes, lines_before) + ": " +
                 message);
   }
   return table_value(*table);
@@ -182,7 +181,7 @@ std::shared_ptr<arrow::Schema> infer_schema(const std::string& uri, const ReadCs
   auto sampled = reader->Read();
   if (!sampled.ok()) {
     const std::string message = sampled.status().message();
-    throw Error("read_csv: " + uri + ", " + where_in_file(message, bytes, 0, true) + ": " + message +
+    throw Error("read_csv: " + uri + ", " + where_in_file(message, bytes, 0) + ": " + message +
                 " (while reading the first " + std::to_string(end) + " bytes to infer the column types)");
   }
   auto sample = *sampled;

@@ -382,12 +382,7 @@ Graph DataFrame::to_graph(std::vector<Key>* partition_keys) const {
 }
 
 std::shared_ptr<arrow::Table> DataFrame::compute(Executor& executor) const {
-  const FrameNode& n = node_of(*this);
-  DataFrame host = n.device ? to_host() : *this;
-  FrameLowering low(&executor);
-  auto keys = low.lower(host.node());
-  auto values = executor.get(low.graph(), keys);
-  return concat(values, n.schema.get());
+  return dataframe::compute({*this}, executor).front();
 }
 
 std::vector<std::shared_ptr<arrow::Table>> compute(const std::vector<DataFrame>& frames, Executor& executor) {

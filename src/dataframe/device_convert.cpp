@@ -182,6 +182,11 @@ DeviceFrame frame_to_host(const DeviceFrame& frame) {
   return out;
 }
 
+Value frame_value(DeviceFrame f) {
+  const auto bytes = frame_bytes(f);
+  return Value(Native{kDeviceFrameType, std::make_shared<const DeviceFrame>(std::move(f)), bytes});
+}
+
 std::size_t frame_bytes(const DeviceFrame& frame) {
   std::size_t n = 0;
   for (const auto& c : frame.columns) n += c.values.nbytes() + c.valid.nbytes();
@@ -265,11 +270,6 @@ Native decode_frame(const std::string& header, std::vector<std::shared_ptr<tesse
   }
   const auto bytes = frame_bytes(*f);
   return Native{kDeviceFrameType, std::shared_ptr<const void>(std::move(f)), bytes};
-}
-
-Value frame_value(DeviceFrame f) {
-  const auto bytes = frame_bytes(f);
-  return Value(Native{kDeviceFrameType, std::make_shared<const DeviceFrame>(std::move(f)), bytes});
 }
 
 // to_device runs as a device task (annotated Target::Device, GPU=1): the worker's GPU is

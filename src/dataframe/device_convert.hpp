@@ -6,6 +6,7 @@
 #include <arrow/api.h>
 
 #include "device_frame.hpp"
+#include "tessera/core/value.hpp"
 
 namespace tessera::dataframe::detail {
 
@@ -24,5 +25,7 @@ DeviceFrame frame_to_device(const DeviceFrame& frame, int device, void* stream);
 DeviceFrame frame_to_host(const DeviceFrame& frame);
 /** @brief Bytes its columns hold. */
 std::size_t frame_bytes(const DeviceFrame& frame);
+/** @brief A device frame as a Value (a Native "tessera.device_frame"). */
+Value frame_value(DeviceFrame frame);
 
 }  // namespace tessera::dataframe::detail

@@ -28,11 +28,6 @@ const DeviceFrame& frame_arg(std::span<const Value> args, std::size_t i, const c
   return *static_cast<const DeviceFrame*>(v.native().object.get());
 }
 
-Value frame_value(DeviceFrame f) {
-  const auto bytes = frame_bytes(f);
-  return Value(Native{kDeviceFrameType, std::make_shared<const DeviceFrame>(std::move(f)), bytes});
-}
-
 bool all_on(const DeviceFrame& f, int device) {
   for (const auto& c : f.columns)
     for (const Block* b : {&c.values, &c.valid})

@@ -42,7 +42,6 @@ std::set<std::string> program_inputs(const Program& program, const std::set<std:
     if (it->kind == Step::Kind::Filter) {
       fields_of(it->exprs[0], fields);
     } else {
-      std::set<std::string> before;
       for (std::size_t i = 0; i < it->names.size(); ++i)
         if (want.count(it->names[i])) fields_of(it->exprs[i], fields);
       want.clear();
@@ -211,6 +210,7 @@ std::vector<Key> FrameLowering::lower(const NodePtr& node, const std::optional<s
 }
 
 std::vector<std::vector<Key>> FrameLowering::lower_all(const std::vector<NodePtr>& nodes) {
+  if (nodes.size() == 1) return {lower(nodes.front())};  // one output: its own needs are the union
   for (const auto& n : nodes) lower(n);
   graph_ = Graph();
   done_.clear();

@@ -66,17 +66,13 @@ Value map_op(const OpContext&, std::span<const Value> args) {
   ensure_arrow_compute();
   const auto program = from_object<Program>(arg(args, 0).object());
   auto table = table_of(arg(args, 1), "map");
-  arrow::TableBatchReader reader(*table);
   std::vector<std::shared_ptr<arrow::RecordBatch>> out;
   std::shared_ptr<arrow::Schema> schema;
-  std::shared_ptr<arrow::RecordBatch> batch;
-  while (true) {
-    check_arrow(reader.ReadNext(&batch), "map");
-    if (!batch) break;
+  for_each_batch(*table, "map", [&](std::shared_ptr<arrow::RecordBatch> batch) {
     for (const auto& step : program) batch = run_step(step, batch);
     schema = batch->schema();
-    out.push_back(batch);
-  }
+    out.push_back(std::move(batch));
+  });
   if (!schema) {  // no batches: run the program on an empty batch for the output schema
     auto empty = unwrap(arrow::RecordBatch::MakeEmpty(table->schema()), "map");
     for (const auto& step : program) empty = run_step(step, empty);

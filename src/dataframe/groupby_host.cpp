@@ -561,11 +561,7 @@ std::vector<std::shared_ptr<arrow::DataType>> input_types_of(const arrow::Schema
 std::shared_ptr<arrow::Table> groupby_partial(const std::shared_ptr<arrow::Table>& table, const GroupbySpec& spec) {
   ensure_arrow_compute();
   Groups g = make_groups(*table->schema(), spec);
-  arrow::TableBatchReader reader(*table);
-  std::shared_ptr<arrow::RecordBatch> batch;
-  while (true) {
-    check_arrow(reader.ReadNext(&batch), "groupby");
-    if (!batch) break;
+  for_each_batch(*table, "groupby", [&](const std::shared_ptr<arrow::RecordBatch>& batch) {
     std::shared_ptr<arrow::Array> keep;
     const std::uint32_t* ids = group_ids(g, *batch, spec, keep);
     for (std::int64_t r = 0; r < batch->num_rows(); ++r) ++g.size[ids[r]];
@@ -574,7 +570,7 @@ std::shared_ptr<arrow::Table> groupby_partial(const std::shared_ptr<arrow::Table
       if (s.how == Agg::Size) continue;
       accumulate_rows(g.accs[i], s.how, values_of(batch->GetColumnByName(s.column)), ids, batch->num_rows());
     }
-  }
+  });
   // Before any batch the accumulators know nothing of the column types.
   const auto types = input_types_of(*table->schema(), spec);
   for (std::size_t i = 0; i < spec.aggs.size(); ++i) g.accs[i].is_double |= accumulates_as_double(*types[i]);
@@ -588,17 +584,13 @@ std::shared_ptr<arrow::Table> groupby_combine(const std::vector<std::shared_ptr<
   auto table = unwrap(arrow::ConcatenateTables(partials), "groupby: combining partial results");
   Groups g = make_groups(*table->schema(), spec);
   for (std::size_t i = 0; i < spec.aggs.size(); ++i) g.accs[i].is_double = accumulates_as_double(*input_types[i]);
-  arrow::TableBatchReader reader(*table);
-  std::shared_ptr<arrow::RecordBatch> batch;
-  while (true) {
-    check_arrow(reader.ReadNext(&batch), "groupby");
-    if (!batch) break;
+  for_each_batch(*table, "groupby", [&](const std::shared_ptr<arrow::RecordBatch>& batch) {
     std::shared_ptr<arrow::Array> keep;
     const std::uint32_t* ids = group_ids(g, *batch, spec, keep);
     const auto* size = static_cast<const arrow::Int64Array&>(*batch->GetColumnByName("__size")).raw_values();
     for (std::int64_t r = 0; r < batch->num_rows(); ++r) g.size[ids[r]] += size[r];
     for (std::size_t i = 0; i < spec.aggs.size(); ++i) merge_states(g.accs[i], spec.aggs[i].how, *batch, i, ids);
-  }
+  });
   auto out = emit(g, spec, *table->schema(), input_types, spec.finalize);
   return spec.finalize ? sort_by_keys(out, spec.by) : out;
 }
