@@ -8,6 +8,7 @@
 #include <random>
 #include <sstream>
 
+#include "../support/message_of.hpp"
 #include "dataframe_test_util.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/dataframe/dataframe.hpp"
@@ -277,14 +278,7 @@ TEST(DataFrame, MapPartitionsWithARegisteredFunction) {
 
 // ---- errors --------------------------------------------------------------------------------
 
-std::string message_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no exception)";
-}
+using tessera_test::message_of;
 
 TEST(DataFrameErrors, BuildTimeErrorsNameWhatIsWrong) {
   Trips trips(1, 20);

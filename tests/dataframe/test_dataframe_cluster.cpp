@@ -6,6 +6,7 @@
 #include <chrono>
 #include <sstream>
 
+#include "../distributed/cluster_fixture.hpp"
 #include "dataframe_test_util.hpp"
 #include "tessera/dataframe/dataframe.hpp"
 #include "tessera/dataframe/io.hpp"
@@ -20,17 +21,6 @@ using namespace tessera::distributed;
 using testing::as_map;
 using testing::TempDir;
 
-LocalClusterOptions two_worker_processes() {
-  LocalClusterOptions o;
-  o.processes = true;
-  o.protocol = "tcp";
-  o.n_workers = 2;
-  o.threads_per_worker = 1;
-  o.timeout = 10;
-  o.heartbeat_interval = 0.2;
-  o.log_level = "error";
-  return o;
-}
 
 std::string trips_csv(int rows, int seed) {
   std::ostringstream os;
@@ -54,7 +44,7 @@ TEST(DataFrameCluster, GroupbyOnWorkerProcessesEqualsTheThreadPool) {
   ThreadPoolExecutor pool(2);
   auto local = query.compute(pool);
 
-  LocalCluster cluster(two_worker_processes());
+  LocalCluster cluster(tessera_test::processes_over_tcp());
   Client client(cluster.client_address(), ClientOptions{.token = cluster.token(), .timeout = 10});
   ASSERT_TRUE(client.wait_for_workers(2, 10s));
   auto remote = query.compute(client);
@@ -79,7 +69,7 @@ TEST(DataFrameCluster, AMalformedFileFailsItsTaskAndTheClusterLivesOn) {
   dir.write("a.csv", trips_csv(100, 0));
   dir.write("b.csv", "passenger_count,tip_amount,name\n1,2,x\n3\n");
   auto df = read_csv(dir.file("*.csv"));
-  LocalCluster cluster(two_worker_processes());
+  LocalCluster cluster(tessera_test::processes_over_tcp());
   Client client(cluster.client_address(), ClientOptions{.token = cluster.token(), .timeout = 10});
   ASSERT_TRUE(client.wait_for_workers(2, 10s));
   try {

@@ -11,6 +11,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "../support/message_of.hpp"
 #include "cluster_fixture.hpp"
 #include "tessera/comm/comm.hpp"
 #include "tessera/tessera.hpp"
@@ -19,6 +20,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using namespace tessera;
+using tessera_test::message_of;
+using tessera_test::processes_over_tcp;
 using namespace tessera::distributed;
 using tessera_test::client_options;
 
@@ -57,19 +60,6 @@ LocalClusterOptions threads_over(const std::string& protocol) {
   o.threads_per_worker = 1;
   o.timeout = 10;
   o.heartbeat_interval = 0.1;
-  return o;
-}
-
-// Worker processes (this test binary, turned into workers by tessera::init in tests/main.cpp).
-LocalClusterOptions processes_over_tcp() {
-  LocalClusterOptions o;
-  o.processes = true;
-  o.protocol = "tcp";
-  o.n_workers = 2;
-  o.threads_per_worker = 1;
-  o.timeout = 10;
-  o.heartbeat_interval = 0.2;
-  o.log_level = "error";
   return o;
 }
 
@@ -124,15 +114,6 @@ TEST(ClientTyped, RoundTripOnThreadWorkersInProcess) {
 }
 
 // ---- argument checks -------------------------------------------------------------------------------------
-
-std::string message_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no exception)";
-}
 
 TEST(ClientTyped, WrongArgumentTypeOrCountThrowsAtSubmit) {
   LocalCluster cluster(threads_over("tcp"));

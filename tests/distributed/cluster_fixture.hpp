@@ -352,6 +352,20 @@ inline const tessera::distributed::WorkerInfo* find_worker(const tessera::distri
 
 /** A client's options in a test: the cluster's token, and a timeout (s) that fails the test
  *  instead of hanging it. */
+/** @brief 2 worker processes (this test binary, made workers by tessera::init in tests/main.cpp)
+ *  with 1 thread each, over TCP, quick heartbeats, quiet logs. */
+inline tessera::distributed::LocalClusterOptions processes_over_tcp() {
+  tessera::distributed::LocalClusterOptions o;
+  o.processes = true;
+  o.protocol = "tcp";
+  o.n_workers = 2;
+  o.threads_per_worker = 1;
+  o.timeout = 10;
+  o.heartbeat_interval = 0.2;
+  o.log_level = "error";
+  return o;
+}
+
 inline tessera::distributed::ClientOptions client_options(const std::string& token = {}, double timeout = 5) {
   tessera::distributed::ClientOptions c;
   c.token = token;
