@@ -390,7 +390,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     co.token = opt.token;
     co.name = address;
     co.max_header_bytes = kClusterMaxHeaderBytes;
-    comm::connect_async(g.peer, co, [weak, p, peer_addr](std::shared_ptr<comm::Comm> c, std::exception_ptr err) {
+    comm::connect_async(g.peer, co, [weak, p](std::shared_ptr<comm::Comm> c, std::exception_ptr err) {
       auto self = weak.lock();
       if (!err && !self) err = std::make_exception_ptr(comm::CommClosedError("worker closed"));
       std::vector<std::pair<comm::Message, RpcTable::Callback>> waiting;
@@ -409,15 +409,23 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
         for (auto& [m, cb] : waiting) cb(nullptr, err);
         return;
       }
-      c->set_handlers([p](comm::Message m) { p->rpc.complete(m); },
-                      [weak, p, peer_addr](std::exception_ptr reason) {
-                        if (auto s = weak.lock()) {
-                          std::lock_guard lock(s->mu);
-                          p->failed = true;
-                        }
-                        p->rpc.fail_all(reason ? reason
-                                               : std::make_exception_ptr(comm::CommClosedError("peer closed")));
-                      });
+      // The handlers hold the peer weakly: `peers` owns it and it owns the comm that owns
+      // them, so a strong capture is a cycle that outlives a worker stopped before the comm
+      // reports its close (LeakSanitizer saw it, now and then, with in-process workers).
+      std::weak_ptr<Peer> weak_peer = p;
+      c->set_handlers(
+          [weak_peer](comm::Message m) {
+            if (auto peer = weak_peer.lock()) peer->rpc.complete(m);
+          },
+          [weak, weak_peer](std::exception_ptr reason) {
+            auto peer = weak_peer.lock();
+            if (!peer) return;
+            if (auto s = weak.lock()) {
+              std::lock_guard lock(s->mu);
+              peer->failed = true;
+            }
+            peer->rpc.fail_all(reason ? reason : std::make_exception_ptr(comm::CommClosedError("peer closed")));
+          });
       for (auto& [m, cb] : waiting) p->rpc.request(c, std::move(m), std::move(cb));
     });
   }
