@@ -30,6 +30,15 @@ REDUCE = {
 }
 
 
+# Dask's names where the C++ case's op differs.
+DASK_NAME = {"sub": ("subtract",), "mul": ("multiply",), "div": ("divide", "true_divide"), "lt": ("less",),
+             "eq": ("equal",), "abs": ("abs", "absolute"), "mod": ("mod", "remainder")}
+
+
+def api(op):
+    return DASK_NAME.get(op, (op,))
+
+
 def binary(op):
     f = BINARY[op]
     return lambda a, b, op: f(a, b)
@@ -52,14 +61,14 @@ def reduce(op):
 
 CASES = []
 for op in BINARY:
-    CASES.append(case("binary", [A, B], binary(op), {"op": op}))
-    CASES.append(case("binary", [I, J], binary(op), {"op": op}, name=f"binary[int64][op={op}]"))
-CASES.append(case("binary", [A, ROW], binary("add"), {"op": "add"}, name="binary[broadcast row]",
+    CASES.append(case("binary", [A, B], binary(op), {"op": op}, api=api(op)))
+    CASES.append(case("binary", [I, J], binary(op), {"op": op}, name=f"binary[int64][op={op}]", api=api(op)))
+CASES.append(case("binary", [A, ROW], binary("add"), {"op": "add"}, name="binary[broadcast row]", api=("add", "broadcast_to"),
                   chunks=[[(3, 2), (2,)], [(-1, -1), (-1,)]]))
 CASES.append(case("binary", [POS, B], lambda a, b, op: np.power(a, b), {"op": "power"}))
 for op, (_, x) in UNARY.items():
-    CASES.append(case("unary", [x], unary(op), {"op": op}))
-CASES.append(case("where3", [A > 0, A, B], lambda c, a, b: np.where(c, a, b)))
+    CASES.append(case("unary", [x], unary(op), {"op": op}, api=api(op)))
+CASES.append(case("where3", [A > 0, A, B], lambda c, a, b: np.where(c, a, b), api="where"))
 for op in REDUCE:
     src = (A > 0) if op in ("any", "all") else A
     CASES.append(case("reduce", [src], reduce(op), {"op": op}))
@@ -75,15 +84,15 @@ for op, f in (("argmin", np.argmin), ("argmax", np.argmax)):
     CASES.append(case("reduce", [A], lambda x, op, axis, f=f: f(x, axis=axis[0]), {"op": op, "axis": [1]}))
 CASES.append(case("transpose", [A], lambda x: x.T))
 CASES.append(case("transpose", [T3], lambda x, axes: np.transpose(x, axes), {"axes": [1, 2, 0]}))
-CASES.append(case("slice2d", [A], lambda x, **p: x[1:6:2, ::-1], {"start0": 1, "stop0": 6, "step0": 2, "step1": -1}))
-CASES.append(case("slice2d", [A], lambda x, **p: x[-1:0:-3, 1:4], {"start0": -1, "stop0": 0, "step0": -3, "start1": 1, "stop1": 4}))
-CASES.append(case("rechunk_sum", [A], lambda x, chunks: (x, np.asarray(x.sum())), {"chunks": [4, 3]}))
+CASES.append(case("slice2d", [A], lambda x, **p: x[1:6:2, ::-1], {"start0": 1, "stop0": 6, "step0": 2, "step1": -1}, api="getitem"))
+CASES.append(case("slice2d", [A], lambda x, **p: x[-1:0:-3, 1:4], {"start0": -1, "stop0": 0, "step0": -3, "start1": 1, "stop1": 4}, api="getitem"))
+CASES.append(case("rechunk_sum", [A], lambda x, chunks: (x, np.asarray(x.sum())), {"chunks": [4, 3]}, api="rechunk"))
 CASES.append(case("concatenate", [A, B], lambda a, b, axis: np.concatenate([a, b], axis), {"axis": 1}))
 CASES.append(case("stack", [A, B], lambda a, b, axis: np.stack([a, b], axis), {"axis": 2}))
 CASES.append(case("reshape", [A], lambda x, shape: x.reshape(shape), {"shape": [35]}, chunks=[[(-1, -1)], [(1, 5)]]))
 CASES.append(case("matmul", [M, N], lambda a, b: a @ b))
-CASES.append(case("astype", [A], lambda x, dtype: x.astype(dtype), {"dtype": "int32"}))
-CASES.append(case("transpose_sum", [rand(6, 6)], lambda x: np.asarray((x + x.T).sum())))
+CASES.append(case("astype", [A], lambda x, dtype: x.astype(dtype), {"dtype": "int32"}, api="Array.astype"))
+CASES.append(case("transpose_sum", [rand(6, 6)], lambda x: np.asarray((x + x.T).sum()), api=("transpose", "sum")))
 # Errors: shapes that do not broadcast.
-CASES.append(case("binary", [A, rand(3, 5)], None, {"op": "add"}, name="binary[bad broadcast]", raises="ShapeError",
+CASES.append(case("binary", [A, rand(3, 5)], None, {"op": "add"}, name="binary[bad broadcast]", raises="ShapeError", api=(),
                   chunks=[[(-1, -1), (-1, -1)]]))

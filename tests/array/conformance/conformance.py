@@ -65,13 +65,17 @@ class Case:
                default comparison (for answers defined up to sign, order...)
     raises     the error type name the C++ case must throw instead ("ShapeError", ...)
     outputs    which outputs to compare (default: all)
+    api        the dask.array functions this case checks ("cumsum", "linalg.qr", "fft.rfft",
+               "random.poisson"); default: the C++ case name, or params["op"] when given. The
+               API report (run.py --api-report) counts a function as done when every run of
+               every case naming it passed.
     """
 
     DEFAULT_EXECUTORS = (("threads", "host"), ("cluster", "host"), ("threads", "device"))
 
     def __init__(self, fn, inputs, expect=None, params=None, chunks=None, name=None,
                  executors=None, rtol=None, atol=None, check_dtype=True, compare=None,
-                 raises=None, outputs=None):
+                 raises=None, outputs=None, api=None):
         self.fn = fn
         self.inputs = [np.asarray(x) for x in inputs]
         self.expect = expect
@@ -84,6 +88,9 @@ class Case:
         self.compare = compare
         self.raises = raises
         self.outputs = outputs
+        if api is None:
+            api = (self.params["op"],) if "op" in self.params else (fn,)
+        self.api = tuple([api] if isinstance(api, str) else api)
         if name is None:
             name = fn + "".join(f"[{k}={v}]" for k, v in sorted(self.params.items()))
         self.name = name

@@ -101,12 +101,75 @@ def compare_one(got, exp, c):
     return None
 
 
+# Names in dask.array's namespaces that are not array functions a C++ program would call: dtype
+# objects, classes, Python-object machinery (gufuncs, frompyfunc, delayed), Dask internals, and
+# stores Tessera has no dependency for (Zarr, TileDB).
+NOT_FUNCTIONS = {
+    "Array", "PerformanceWarning", "bool", "complex64", "complex128", "float32", "float64", "int8",
+    "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "array_expr_enabled",
+    "assert_eq", "atop", "optimize", "register_chunk_type", "from_tiledb", "to_tiledb", "from_zarr",
+    "to_zarr", "from_delayed", "compute", "frompyfunc", "gufunc", "as_gufunc", "apply_gufunc",
+}
+
+
+def dask_api():
+    """Public functions of dask.array, dask.array.linalg, dask.array.fft and the random Generator."""
+    import inspect
+    import dask.array as da
+    import dask.array.fft as dfft
+    import dask.array.linalg as dla
+    import dask.array.random as drandom
+    names = {n for n in dir(da) if not n.startswith("_") and callable(getattr(da, n))} - NOT_FUNCTIONS
+    names |= {"linalg." + n for n in ("cholesky", "inv", "lstsq", "lu", "norm", "qr", "sfqr", "solve",
+                                        "solve_triangular", "svd", "svd_compressed", "tsqr")
+              if hasattr(dla, n)}
+    names |= {"fft." + n for n in dir(dfft) if not n.startswith("_") and inspect.isfunction(getattr(dfft, n))
+              and n not in ("asarray", "derived_from", "fft_wrap", "skip_doctest")}
+    names |= {"random." + n for n in dir(drandom.Generator) if not n.startswith("_")}
+    return sorted(names)
+
+
+def write_api_report(path, cases, case_failed):
+    try:
+        names = dask_api()
+    except ImportError as e:
+        print(f"api report: skipped ({e})")
+        return
+    checked = {}
+    for c in cases:
+        for a in c.api:
+            checked.setdefault(a, []).append(c)
+    rows, done = [], 0
+    for n in names:
+        cs = checked.get(n, [])
+        ok = bool(cs) and not any(id(c) in case_failed for c in cs)
+        done += ok
+        status = "yes" if ok else ("FAILING" if cs else "no")
+        rows.append(f"| `{n}` | {status} | {len(cs)} |")
+    unknown = sorted(set(checked) - set(names))
+    with open(path, "w") as f:
+        f.write("# dask.array functions checked against NumPy\n\n")
+        f.write("Written by `tests/array/conformance/run.py --api-report` (do not edit by hand): each public\n"
+                "function of `dask.array`, `dask.array.linalg`, `dask.array.fft` and `dask.array.random`'s\n"
+                "Generator, and how many conformance cases check the Tessera version against NumPy for\n"
+                "several chunkings, on the thread pool, an in-process cluster and the fake device. \"yes\":\n"
+                "every run of every such case passed.\n\n")
+        f.write(f"**{done} of {len(names)} ({100.0 * done / len(names):.0f}%)** functions checked.\n\n")
+        f.write("| function | checked | cases |\n|---|---|---:|\n")
+        f.write("\n".join(rows) + "\n")
+        if unknown:
+            f.write("\nAlso checked (names not in Dask's namespaces): " + ", ".join(f"`{u}`" for u in unknown) + "\n")
+    print(f"api report: {done} of {len(names)} dask.array functions checked ({path})")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runner", required=True, help="the tessera_array_conformance binary")
     ap.add_argument("-k", action="append", default=[], help="only cases whose name or module contains this")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("-v", action="store_true", help="print every run")
+    ap.add_argument("--api-report", metavar="FILE",
+                    help="write a Markdown table of dask.array's functions and the cases that check each")
     args = ap.parse_args()
 
     cases = load_cases(args.k)
@@ -137,6 +200,7 @@ def main():
         sys.exit(f"the runner failed (exit {proc.returncode})")
 
     passed = failed = 0
+    case_failed = set()
     expected_cache = {}
     for c, chunking, executor, target, out in runs:
         where = f"{c.module}:{c.name} chunks={chunking} {executor}/{target}"
@@ -173,6 +237,7 @@ def main():
                         problem = f"output {j}: {msg}"
                         break
         if problem:
+            case_failed.add(id(c))
             failed += 1
             print(f"FAIL {where}: {problem}")
         else:
@@ -183,6 +248,8 @@ def main():
         subprocess.run(["rm", "-rf", work])
     else:
         print(f"work directory: {work}")
+    if args.api_report:
+        write_api_report(args.api_report, cases, case_failed)
     print(f"{len(cases)} cases, {len(runs)} runs")
     print(f"{passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
