@@ -247,4 +247,96 @@ Array coarsen(CoarsenKind kind, const Array& x, const std::map<int, std::int64_t
   return result;
 }
 
+namespace {
+
+/** a[lo:hi] along axis (all of the other axes). */
+Array take_range(const Array& a, int axis, std::int64_t lo, std::int64_t hi) {
+  std::vector<Index> index;
+  for (int k = 0; k < axis; ++k) index.emplace_back(all());
+  index.emplace_back(slice(lo, hi));
+  return a[index];
+}
+
+std::vector<std::int64_t> normalized_positions(std::vector<std::int64_t> idx, std::int64_t len, bool inclusive_end,
+                                               const char* who) {
+  for (auto& i : idx) {
+    const std::int64_t hi = inclusive_end ? len : len - 1;
+    if (i < -len || i > hi)
+      throw IndexError(std::string(who) + ": index " + std::to_string(i) + " is out of bounds for an axis of length " +
+                       std::to_string(len));
+    if (i < 0) i += len;
+  }
+  std::stable_sort(idx.begin(), idx.end());
+  return idx;
+}
+
+Array insert_slabs(const Array& a, std::vector<std::int64_t> indices, const std::function<Array(const Shape&)>& slab,
+                   int axis) {
+  axis = normalize_axis(axis, a.ndim(), "insert");
+  const std::int64_t len = a.shape()[axis];
+  indices = normalized_positions(std::move(indices), len, true, "insert");
+  Shape slab_shape = a.shape();
+  slab_shape[axis] = 1;
+  std::vector<Array> pieces;
+  std::int64_t prev = 0;
+  for (auto i : indices) {
+    if (i > prev) pieces.push_back(take_range(a, axis, prev, i));
+    pieces.push_back(slab(slab_shape));
+    prev = i;
+  }
+  if (prev < len || pieces.empty()) pieces.push_back(take_range(a, axis, prev, len));
+  return pieces.size() == 1 ? pieces[0] : concatenate(pieces, axis);
+}
+
+}  // namespace
+
+Array insert(const Array& a, std::vector<std::int64_t> indices, const Array& values, int axis) {
+  return insert_slabs(a, std::move(indices), [&](const Shape& s) { return values.astype(a.dtype()).broadcast_to(s); }, axis);
+}
+
+Array insert(const Array& a, std::vector<std::int64_t> indices, Scalar value, int axis) {
+  return insert_slabs(a, std::move(indices), [&](const Shape& s) { return scalar(value, a.dtype()).broadcast_to(s); }, axis);
+}
+
+Array delete_(const Array& a, std::vector<std::int64_t> indices, int axis) {
+  axis = normalize_axis(axis, a.ndim(), "delete");
+  const std::int64_t len = a.shape()[axis];
+  indices = normalized_positions(std::move(indices), len, false, "delete");
+  std::vector<Array> pieces;
+  std::int64_t prev = 0;
+  for (auto i : indices) {
+    if (i > prev) pieces.push_back(take_range(a, axis, prev, i));
+    prev = std::max(prev, i + 1);
+  }
+  if (prev < len) pieces.push_back(take_range(a, axis, prev, len));
+  if (pieces.empty()) return take_range(a, axis, 0, 0);
+  return pieces.size() == 1 ? pieces[0] : concatenate(pieces, axis);
+}
+
+Array append(const Array& a, const Array& values, int axis) { return concatenate({a, values}, axis); }
+
+std::vector<Array> gradient(const Array& f, std::vector<int> axes, std::vector<double> spacing) {
+  if (axes.empty())
+    for (int k = 0; k < f.ndim(); ++k) axes.push_back(k);
+  if (spacing.size() > 1 && spacing.size() != axes.size())
+    throw ShapeError("gradient: give one spacing, or one per axis (" + std::to_string(axes.size()) + ")");
+  const Array x = as_float(f);
+  std::vector<Array> out;
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    const int axis = normalize_axis(axes[i], f.ndim(), "gradient");
+    const double h = spacing.empty() ? 1.0 : spacing.size() == 1 ? spacing[0] : spacing[i];
+    const std::int64_t n = f.shape()[axis];
+    if (n < 2) throw ShapeError("gradient: axis " + std::to_string(axis) + " needs at least 2 elements");
+    const Array first = (take_range(x, axis, 1, 2) - take_range(x, axis, 0, 1)) / h;
+    const Array last = (take_range(x, axis, n - 1, n) - take_range(x, axis, n - 2, n - 1)) / h;
+    if (n == 2) {
+      out.push_back(concatenate({first, last}, axis));
+      continue;
+    }
+    const Array inner = (take_range(x, axis, 2, n) - take_range(x, axis, 0, n - 2)) / (2 * h);
+    out.push_back(concatenate({first, inner, last}, axis));
+  }
+  return out;
+}
+
 }  // namespace tessera

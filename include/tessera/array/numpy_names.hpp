@@ -84,4 +84,21 @@ enum class CoarsenKind { Sum, Mean, Min, Max, Prod };
  */
 Array coarsen(CoarsenKind kind, const Array& x, const std::map<int, std::int64_t>& factors, bool trim_excess = false);
 
+/**
+ * @brief Inserts `values` before each of `indices` along axis (NumPy's insert with a list of
+ * indices, each in [-len, len]): one slab per index, values broadcast to the slab.
+ */
+Array insert(const Array& a, std::vector<std::int64_t> indices, const Array& values, int axis);
+Array insert(const Array& a, std::vector<std::int64_t> indices, Scalar value, int axis);
+/** @brief Removes the slabs at `indices` (each in [-len, len), repeats ignored) along axis. */
+Array delete_(const Array& a, std::vector<std::int64_t> indices, int axis);
+/** @brief concatenate({a, values}, axis) (NumPy's append with an axis). */
+Array append(const Array& a, const Array& values, int axis);
+/**
+ * @brief The gradient along each of `axes` (all when empty) by central differences inside and
+ * one-sided differences at the edges (NumPy's gradient, edge_order 1, one spacing per axis or
+ * one for all). Each axis needs at least 2 elements.
+ */
+std::vector<Array> gradient(const Array& f, std::vector<int> axes = {}, std::vector<double> spacing = {});
+
 }  // namespace tessera

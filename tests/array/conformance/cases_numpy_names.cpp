@@ -124,3 +124,16 @@ TESSERA_CONFORMANCE_CASE(result_type_case) {
 
 TESSERA_CONFORMANCE_CASE(dot_case) { return {dot(in[0], in[1])}; }
 TESSERA_CONFORMANCE_CASE(broadcast_to_case) { return {in[0].broadcast_to(p.ints("shape"))}; }
+
+TESSERA_CONFORMANCE_CASE(insert_case) {
+  const int axis = static_cast<int>(p.i("axis"));
+  if (in.size() > 1) return {insert(in[0], p.ints("indices"), in[1], axis)};
+  return {insert(in[0], p.ints("indices"), p.d("value"), axis)};
+}
+TESSERA_CONFORMANCE_CASE(delete_case) { return {delete_(in[0], p.ints("indices"), static_cast<int>(p.i("axis")))}; }
+TESSERA_CONFORMANCE_CASE(append_case) { return {append(in[0], in[1], static_cast<int>(p.i("axis")))}; }
+TESSERA_CONFORMANCE_CASE(gradient_case) {
+  std::vector<double> spacing;
+  if (p.has("h")) spacing.push_back(p.d("h"));
+  return gradient(in[0], p.has("axes") ? p.axes("axes") : std::vector<int>{}, spacing);
+}

@@ -86,3 +86,23 @@ CASES.append(case("broadcast_to_case", [rand(1, 4, salt=40)], lambda x, shape: n
                   api="broadcast_to"))
 CASES.append(case("names_binary", [A, B], lambda a, b, op: a, {"op": "nope"}, raises="invalid_argument", api=(),
                   chunks=[[(-1, -1), (-1, -1)]], name="names_binary[unknown op is an error]"))
+
+E = rand(5, 6, salt=41)
+for idx, axis in (([2], 0), ([0, 3, 3, 6], 1), ([-1], 1), ([5], 0)):
+    CASES.append(case("insert_case", [E], lambda x, indices, value, axis: np.insert(x, indices, value, axis),
+                      {"indices": idx, "value": 9.5, "axis": axis}, api="insert"))
+CASES.append(case("insert_case", [E, rand(6, salt=42)], lambda x, v, indices, axis: np.insert(x, indices, v, axis),
+                  {"indices": [1, 4], "axis": 0}, api="insert", chunks=[[(2, 3), (3,)], [(-1, -1), (-1,)]]))
+CASES.append(case("insert_case", [E], None, {"indices": [7], "value": 1, "axis": 0}, raises="IndexError", api=(),
+                  chunks=[[(-1, -1)]], name="insert[out of bounds]"))
+for idx, axis in (([0], 0), ([1, 3, 3], 1), ([-1, 0], 1), ([0, 1, 2, 3, 4], 0)):
+    CASES.append(case("delete_case", [E], lambda x, indices, axis: np.delete(x, indices, axis),
+                      {"indices": idx, "axis": axis}, api="delete"))
+CASES.append(case("append_case", [E, rand(5, 2, salt=43)], lambda a, b, axis: np.append(a, b, axis), {"axis": 1},
+                  api="append", chunks=[[(2, 2), (2, 2)], [(-1, -1), (-1, -1)]]))
+G = rand(6, 5, 4, salt=44)
+CASES.append(case("gradient_case", [G], lambda f: np.gradient(f), api="gradient"))
+CASES.append(case("gradient_case", [G], lambda f, axes, h: np.gradient(f, h, axis=tuple(axes)), {"axes": [1], "h": 0.5},
+                  api="gradient"))
+CASES.append(case("gradient_case", [rand(2, 7, salt=45)], lambda f, axes: np.gradient(f, axis=tuple(axes)), {"axes": [0, 1]},
+                  api="gradient"))
