@@ -42,6 +42,44 @@ inline double one_to_two(std::uint64_t x) {
 constexpr double kTwoPi = 6.283185307179586476925286766559;
 constexpr double kHalfPi = 1.5707963267948966192313216916398;
 
+#if defined(__AVX512F__)
+// Philox4x32-10 (Random123's constants and rounds, the same outputs) written one round at a
+// time over all counters, with every 32-bit word in a 64-bit lane whose top half is zero: GCC
+// then multiplies with vpmuludq. Random123's per-counter loop vectorises into vpmullq (a 64-bit
+// multiply, three micro-ops on Intel): measured 4.6-5.9 ns against 2.8-3.8 ns per call here.
+// On AVX2 and below (no 64-bit lanes worth it) the per-counter loop is faster and stays.
+inline void philox_block(std::uint64_t key, std::uint32_t stream, const std::uint64_t* counters, int n,
+                         std::uint64_t* lo_bits, std::uint64_t* hi_bits) {
+  constexpr std::uint64_t kM0 = 0xD2511F53, kM1 = 0xCD9E8D57, kW0 = 0x9E3779B9, kW1 = 0xBB67AE85;
+  constexpr std::uint64_t kLow = 0xffffffffULL;
+  alignas(64) std::uint64_t a0[kLanes + 1], a1[kLanes + 1], a2[kLanes + 1], a3[kLanes + 1];
+  for (int j = 0; j < n; ++j) {
+    a0[j] = counters[j] & kLow;
+    a1[j] = counters[j] >> 32;
+    a2[j] = stream;
+    a3[j] = 0;
+  }
+  std::uint64_t k0 = key & kLow, k1 = key >> 32;
+  for (int round = 0; round < 10; ++round) {
+#pragma GCC ivdep
+    for (int j = 0; j < n; ++j) {
+      const std::uint64_t p0 = kM0 * (a0[j] & kLow), p1 = kM1 * (a2[j] & kLow);
+      const std::uint64_t y0 = ((p1 >> 32) ^ a1[j] ^ k0) & kLow;
+      const std::uint64_t y2 = ((p0 >> 32) ^ a3[j] ^ k1) & kLow;
+      a1[j] = p1 & kLow;
+      a3[j] = p0 & kLow;
+      a0[j] = y0;
+      a2[j] = y2;
+    }
+    k0 = (k0 + kW0) & kLow;
+    k1 = (k1 + kW1) & kLow;
+  }
+  for (int j = 0; j < n; ++j) {
+    lo_bits[j] = (a1[j] << 32) | a0[j];
+    hi_bits[j] = (a3[j] << 32) | a2[j];
+  }
+}
+#else
 inline void philox_block(std::uint64_t key, std::uint32_t stream, const std::uint64_t* counters, int n,
                          std::uint64_t* lo_bits, std::uint64_t* hi_bits) {
   const philox4x32_key_t k = {{static_cast<std::uint32_t>(key), static_cast<std::uint32_t>(key >> 32)}};
@@ -54,6 +92,7 @@ inline void philox_block(std::uint64_t key, std::uint32_t stream, const std::uin
     hi_bits[j] = (static_cast<std::uint64_t>(x.v[3]) << 32) | x.v[2];
   }
 }
+#endif
 
 // Contiguous elements (delta 1) share Box-Muller pairs: one Philox call, log and sqrt per pair
 // instead of per element. Both halves use the same expression as normal_block, so values are
