@@ -7,8 +7,8 @@
 
 namespace tessera::detail {
 
-/** The chunks of `shape` for a ChunkSpec: one size for every axis, or one per axis. */
-Chunks normalize_chunks(const Shape& shape, const ChunkSpec& spec);
+/** The chunks of `shape` for a ChunkSpec (tessera::normalize_chunks; auto sizes use dtype). */
+Chunks normalize_chunks(const Shape& shape, const ChunkSpec& spec, DType dtype = DType::Float64);
 /** A well-spread Philox key for (seed, RandomState call). */
 std::uint64_t mix_key(std::uint64_t seed, std::uint64_t stream);
 /** A generator expression; checks the shape. A Full of an integer dtype holds its exact value in i0. */

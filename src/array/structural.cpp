@@ -30,13 +30,9 @@ Array rechunk_to(const Array& a, Chunks chunks) {
 
 }  // namespace
 
-Array Array::rechunk(std::vector<std::int64_t> chunk) const {
+Array Array::rechunk(const ChunkSpec& chunks) const {
   const Expr& e = expr_of(*this);
-  if (chunk.size() == 1 && e.shape.size() > 1) chunk.assign(e.shape.size(), chunk[0]);
-  if (chunk.size() != e.shape.size())
-    throw ShapeError("rechunk: " + std::to_string(chunk.size()) + " chunk sizes for an array of " +
-                     std::to_string(e.shape.size()) + " dimensions");
-  return rechunk_to(*this, regular_chunks(e.shape, chunk));
+  return rechunk_to(*this, normalize_chunks(chunks, e.shape, e.dtype));
 }
 
 Array Array::reshape(Shape shape) const {
