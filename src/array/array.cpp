@@ -22,8 +22,8 @@ const std::string& Array::name() const { return expr_of(*this).name; }
 Target Array::target() const { return expr_of(*this).target; }
 
 namespace {
-// The same array placed on `target`: a generator, or a blockwise tree of generators, is re-made
-// there (random numbers are generated on the GPU directly, with the same values); anything else is read through an identity view
+// The same array placed on `target`: a generator, or (to the device) a blockwise tree of
+// generators, is re-made there (random numbers are generated on the GPU directly, with the same values); anything else is read through an identity view
 // placed there, which lowering does not fuse with its differently placed input.
 // A blockwise tree whose leaves are all generators (eye, tri, linspace, ...), rebuilt on
 // `target`, so that it is computed there in one fused program per chunk; nullptr when some leaf
@@ -56,8 +56,11 @@ ExprPtr remade_on(const ExprPtr& e, Target target, std::unordered_map<const Expr
 Array place(const Array& a, Target target) {
   const Expr& e = expr_of(a);
   if (e.target == target) return a;
+  // to_host() of a tree keeps its device part where it was asked to run; a single generator is
+  // generated on the host again.
   std::unordered_map<const Expr*, ExprPtr> done;
-  if (auto remade = remade_on(a.expr(), target, done)) return Array(remade);
+  if (target == Target::Device || e.kind == ExprKind::Generator)
+    if (auto remade = remade_on(a.expr(), target, done)) return Array(remade);
   auto v = make_expr<ViewExpr>(ExprKind::View, e.dtype, e.shape, e.chunks, target == Target::Device ? "to_device" : "to_host");
   v->input = a.expr();
   const int nd = static_cast<int>(e.shape.size());
