@@ -11,6 +11,7 @@
 
 #include "array_ops.hpp"
 #include "expr.hpp"
+#include "generator.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/ops/registry.hpp"
 #include "tessera/ops/serialize.hpp"
@@ -33,7 +34,7 @@ Array rechunk_to(const Array& a, Chunks chunks) {
 
 Array Array::rechunk(const ChunkSpec& chunks) const {
   const Expr& e = expr_of(*this);
-  return rechunk_to(*this, normalize_chunks(chunks, e.shape, e.dtype));
+  return rechunk_to(*this, normalize_chunks_from(chunks, e.shape, e.dtype, e.chunks));
 }
 
 Array Array::reshape(Shape shape) const {

@@ -281,3 +281,33 @@ TEST(ArrayChunkSpec, AutoChunksEverywhereAChunkSpecIsTaken) {
 }
 
 }  // namespace
+
+namespace {
+
+// (first chunk, number of chunks, last chunk) per axis.
+std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>> summary(const Chunks& c) {
+  std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>> s;
+  for (const auto& a : c) s.emplace_back(a.front(), static_cast<std::int64_t>(a.size()), a.back());
+  return s;
+}
+
+TEST(ArrayChunkSpec, RechunkToAutoScalesTheCurrentChunksAsDaskDoes) {
+  // Values from dask's x.rechunk("auto", block_size_limit=...): growing merges whole current
+  // chunks (4 x 1000, not 4096); shrinking rounds to a multiple of the common chunk.
+  using S = std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>>;
+  EXPECT_EQ(summary(zeros({20000, 20000}, {1000, 1000}).rechunk(auto_chunk).chunks()), (S{{4000, 5, 4000}, {4000, 5, 4000}}));
+  EXPECT_EQ(summary(zeros({20000, 20000}, {10000, 10000}).rechunk(auto_chunk).chunks()),
+            (S{{4096, 5, 3616}, {4096, 5, 3616}}));
+  set_auto_chunk_bytes(200 * 8);
+  EXPECT_EQ(ones({20, 20, 20}, {2, 2, 2}).rechunk({auto_chunk, auto_chunk, 2}).chunks(),
+            (Chunks{{10, 10}, {10, 10}, {2, 2, 2, 2, 2, 2, 2, 2, 2, 2}}));
+  set_auto_chunk_bytes(100000);
+  EXPECT_EQ(summary(ones({1000, 300}, {7, 300}).rechunk({auto_chunk, -1}).chunks()), (S{{35, 29, 20}, {300, 1, 300}}));
+  EXPECT_EQ(ones({300, 300}, Chunks{{100, 50, 150}, {300}}).rechunk(auto_chunk).chunks(),
+            (Chunks{{64, 64, 64, 64, 44}, {194, 106}}));
+  set_auto_chunk_bytes(10000);
+  EXPECT_EQ(summary(ones({100000}, {1000}, DType::Int32).rechunk(auto_chunk).chunks()), (S{{2000, 50, 2000}}));
+  set_auto_chunk_bytes(0);
+}
+
+}  // namespace
