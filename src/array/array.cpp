@@ -4,6 +4,8 @@
 // is built, so that nothing invalid ever reaches a task.
 #include "tessera/array/array.hpp"
 
+#include <unordered_map>
+
 #include "expr.hpp"
 #include "tessera/core/error.hpp"
 
@@ -20,18 +22,45 @@ const std::string& Array::name() const { return expr_of(*this).name; }
 Target Array::target() const { return expr_of(*this).target; }
 
 namespace {
-// The same array placed on `target`: a generator is re-made there (random numbers are generated
-// on the GPU directly, with the same values); anything else is read through an identity view
+// The same array placed on `target`: a generator, or (to the device) a blockwise tree of
+// generators, is re-made there (random numbers are generated on the GPU directly, with the same values); anything else is read through an identity view
 // placed there, which lowering does not fuse with its differently placed input.
+// A blockwise tree whose leaves are all generators (eye, tri, linspace, ...), rebuilt on
+// `target`, so that it is computed there in one fused program per chunk; nullptr when some leaf
+// is not a generator.
+ExprPtr remade_on(const ExprPtr& e, Target target, std::unordered_map<const Expr*, ExprPtr>& done) {
+  if (auto it = done.find(e.get()); it != done.end()) return it->second;
+  std::shared_ptr<Expr> copy;
+  switch (e->kind) {
+    case ExprKind::Generator: copy = std::make_shared<GeneratorExpr>(static_cast<const GeneratorExpr&>(*e)); break;
+    case ExprKind::Elementwise: {
+      auto w = std::make_shared<ElementwiseExpr>(static_cast<const ElementwiseExpr&>(*e));
+      for (auto& in : w->inputs)
+        if (!(in = remade_on(in, target, done))) return nullptr;
+      copy = w;
+      break;
+    }
+    case ExprKind::View: {
+      auto v = std::make_shared<ViewExpr>(static_cast<const ViewExpr&>(*e));
+      if (!(v->input = remade_on(v->input, target, done))) return nullptr;
+      copy = v;
+      break;
+    }
+    default: return nullptr;
+  }
+  copy->name = unique_name(e->name + (target == Target::Device ? "-device" : "-host"));
+  copy->target = target;
+  return done[e.get()] = copy;
+}
+
 Array place(const Array& a, Target target) {
   const Expr& e = expr_of(a);
   if (e.target == target) return a;
-  if (e.kind == ExprKind::Generator) {
-    auto g = std::make_shared<GeneratorExpr>(static_cast<const GeneratorExpr&>(e));
-    g->name = unique_name(e.name + (target == Target::Device ? "-device" : "-host"));
-    g->target = target;
-    return Array(g);
-  }
+  // to_host() of a tree keeps its device part where it was asked to run; a single generator is
+  // generated on the host again.
+  std::unordered_map<const Expr*, ExprPtr> done;
+  if (target == Target::Device || e.kind == ExprKind::Generator)
+    if (auto remade = remade_on(a.expr(), target, done)) return Array(remade);
   auto v = make_expr<ViewExpr>(ExprKind::View, e.dtype, e.shape, e.chunks, target == Target::Device ? "to_device" : "to_host");
   v->input = a.expr();
   const int nd = static_cast<int>(e.shape.size());

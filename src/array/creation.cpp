@@ -15,11 +15,8 @@ using namespace detail;
 
 namespace detail {
 
-Chunks normalize_chunks(const Shape& shape, const ChunkSpec& spec) {
-  if (spec.empty() && shape.empty()) return {};
-  ChunkSpec c = spec;
-  if (c.size() == 1 && shape.size() > 1) c.assign(shape.size(), spec[0]);  // one size for every axis
-  return regular_chunks(shape, c);
+Chunks normalize_chunks(const Shape& shape, const ChunkSpec& spec, DType dtype) {
+  return tessera::normalize_chunks(spec, shape, dtype);
 }
 
 std::uint64_t mix_key(std::uint64_t seed, std::uint64_t stream) {
@@ -34,7 +31,7 @@ Array make_generator(GenKind gen, DType dtype, Shape shape, const ChunkSpec& chu
                      std::int64_t i0, std::int64_t i1, std::uint64_t key, const char* prefix) {
   for (auto n : shape)
     if (n < 0) throw ShapeError(std::string(prefix) + ": negative extent in shape " + shape_to_string(shape));
-  auto c = normalize_chunks(shape, chunks);
+  auto c = normalize_chunks(shape, chunks, dtype);
   auto e = make_expr<GeneratorExpr>(ExprKind::Generator, dtype, shape, std::move(c), prefix);
   e->gen = gen;
   e->p0 = p0;
@@ -89,7 +86,7 @@ Array scalar(Scalar value, std::optional<DType> dtype) {
 Array from_block(const Block& block, ChunkSpec chunks) {
   if (block.empty()) throw Error("from_block: empty block");
   if (block.memory_kind() != MemoryKind::Host) throw Error("from_block: the block must be in host memory");
-  auto c = normalize_chunks(block.shape(), chunks);
+  auto c = normalize_chunks(block.shape(), chunks, block.dtype());
   auto e = make_expr<SourceExpr>(ExprKind::Source, block.dtype(), block.shape(), c, "array");
   const std::int64_t nchunks = shape_size(chunk_counts(c));
   const int d = block.ndim();

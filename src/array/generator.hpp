@@ -7,8 +7,14 @@
 
 namespace tessera::detail {
 
-/** The chunks of `shape` for a ChunkSpec: one size for every axis, or one per axis. */
-Chunks normalize_chunks(const Shape& shape, const ChunkSpec& spec);
+/** The chunks of `shape` for a ChunkSpec (tessera::normalize_chunks; auto sizes use dtype). */
+Chunks normalize_chunks(const Shape& shape, const ChunkSpec& spec, DType dtype = DType::Float64);
+/**
+ * normalize_chunks for a rechunk from `previous` chunks (Dask's previous_chunks): auto axes scale
+ * the median current chunk by one common factor, growing by merging whole current chunks (the
+ * boundaries stay aligned) and shrinking to a multiple of the most common chunk.
+ */
+Chunks normalize_chunks_from(const ChunkSpec& spec, const Shape& shape, DType dtype, const Chunks& previous);
 /** A well-spread Philox key for (seed, RandomState call). */
 std::uint64_t mix_key(std::uint64_t seed, std::uint64_t stream);
 /** A generator expression; checks the shape. A Full of an integer dtype holds its exact value in i0. */

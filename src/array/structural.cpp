@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <unordered_map>
 
 #include "array_ops.hpp"
 #include "expr.hpp"
+#include "generator.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/ops/registry.hpp"
 #include "tessera/ops/serialize.hpp"
@@ -30,13 +32,9 @@ Array rechunk_to(const Array& a, Chunks chunks) {
 
 }  // namespace
 
-Array Array::rechunk(std::vector<std::int64_t> chunk) const {
+Array Array::rechunk(const ChunkSpec& chunks) const {
   const Expr& e = expr_of(*this);
-  if (chunk.size() == 1 && e.shape.size() > 1) chunk.assign(e.shape.size(), chunk[0]);
-  if (chunk.size() != e.shape.size())
-    throw ShapeError("rechunk: " + std::to_string(chunk.size()) + " chunk sizes for an array of " +
-                     std::to_string(e.shape.size()) + " dimensions");
-  return rechunk_to(*this, regular_chunks(e.shape, chunk));
+  return rechunk_to(*this, normalize_chunks_from(chunks, e.shape, e.dtype, e.chunks));
 }
 
 Array Array::reshape(Shape shape) const {
@@ -246,13 +244,36 @@ void check_chunk(const Value& v, const Expr& e, const std::vector<std::int64_t>&
                      ", expected " + std::string(dtype_name(e.dtype)) + " " + shape_to_string(want));
 }
 
+// The chunk keys of an array may repeat (concatenate({x, x}) and tile reuse x's chunks), and
+// a cluster answers each output key once: ask for every key once and hand the values out again.
+struct UniqueKeys {
+  std::vector<Key> keys;           // each once, in first-seen order
+  std::vector<std::size_t> which;  // per chunk: its key's index in keys
+  explicit UniqueKeys(const std::vector<Key>& chunk_keys) {
+    std::unordered_map<Key, std::size_t> seen;
+    for (const auto& k : chunk_keys) {
+      auto [it, fresh] = seen.try_emplace(k, keys.size());
+      if (fresh) keys.push_back(k);
+      which.push_back(it->second);
+    }
+  }
+  template <typename T>
+  std::vector<T> spread(const std::vector<T>& per_key) const {
+    std::vector<T> out;
+    out.reserve(which.size());
+    for (auto i : which) out.push_back(per_key[i]);
+    return out;
+  }
+};
+
 }  // namespace
 
 Block Array::compute(Executor& executor) const {
   const Expr& e = expr_of(*this);
   std::vector<Key> keys;
   Graph g = graph_for(*this, &executor, &keys);
-  const auto values = executor.get(g, keys);
+  const UniqueKeys unique(keys);
+  const auto values = unique.spread(executor.get(g, unique.keys));
   if (keys.size() == 1) {
     check_chunk(values[0], e, std::vector<std::int64_t>(e.shape.size(), 0), keys[0]);
     return tessera::to_host(values[0].block());
@@ -280,7 +301,14 @@ Array Array::persist(Executor& executor) const {
   const Expr& e = expr_of(*this);
   std::vector<Key> keys;
   Graph g = graph_for(*this, &executor, &keys);
-  auto kept = executor.keep(g, keys);
+  const UniqueKeys unique(keys);
+  auto kept = executor.keep(g, unique.keys);
+  if (unique.keys.size() != keys.size()) {  // one key per chunk again
+    auto per_chunk = std::make_shared<KeptResults>(*kept);
+    per_chunk->keys = unique.spread(kept->keys);
+    per_chunk->values = [values = kept->values, unique] { return unique.spread(values()); };
+    kept = std::move(per_chunk);
+  }
   auto s = make_expr<SourceExpr>(ExprKind::Source, e.dtype, e.shape, e.chunks, "persist-" + e.name);
   s->target = e.target;  // persisted device chunks stay on the device
   if (executor.holds(*kept)) {

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/array/chunks.hpp"
 #include "tessera/array/indexing.hpp"
 #include "tessera/array/reductions.hpp"
 #include "tessera/array/scalar.hpp"
@@ -32,9 +33,6 @@ namespace tessera {
 namespace detail {
 struct Expr;
 }
-
-/** @brief Chunk sizes per axis, like Dask's chunks=(c, c); -1 or 0 means the whole axis. */
-using ChunkSpec = std::vector<std::int64_t>;
 
 /** @brief A lazy n-d array split into chunks. Cheap to copy (shares the expression). */
 class Array {
@@ -66,8 +64,11 @@ class Array {
   Array T() const { return transpose(); }
   /** @brief Row-major reshape; needs chunks that map to contiguous ranges (see docs). */
   Array reshape(Shape shape) const;
-  /** @brief New chunk sizes per axis (-1: the whole axis); one size applies to every axis. */
-  Array rechunk(std::vector<std::int64_t> chunk) const;
+  /**
+   * @brief New chunks (ChunkSpec: sizes per axis, -1 for the whole axis, one size for every
+   * axis, explicit irregular chunks, or auto_chunk).
+   */
+  Array rechunk(const ChunkSpec& chunks) const;
   /** @brief Broadcasts to a larger shape (NumPy rules). */
   Array broadcast_to(Shape shape) const;
 
@@ -127,3 +128,5 @@ class Array {
 #include "tessera/array/numpy_names.hpp"  // IWYU pragma: export
 #include "tessera/array/random.hpp"       // IWYU pragma: export
 #include "tessera/array/structural.hpp"   // IWYU pragma: export
+#include "tessera/array/creation_more.hpp"  // IWYU pragma: export
+#include "tessera/array/shape.hpp"          // IWYU pragma: export
