@@ -125,4 +125,7 @@ class Array {
 #include "tessera/array/creation.hpp"     // IWYU pragma: export
 #include "tessera/array/elementwise.hpp"  // IWYU pragma: export
 #include "tessera/array/random.hpp"       // IWYU pragma: export
+#include "tessera/array/scan.hpp"         // IWYU pragma: export
+#include "tessera/array/sort.hpp"         // IWYU pragma: export
+#include "tessera/array/statistics.hpp"   // IWYU pragma: export
 #include "tessera/array/structural.hpp"   // IWYU pragma: export
