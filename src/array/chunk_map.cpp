@@ -31,7 +31,8 @@ Array chunk_map(const std::string& op, DType dtype, Chunks chunks, const std::ve
   const auto n = static_cast<std::size_t>(shape_size(chunk_counts(chunks)));
   if (reads.size() != n) throw Error(name + ": " + std::to_string(reads.size()) + " read lists for " + std::to_string(n) + " chunks");
   if (params.size() != 1 && params.size() != n) throw Error(name + ": parameters for " + std::to_string(params.size()) + " chunks");
-  auto e = make_expr<ChunkMapExpr>(ExprKind::Custom, dtype, chunks_shape(chunks), std::move(chunks), name);
+  Shape shape = chunks_shape(chunks);
+  auto e = make_expr<ChunkMapExpr>(ExprKind::Custom, dtype, std::move(shape), std::move(chunks), name);
   e->op = op;
   e->params = std::move(params);
   e->reads = std::move(reads);
