@@ -187,7 +187,8 @@ Histogram histogram_impl(const Array& x, std::vector<double> edges, const std::o
   std::vector<Array> inputs{x};
   if (weights) {
     if (weights->shape() != x.shape()) throw ShapeError("histogram: weights should have the same shape as a");
-    inputs.push_back(rechunk_exact(*weights, x.chunks()));
+    // float64 weights (a fused cast): the sums are float64, and the device kernels read doubles.
+    inputs.push_back(rechunk_exact(weights->dtype() == DType::Float64 ? *weights : weights->astype(DType::Float64), x.chunks()));
   }
   const std::int64_t n = x.num_chunks();
   Chunks chunks{std::vector<std::int64_t>(static_cast<std::size_t>(n), 1), {nb}};
@@ -338,7 +339,7 @@ Array bincount(const Array& x, const std::optional<Array>& weights, std::int64_t
   std::vector<Array> inputs{x};
   if (weights) {
     if (weights->shape() != x.shape()) throw ShapeError("bincount: the weights and list don't have the same length");
-    inputs.push_back(rechunk_exact(*weights, x.chunks()));
+    inputs.push_back(rechunk_exact(weights->dtype() == DType::Float64 ? *weights : weights->astype(DType::Float64), x.chunks()));
   }
   const std::int64_t n = x.num_chunks();
   Chunks chunks{std::vector<std::int64_t>(static_cast<std::size_t>(n), 1), {length}};
