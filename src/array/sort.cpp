@@ -47,6 +47,14 @@ Value sort_op(const OpContext&, std::span<const Value> args) {
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* in = static_cast<const T*>(x.raw());
+    if (!p.arg) {
+      // Values alone: equal values are interchangeable (but -0.0 and 0.0, which NumPy orders
+      // arbitrarily too), so an unstable sort of the values gives the stable result.
+      T* o = static_cast<T*>(out.raw());
+      std::copy(in, in + rows * n, o);
+      for (std::int64_t r = 0; r < rows; ++r) std::sort(o + r * n, o + (r + 1) * n, sorting::LessNanLast<T>{});
+      return;
+    }
     std::vector<std::int64_t> idx(static_cast<std::size_t>(n));
     for (std::int64_t r = 0; r < rows; ++r) {
       const T* row = in + r * n;

@@ -46,8 +46,28 @@ Value quantile_op(const OpContext&, std::span<const Value> args) {
     std::vector<S> row(static_cast<std::size_t>(n));
     for (std::int64_t r = 0; r < rows; ++r) {
       std::copy(in + r * n, in + (r + 1) * n, row.begin());
-      std::sort(row.begin(), row.end(), sorting::LessNanLast<S>{});
-      const std::int64_t valid = sorting::count_not_nan_sorted(row.data(), n);
+      std::int64_t valid = n;
+      if (nq == 1) {
+        // One quantile reads at most two neighbouring order statistics (lo and lo + 1): a
+        // selection instead of a sort (the median of a large slice is several times faster).
+        const auto nan_start = std::partition(row.begin(), row.end(), [](S v) { return v == v; });
+        valid = nan_start - row.begin();
+        if (valid > 0 && (p.skip_nan || valid == n)) {
+          std::int64_t lo = 0;
+          if (p.method == sorting::Median) {
+            lo = valid % 2 ? valid / 2 : valid / 2 - 1;
+          } else {
+            const double vi = p.q[0] * static_cast<double>(valid - 1);
+            lo = std::clamp<std::int64_t>(static_cast<std::int64_t>(std::floor(vi)), 0, valid - 1);
+          }
+          const auto end = row.begin() + valid;
+          std::nth_element(row.begin(), row.begin() + lo, end);
+          if (lo + 1 < valid) std::iter_swap(row.begin() + lo + 1, std::min_element(row.begin() + lo + 1, end));
+        }
+      } else {
+        std::sort(row.begin(), row.end(), sorting::LessNanLast<S>{});
+        valid = sorting::count_not_nan_sorted(row.data(), n);
+      }
       for (std::int64_t i = 0; i < nq; ++i) {
         const double v = (!p.skip_nan && valid < n)
                              ? std::numeric_limits<double>::quiet_NaN()
