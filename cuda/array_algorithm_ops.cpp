@@ -213,7 +213,7 @@ Value histogram_device(const OpContext& ctx, std::span<const Value> args) {
   const Block& x = arg_block(args, 1, "histogram", c.device);
   const double* w = weights_of(args, p.weighted, x, "histogram", c.device);
   Block out = c.block(p.weighted ? DType::Float64 : DType::Int64, {1, static_cast<Index>(p.edges.size()) - 1});
-  array::histogram(c.call, x.dtype(), x.raw(), x.size(), w, p.edges, out.raw());
+  array::histogram(c.call, x.dtype(), x.raw(), x.size(), w, p.edges, p.norm, out.raw());
   return Value(std::move(out));
 }
 

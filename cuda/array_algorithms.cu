@@ -89,8 +89,8 @@ void isin(const Call& c, DType t, const void* x, Index n, const void* sorted, In
   run("thrust (isin)", c, [&](CudaSystem& sys) { algo::isin(sys, t, x, n, sorted, nt, out, invert); });
 }
 void histogram(const Call& c, DType t, const void* x, Index n, const double* weights, const std::vector<double>& edges,
-               void* out) {
-  run("thrust (histogram)", c, [&](CudaSystem& sys) { algo::histogram(sys, t, x, n, weights, edges, out); });
+               double norm, void* out) {
+  run("thrust (histogram)", c, [&](CudaSystem& sys) { algo::histogram(sys, t, x, n, weights, edges, norm, out); });
 }
 bool bincount(const Call& c, DType t, const void* x, Index n, const double* weights, Index length, void* out) {
   return run("thrust (bincount)", c, [&](CudaSystem& sys) { return algo::bincount(sys, t, x, n, weights, length, out); });

@@ -37,7 +37,7 @@ void quantile_rows(const Call& c, DType t, const void* in, Index rows, Index n, 
 void searchsorted(const Call& c, DType t, const void* a, Index na, const void* v, Index nv, Index* out, bool right);
 void isin(const Call& c, DType t, const void* x, Index n, const void* sorted, Index nt, bool* out, bool invert);
 void histogram(const Call& c, DType t, const void* x, Index n, const double* weights, const std::vector<double>& edges,
-               void* out);
+               double norm, void* out);
 bool bincount(const Call& c, DType t, const void* x, Index n, const double* weights, Index length, void* out);
 /** unique's merge of n (value, count) pairs (values widened, counts int64; both modified): m. */
 Index unique_counts(const Call& c, DType wide, void* values, Index* counts, Index n, void* out_values, Index* out_counts);

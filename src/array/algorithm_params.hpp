@@ -80,8 +80,9 @@ struct IsinParams {
 struct HistogramParams {
   std::vector<double> edges;  // ascending
   bool weighted = false;
+  double norm = 0;  // equal bins: bins / (last - first), the bin computed, not searched; 0: search
   template <class Ar>
-  void serialize(Ar& ar) { ar(edges, weighted); }
+  void serialize(Ar& ar) { ar(edges, weighted, norm); }
 };
 
 /** Partial bincount of a 1-d chunk (args: x chunk [, weights chunk]): shape (1, length). */

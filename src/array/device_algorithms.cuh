@@ -150,7 +150,11 @@ template <class T>
 struct BinOf {
   const double* edges;
   Index nedges;
-  TESSERA_ALGO_HD Index operator()(T x) const { return sorting::histogram_bin(edges, nedges, static_cast<double>(x)); }
+  double norm;  // > 0: equal bins
+  TESSERA_ALGO_HD Index operator()(T x) const {
+    const double v = static_cast<double>(x);
+    return norm > 0 ? sorting::histogram_bin_uniform(edges, nedges, norm, v) : sorting::histogram_bin(edges, nedges, v);
+  }
 };
 
 template <class T>
@@ -357,16 +361,20 @@ void count_bins(Sys& sys, Index* bins, const double* weights, Index n, Index nbi
   }
 }
 
-/** Histogram of n values over ascending edges (host vector): out (nedges - 1) int64 or float64 sums. */
+/**
+ * Histogram of n values over ascending edges (host vector): out (nedges - 1) int64 or float64
+ * sums. norm > 0: equal bins (HistogramParams::norm).
+ */
 template <class Sys>
-void histogram(Sys& sys, DType t, const void* x, Index n, const double* weights, const std::vector<double>& edges, void* out) {
+void histogram(Sys& sys, DType t, const void* x, Index n, const double* weights, const std::vector<double>& edges,
+               double norm, void* out) {
   const Index ne = static_cast<Index>(edges.size());
   double* e = scratch<double>(sys, ne);
   sys.upload(e, edges.data(), sizeof(double) * edges.size());
   Index* bins = scratch<Index>(sys, n);
   for_dtype(t, [&](auto tag) {
     using T = decltype(tag);
-    if (n > 0) thrust::transform(sys.policy(), static_cast<const T*>(x), static_cast<const T*>(x) + n, bins, BinOf<T>{e, ne});
+    if (n > 0) thrust::transform(sys.policy(), static_cast<const T*>(x), static_cast<const T*>(x) + n, bins, BinOf<T>{e, ne, norm});
   });
   count_bins(sys, bins, weights, n, ne - 1, out);
 }

@@ -20,7 +20,8 @@ void quantile_rows(DType t, const void* in, Index rows, Index n, const std::vect
                    bool skip_nan, DType out_t, void* out);
 void searchsorted(DType t, const void* a, Index na, const void* v, Index nv, Index* out, bool right);
 void isin(DType t, const void* x, Index n, const void* sorted, Index nt, bool* out, bool invert);
-void histogram(DType t, const void* x, Index n, const double* weights, const std::vector<double>& edges, void* out);
+void histogram(DType t, const void* x, Index n, const double* weights, const std::vector<double>& edges,
+               double norm, void* out);
 bool bincount(DType t, const void* x, Index n, const double* weights, Index length, void* out);
 /** unique of n values of dtype t: the distinct values (widened) and counts; returns m. */
 Index unique(DType t, const void* x, Index n, void* out_values, Index* out_counts);

@@ -59,9 +59,10 @@ void isin(DType t, const void* x, Index n, const void* sorted, Index nt, bool* o
   HostSystem sys;
   algo::isin(sys, t, x, n, sorted, nt, out, invert);
 }
-void histogram(DType t, const void* x, Index n, const double* weights, const std::vector<double>& edges, void* out) {
+void histogram(DType t, const void* x, Index n, const double* weights, const std::vector<double>& edges,
+               double norm, void* out) {
   HostSystem sys;
-  algo::histogram(sys, t, x, n, weights, edges, out);
+  algo::histogram(sys, t, x, n, weights, edges, norm, out);
 }
 bool bincount(DType t, const void* x, Index n, const double* weights, Index length, void* out) {
   HostSystem sys;

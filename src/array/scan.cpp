@@ -3,7 +3,9 @@
 // slice per chunk), and diff / ediff1d as views.
 #include "tessera/array/scan.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <span>
 
 #include "algorithm_params.hpp"
@@ -68,23 +70,36 @@ Array nan_to(const Array& x, double v) {
 // ---- the host op ----------------------------------------------------------------------------------
 
 template <typename T>
+T scan_step(T acc, T v, bool product) {
+  if constexpr (std::is_same_v<T, std::int64_t>) {
+    // Wrap-around, as NumPy's integers.
+    using U = std::uint64_t;
+    return static_cast<T>(product ? U(acc) * U(v) : U(acc) + U(v));
+  } else {
+    return product ? static_cast<T>(acc * v) : static_cast<T>(acc + v);
+  }
+}
+
+// Row by row along the axis: out[k] = out[k - 1] op in[k] over the whole inner extent at once,
+// so an axis that is not the last one is read contiguously (and the loop vectorises).
+template <typename T>
 void scan_block(const T* in, T* out, std::int64_t outer, std::int64_t n, std::int64_t inner, bool product) {
   for (std::int64_t o = 0; o < outer; ++o) {
     const T* a = in + o * n * inner;
     T* b = out + o * n * inner;
-    for (std::int64_t i = 0; i < inner; ++i) {
-      T acc = product ? T(1) : T(0);
-      for (std::int64_t k = 0; k < n; ++k) {
-        const T v = a[k * inner + i];
-        if constexpr (std::is_same_v<T, std::int64_t>) {
-          // Wrap-around, as NumPy's integers.
-          using U = std::uint64_t;
-          acc = static_cast<T>(product ? U(acc) * U(v) : U(acc) + U(v));
-        } else {
-          acc = product ? static_cast<T>(acc * v) : static_cast<T>(acc + v);
-        }
-        b[k * inner + i] = acc;
-      }
+    if (n == 0) continue;
+    if (inner == 1) {
+      T acc = a[0];
+      b[0] = acc;
+      for (std::int64_t k = 1; k < n; ++k) b[k] = acc = scan_step(acc, a[k], product);
+      continue;
+    }
+    std::copy(a, a + inner, b);
+    for (std::int64_t k = 1; k < n; ++k) {
+      const T* prev = b + (k - 1) * inner;
+      const T* cur = a + k * inner;
+      T* dst = b + k * inner;
+      for (std::int64_t i = 0; i < inner; ++i) dst[i] = scan_step(prev[i], cur[i], product);
     }
   }
 }

@@ -55,19 +55,20 @@ Value sort_op(const OpContext&, std::span<const Value> args) {
       for (std::int64_t r = 0; r < rows; ++r) std::sort(o + r * n, o + (r + 1) * n, sorting::LessNanLast<T>{});
       return;
     }
-    std::vector<std::int64_t> idx(static_cast<std::size_t>(n));
+    // (value, position) pairs sorted by value, then position: the stable order, with the pairs
+    // contiguous (faster than sorting positions through the values).
+    using S = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
+    std::vector<std::pair<S, std::int64_t>> pairs(static_cast<std::size_t>(n));
     for (std::int64_t r = 0; r < rows; ++r) {
       const T* row = in + r * n;
-      std::iota(idx.begin(), idx.end(), std::int64_t{0});
-      std::stable_sort(idx.begin(), idx.end(), [&](std::int64_t a, std::int64_t b) {
-        return sorting::LessNanLast<T>{}(row[a], row[b]);
+      for (std::int64_t j = 0; j < n; ++j) pairs[static_cast<std::size_t>(j)] = {static_cast<S>(row[j]), j};
+      std::sort(pairs.begin(), pairs.end(), [](const auto& a, const auto& b) {
+        if (sorting::LessNanLast<S>{}(a.first, b.first)) return true;
+        if (sorting::LessNanLast<S>{}(b.first, a.first)) return false;
+        return a.second < b.second;
       });
-      if (p.arg) {
-        std::memcpy(out.data<std::int64_t>() + r * n, idx.data(), sizeof(std::int64_t) * static_cast<std::size_t>(n));
-      } else {
-        T* o = static_cast<T*>(out.raw()) + r * n;
-        for (std::int64_t j = 0; j < n; ++j) o[j] = row[idx[static_cast<std::size_t>(j)]];
-      }
+      std::int64_t* o = out.data<std::int64_t>() + r * n;
+      for (std::int64_t j = 0; j < n; ++j) o[j] = pairs[static_cast<std::size_t>(j)].second;
     }
   });
   return Value(std::move(out));
@@ -107,8 +108,14 @@ Block topk_rows(const TopkParams& p, std::span<const Value> blocks, DType value_
     auto better = [&](const auto& a, const auto& b) {
       return p.k > 0 ? sorting::GreaterNanLast<T>{}(a.first, b.first) : sorting::LessNanLast<T>{}(a.first, b.first);
     };
-    // Candidates arrive in index order, so a stable sort keeps the lower index first on ties.
-    std::stable_sort(cand.begin(), cand.end(), better);
+    // Only the best m are ordered (O(n log m)); ties go to the lower index, as a stable sort of
+    // the candidates (which arrive in index order) would give.
+    auto better_then_first = [&](const auto& a, const auto& b) {
+      if (better(a, b)) return true;
+      if (better(b, a)) return false;
+      return a.second < b.second;
+    };
+    std::partial_sort(cand.begin(), cand.begin() + m, cand.end(), better_then_first);
     for (std::int64_t j = 0; j < m; ++j) {
       const auto& c = cand[static_cast<std::size_t>(j)];
       if (p.final && p.arg) out.data<std::int64_t>()[r * m + j] = c.second;
@@ -147,9 +154,11 @@ Value searchsorted_op(const OpContext&, std::span<const Value> args) {
     const T* s = static_cast<const T*>(a.raw());
     const T* x = static_cast<const T*>(v.raw());
     std::int64_t* o = out.data<std::int64_t>();
-    for (std::int64_t i = 0; i < v.size(); ++i) {
-      const T* it = p.right ? std::upper_bound(s, s + a.size(), x[i], sorting::LessNanLast<T>{})
-                            : std::lower_bound(s, s + a.size(), x[i], sorting::LessNanLast<T>{});
+    const T* end = s + a.size();  // Block::size() multiplies the shape: not per element
+    const std::int64_t n = v.size();
+    for (std::int64_t i = 0; i < n; ++i) {
+      const T* it = p.right ? std::upper_bound(s, end, x[i], sorting::LessNanLast<T>{})
+                            : std::lower_bound(s, end, x[i], sorting::LessNanLast<T>{});
       o[i] = it - s;
     }
   });
@@ -168,9 +177,25 @@ Value isin_op(const OpContext&, std::span<const Value> args) {
     const T* s = static_cast<const T*>(t.raw());
     const T* v = static_cast<const T*>(x.raw());
     bool* o = out.data<bool>();
-    for (std::int64_t i = 0; i < x.size(); ++i) {
+    const T* end = s + t.size();
+    const std::int64_t n = x.size();
+    if constexpr (std::is_integral_v<T>) {
+      // Integers over a modest range: a lookup table, one load per element instead of a
+      // branchy binary search.
+      if (t.size() > 0 && static_cast<double>(end[-1]) - static_cast<double>(s[0]) < double(1 << 22)) {
+        const auto lo = static_cast<std::int64_t>(s[0]), span = static_cast<std::int64_t>(end[-1]) - lo + 1;
+        std::vector<std::uint8_t> table(static_cast<std::size_t>(span), 0);
+        for (const T* q = s; q != end; ++q) table[static_cast<std::size_t>(static_cast<std::int64_t>(*q) - lo)] = 1;
+        for (std::int64_t i = 0; i < n; ++i) {
+          const std::int64_t k = static_cast<std::int64_t>(v[i]) - lo;
+          o[i] = (k >= 0 && k < span && table[static_cast<std::size_t>(k)]) != p.invert;
+        }
+        return;
+      }
+    }
+    for (std::int64_t i = 0; i < n; ++i) {
       // NaN is never equal to anything (NumPy compares with ==).
-      const bool found = v[i] == v[i] && std::binary_search(s, s + t.size(), v[i], sorting::LessNanLast<T>{});
+      const bool found = v[i] == v[i] && std::binary_search(s, end, v[i], sorting::LessNanLast<T>{});
       o[i] = found != p.invert;
     }
   });
@@ -180,7 +205,8 @@ Value isin_op(const OpContext&, std::span<const Value> args) {
 /** (value, count) runs of ascending values, NaNs collapsed. */
 template <class W>
 Block unique_partial(std::vector<std::pair<W, std::int64_t>>& vc, DType wide) {
-  std::stable_sort(vc.begin(), vc.end(), [](const auto& a, const auto& b) { return sorting::LessNanLast<W>{}(a.first, b.first); });
+  auto less = [](const auto& a, const auto& b) { return sorting::LessNanLast<W>{}(a.first, b.first); };
+  if (!std::is_sorted(vc.begin(), vc.end(), less)) std::stable_sort(vc.begin(), vc.end(), less);
   std::vector<W> values;
   std::vector<std::int64_t> counts;
   for (const auto& [v, c] : vc) {
@@ -207,10 +233,16 @@ Value unique_op(const OpContext&, std::span<const Value> args) {
       using T = decltype(tag);
       const T* v = static_cast<const T*>(x.raw());
       auto run = [&](auto wtag) {
+        // A chunk: sort its values, then count the runs.
         using W = decltype(wtag);
+        const std::int64_t n = x.size();
+        std::vector<W> s(static_cast<std::size_t>(n));
+        for (std::int64_t i = 0; i < n; ++i) s[static_cast<std::size_t>(i)] = static_cast<W>(v[i]);
+        std::sort(s.begin(), s.end(), sorting::LessNanLast<W>{});
         std::vector<std::pair<W, std::int64_t>> vc;
-        vc.reserve(static_cast<std::size_t>(x.size()));
-        for (std::int64_t i = 0; i < x.size(); ++i) vc.emplace_back(static_cast<W>(v[i]), 1);
+        for (const W& w : s)
+          if (!vc.empty() && sorting::EqualNan<W>{}(vc.back().first, w)) ++vc.back().second;
+          else vc.emplace_back(w, 1);
         return Value(unique_partial<W>(vc, wide));
       };
       if constexpr (std::is_floating_point_v<T>) return run(double{});

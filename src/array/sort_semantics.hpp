@@ -113,4 +113,19 @@ TESSERA_SORT_HD std::int64_t histogram_bin(const double* e, std::int64_t nedges,
   return lo - 1;
 }
 
+/**
+ * histogram_bin for equal bins, computed as NumPy does ((x - e[0]) * norm, norm = bins / (last -
+ * first), then corrected against the edges), which gives the same bin without a search.
+ */
+TESSERA_SORT_HD std::int64_t histogram_bin_uniform(const double* e, std::int64_t nedges, double norm, double x) {
+  if (!(x >= e[0] && x <= e[nedges - 1])) return -1;
+  const std::int64_t nb = nedges - 1;
+  std::int64_t i = static_cast<std::int64_t>((x - e[0]) * norm);
+  if (i >= nb) i = nb - 1;
+  if (i < 0) i = 0;
+  if (x < e[i]) --i;
+  else if (x >= e[i + 1] && i != nb - 1) ++i;
+  return i;
+}
+
 }  // namespace tessera::detail::sorting

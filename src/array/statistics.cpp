@@ -93,7 +93,8 @@ Value count_into_bins(std::span<const Value> args, bool weighted, std::int64_t b
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* v = static_cast<const T*>(x.raw());
-    for (std::int64_t i = 0; i < x.size(); ++i) {
+    const std::int64_t n = x.size();
+    for (std::int64_t i = 0; i < n; ++i) {
       const std::int64_t b = bin_of(v[i]);
       if (b < 0) continue;
       if (weighted) out.data<double>()[b] += wv[static_cast<std::size_t>(i)];
@@ -107,6 +108,10 @@ Value histogram_op(const OpContext&, std::span<const Value> args) {
   if (args.size() < 2) throw Error("histogram: expected parameters and blocks");
   const auto p = from_value<HistogramParams>(args[0]);
   const auto ne = static_cast<std::int64_t>(p.edges.size());
+  if (p.norm > 0)
+    return count_into_bins(args, p.weighted, ne - 1, [&](auto v) {
+      return sorting::histogram_bin_uniform(p.edges.data(), ne, p.norm, static_cast<double>(v));
+    });
   return count_into_bins(args, p.weighted, ne - 1,
                          [&](auto v) { return sorting::histogram_bin(p.edges.data(), ne, static_cast<double>(v)); });
 }
@@ -199,7 +204,8 @@ Array diagonal(const Array& c) {
   return Array(v);
 }
 
-Histogram histogram_impl(const Array& x, std::vector<double> edges, const std::optional<Array>& weights, bool density) {
+Histogram histogram_impl(const Array& x, std::vector<double> edges, const std::optional<Array>& weights, bool density,
+                         double norm = 0) {
   if (edges.size() < 2) throw Error("histogram: need at least two bin edges");
   for (std::size_t i = 1; i < edges.size(); ++i)
     if (!(edges[i - 1] <= edges[i])) throw Error("histogram: bins must increase monotonically");
@@ -220,6 +226,7 @@ Histogram histogram_impl(const Array& x, std::vector<double> edges, const std::o
   HistogramParams p;
   p.edges = edges;
   p.weighted = weights.has_value();
+  p.norm = norm;
   const Array partial = chunk_map(kHistogramOp, weights ? DType::Float64 : DType::Int64, chunks, inputs,
                                   {Value(to_object(p, "HistogramParams"))}, std::move(reads), "histogram");
   Array counts = partial.sum({.axes = {0}});
@@ -338,7 +345,7 @@ Histogram histogram(const Array& x, std::int64_t bins, std::pair<double, double>
   const double step = (last - first) / static_cast<double>(bins);
   for (std::int64_t i = 0; i <= bins; ++i) edges[static_cast<std::size_t>(i)] = static_cast<double>(i) * step + first;
   edges.back() = last;
-  return histogram_impl(x, std::move(edges), weights, density);
+  return histogram_impl(x, std::move(edges), weights, density, static_cast<double>(bins) / (last - first));
 }
 
 Histogram histogram(const Array& x, const std::vector<double>& edges, const std::optional<Array>& weights, bool density) {

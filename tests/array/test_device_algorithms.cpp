@@ -1,6 +1,7 @@
 // The array device algorithms (src/array/device_algorithms.cuh) on Thrust's host system, against
 // the host variants of the same chunk ops: what the CUDA back end computes must be what the
 // host computes, value for value (the same templates run on the GPU, cuda/array_algorithms.cu).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -169,9 +170,25 @@ TEST(ArrayDeviceAlgorithms, HistogramAndBincount) {
     p.weighted = weighted;
     const Block want = weighted ? host_op(td::kHistogramOp, p, {x, w}) : host_op(td::kHistogramOp, p, {x});
     Block got(want.dtype(), {static_cast<std::int64_t>(edges.size()) - 1});
-    th::histogram(DType::Float64, x.raw(), 40, weighted ? w.data<double>() : nullptr, edges, got.raw());
+    th::histogram(DType::Float64, x.raw(), 40, weighted ? w.data<double>() : nullptr, edges, 0, got.raw());
     EXPECT_TRUE(same(got.reshaped(want.shape()), want)) << "weighted " << weighted;
   }
+  // Equal bins: the bin is computed (NumPy's way), not searched, and is the same bin.
+  std::vector<double> uniform(11);
+  for (int i = 0; i <= 10; ++i) uniform[static_cast<std::size_t>(i)] = i * 0.5 - 2.0;
+  const double norm = 10 / 5.0;
+  for (double v = -2.5; v <= 3.5; v += 0.03125)
+    for (double x : {v, uniform[static_cast<std::size_t>(std::clamp(static_cast<int>((v + 2) * 2), 0, 10))]})
+      ASSERT_EQ(td::sorting::histogram_bin_uniform(uniform.data(), 11, norm, x), td::sorting::histogram_bin(uniform.data(), 11, x))
+          << x;
+  td::HistogramParams up;
+  up.edges = uniform;
+  up.norm = norm;
+  const Block uwant = host_op(td::kHistogramOp, up, {x});
+  Block ugot(DType::Int64, {10});
+  th::histogram(DType::Float64, x.raw(), 40, nullptr, uniform, norm, ugot.raw());
+  EXPECT_TRUE(same(ugot.reshaped(uwant.shape()), uwant));
+
   const Block counts_in = Block::from_values(std::vector<std::int32_t>{3, 0, 1, 3, 3, 7, 0}, {7});
   td::BincountParams bp;
   bp.length = 9;

@@ -141,6 +141,16 @@ TEST(ArraySort, IsinWithNaNNeverFound) {
   check_expr({x, t}, [](auto& a) { return isin(a[0], a[1], true); }, ref_of(DType::Bool, {2, 4}, {0, 1, 1, 0, 1, 0, 1, 0}));
 }
 
+TEST(ArraySort, IsinOfIntegersNarrowAndWideRanges) {
+  // A narrow range of test values takes a lookup table, a wide one a binary search.
+  const Ref x = ref_of(DType::Int32, {8}, {-5, 0, 3, 7, 1000000, -2000000000, 2, 3});
+  const Ref narrow = ref_of(DType::Int32, {3}, {3, -5, 2});
+  const Ref wide = ref_of(DType::Int32, {3}, {3, -2000000000, 1000000});
+  check_expr({x, narrow}, [](auto& a) { return isin(a[0], a[1]); }, ref_of(DType::Bool, {8}, {1, 0, 1, 0, 0, 0, 1, 1}));
+  check_expr({x, wide}, [](auto& a) { return isin(a[0], a[1]); }, ref_of(DType::Bool, {8}, {0, 0, 1, 0, 1, 1, 0, 1}));
+  check_expr({x, narrow}, [](auto& a) { return isin(a[0], a[1], true); }, ref_of(DType::Bool, {8}, {0, 1, 0, 1, 1, 1, 0, 0}));
+}
+
 TEST(ArraySort, SearchsortedLeftAndRight) {
   const Ref a = ref_of(DType::Float64, {6}, {1, 2, 2, 3, 5, 8});
   const Ref v = ref_of(DType::Int64, {2, 4}, {0, 2, 3, 9, 5, 4, 8, 1});

@@ -73,6 +73,18 @@ TEST(ArrayStatistics, QuantileEveryMethod) {
       return percentile(x[0], p, {.axes = {1}, .method = method});
     }, pct, {1e-12, 1e-12});
   }
+  // One q selects instead of sorting: every method, odd and even slice lengths, with NaN.
+  for (const std::string method : {"linear", "lower", "higher", "nearest", "midpoint"})
+    for (double q : {0.0, 0.3, 0.5, 0.77, 1.0})
+      for (std::int64_t n : {6, 7}) {
+        SCOPED_TRACE(::testing::Message() << method << " q " << q << " n " << n);
+        Ref b = sample(DType::Float64, {2, n}, 5);
+        b.v[1] = kNaN;
+        Ref want{DType::Float64, {2}, {kNaN, quantile_of(std::vector<double>(b.v.begin() + n, b.v.end()), q, method)}};
+        check_expr({b}, [&](auto& x) { return quantile(x[0], q, {.axes = {1}, .method = method}); }, want);
+        want.v[0] = quantile_of(without_nan(std::vector<double>(b.v.begin(), b.v.begin() + n)), q, method);
+        check_expr({b}, [&](auto& x) { return nanquantile(x[0], q, {.axes = {1}, .method = method}); }, want);
+      }
   // One q: no q axis; over all axes: a scalar.
   check_expr({a}, [](auto& x) { return quantile(x[0], 0.3); },
              ref_of(DType::Float64, {}, {quantile_of(a.v, 0.3, "linear")}));
