@@ -52,7 +52,12 @@ Value sort_op(const OpContext&, std::span<const Value> args) {
       // arbitrarily too), so an unstable sort of the values gives the stable result.
       T* o = static_cast<T*>(out.raw());
       std::copy(in, in + rows * n, o);
-      for (std::int64_t r = 0; r < rows; ++r) std::sort(o + r * n, o + (r + 1) * n, sorting::LessNanLast<T>{});
+      for (std::int64_t r = 0; r < rows; ++r) {
+        // NaNs moved to the end first, so the sort itself compares with a plain <.
+        T* row = o + r * n;
+        T* nan_start = std::is_floating_point_v<T> ? std::partition(row, row + n, [](T v) { return v == v; }) : row + n;
+        std::sort(row, nan_start);
+      }
       return;
     }
     // (value, position) pairs sorted by value, then position: the stable order, with the pairs

@@ -65,8 +65,10 @@ Value quantile_op(const OpContext&, std::span<const Value> args) {
           if (lo + 1 < valid) std::iter_swap(row.begin() + lo + 1, std::min_element(row.begin() + lo + 1, end));
         }
       } else {
-        std::sort(row.begin(), row.end(), sorting::LessNanLast<S>{});
-        valid = sorting::count_not_nan_sorted(row.data(), n);
+        // NaNs moved to the end first, so the sort itself compares with a plain <.
+        const auto nan_start = std::partition(row.begin(), row.end(), [](S v) { return v == v; });
+        std::sort(row.begin(), nan_start);
+        valid = nan_start - row.begin();
       }
       for (std::int64_t i = 0; i < nq; ++i) {
         const double v = (!p.skip_nan && valid < n)
