@@ -71,10 +71,8 @@ struct ReductionExpr : CustomExpr {
       Task t;
       t.key = key;
       t.op = op;
-      if (op == kConcatenateBlocksOp) {
-        t.args = std::move(args);
-      } else {
-        t.args = std::move(args);
+      t.args = std::move(args);
+      if (op != kConcatenateBlocksOp) {  // the user's ops: (Block, axes, keepdims)
         t.args.emplace_back(to_task_value(axes));
         t.args.emplace_back(to_task_value(keep));
       }

@@ -56,8 +56,8 @@ struct ReductionOptions {
   std::vector<int> axes;  ///< empty: all axes
   bool keepdims = false;
   int split_every = 0;  ///< partials concatenated per combine step; 0 means 8
-  /// The op combining concatenated partials in the tree; empty: aggregate_op's function is
-  /// used only once, on all partials (no intermediate combines when split_every allows).
+  /// The op folding each group of concatenated partials inside the tree (keepdims = true);
+  /// empty: aggregate_op does (Dask's default).
   std::string combine_op;
   std::optional<DType> dtype;  ///< of the result; default: x's dtype
 };
