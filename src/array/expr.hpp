@@ -26,6 +26,7 @@ enum class ExprKind : std::uint8_t {
   Concatenate,
   Reshape,
   MapBlocks,
+  Custom,       // lowered by the node itself (CustomExpr::lower_custom): scans, sorts, statistics
 };
 
 struct Expr {
@@ -126,6 +127,18 @@ struct MapBlocksExpr : Expr {
   using Expr::Expr;
 };
 
+class Lowering;
+
+/**
+ * A materialised node that lowers itself: the chunk-level operations of scans, sorting and
+ * statistics (src/array/chunk_map.hpp) add their own tasks through Lowering::add_custom_task.
+ */
+struct CustomExpr : Expr {
+  using Expr::Expr;
+  /** Adds the tasks of every chunk and fills keys (row-major chunk order). */
+  virtual void lower_custom(Lowering& low, std::vector<Key>& keys) const = 0;
+};
+
 /** Device when any of the inputs (expression pointers) is on the device (the rule CuPy-backed
  *  Dask arrays follow). */
 template <typename Range>
@@ -146,6 +159,8 @@ class Lowering {
   /** Keys of every chunk of e, row-major chunk order. */
   const std::vector<Key>& lower(const ExprPtr& e);
   Graph& graph() { return graph_; }
+  /** Adds a task of the CustomExpr being lowered (annotated with its target). */
+  void add_custom_task(Task t) { add_task(std::move(t)); }
 
  private:
   /** Evaluates the blockwise tree under root over the given chunking, one task per chunk. */

@@ -127,6 +127,9 @@ class Array {
 #include "tessera/array/elementwise.hpp"  // IWYU pragma: export
 #include "tessera/array/numpy_names.hpp"  // IWYU pragma: export
 #include "tessera/array/random.hpp"       // IWYU pragma: export
+#include "tessera/array/scan.hpp"         // IWYU pragma: export
+#include "tessera/array/sort.hpp"         // IWYU pragma: export
+#include "tessera/array/statistics.hpp"   // IWYU pragma: export
 #include "tessera/array/structural.hpp"   // IWYU pragma: export
 #include "tessera/array/creation_more.hpp"  // IWYU pragma: export
 #include "tessera/array/shape.hpp"          // IWYU pragma: export

@@ -1,0 +1,154 @@
+// Cumulative sums and products (Dask's method: every chunk is scanned on its own, in parallel,
+// then the running total of the chunks before it is added, a short sequential chain of one
+// slice per chunk), and diff / ediff1d as views.
+#include "tessera/array/scan.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+#include <span>
+
+#include "algorithm_params.hpp"
+#include "chunk_map.hpp"
+#include "tessera/core/error.hpp"
+#include "tessera/ops/registry.hpp"
+#include "tessera/ops/serialize.hpp"
+
+namespace tessera {
+
+using namespace detail;
+
+namespace {
+
+DType scan_dtype(DType t) { return is_floating(t) ? t : DType::Int64; }
+
+/** x[..., lo:hi, ...] on one axis. */
+Array axis_slice(const Array& x, int axis, std::int64_t lo, std::int64_t hi) {
+  std::vector<Index> ix(static_cast<std::size_t>(axis), Index(all()));
+  ix.emplace_back(slice(lo, hi));
+  return x[ix];
+}
+
+Array combine(const Array& a, const Array& b, bool product) { return product ? a * b : a + b; }
+
+Array scan(const Array& in, std::optional<int> axis_opt, bool product, const char* name) {
+  Array x = in;
+  if (!axis_opt) x = x.ndim() == 1 ? x : x.reshape({-1});
+  if (x.ndim() == 0) throw ShapeError(std::string(name) + ": needs an array of at least one dimension");
+  const int axis = normalize_axis(axis_opt.value_or(0), x.ndim());
+  const DType t = scan_dtype(x.dtype());
+  if (x.dtype() != t) x = x.astype(t);  // NumPy accumulates in the result's dtype
+  ScanParams p;
+  p.kind = product ? 1 : 0;
+  p.axis = axis;
+  const Array scanned = chunk_map(kScanOp, t, x.chunks(), {x}, {Value(to_object(p, "ScanParams"))},
+                                  same_grid_reads(x.chunks()), name);
+  const auto& along = x.chunks()[static_cast<std::size_t>(axis)];
+  if (along.size() <= 1) return scanned;
+  // Chunk j adds the carry: the combined last slices of the chunks before it. Each carry is
+  // computed once (materialised), from the one before, so the chain reads one slice per step.
+  std::vector<Array> pieces;
+  std::optional<Array> carry;
+  std::int64_t off = 0;
+  for (const std::int64_t len : along) {
+    const Array piece = axis_slice(scanned, axis, off, off + len);
+    pieces.push_back(carry ? combine(piece, *carry, product) : piece);
+    if (len > 0) {
+      const Array last = axis_slice(scanned, axis, off + len - 1, off + len);
+      carry = carry ? materialize(combine(*carry, last, product)) : last;
+    }
+    off += len;
+  }
+  return concatenate(pieces, axis);
+}
+
+Array nan_to(const Array& x, double v) {
+  if (!is_floating(x.dtype())) return x;
+  return where(isnan(x), scalar(v, x.dtype()), x);
+}
+
+// ---- the host op ----------------------------------------------------------------------------------
+
+template <typename T>
+T scan_step(T acc, T v, bool product) {
+  if constexpr (std::is_same_v<T, std::int64_t>) {
+    // Wrap-around, as NumPy's integers.
+    using U = std::uint64_t;
+    return static_cast<T>(product ? U(acc) * U(v) : U(acc) + U(v));
+  } else {
+    return product ? static_cast<T>(acc * v) : static_cast<T>(acc + v);
+  }
+}
+
+// Row by row along the axis: out[k] = out[k - 1] op in[k] over the whole inner extent at once,
+// so an axis that is not the last one is read contiguously (and the loop vectorises).
+template <typename T>
+void scan_block(const T* in, T* out, std::int64_t outer, std::int64_t n, std::int64_t inner, bool product) {
+  for (std::int64_t o = 0; o < outer; ++o) {
+    const T* a = in + o * n * inner;
+    T* b = out + o * n * inner;
+    if (n == 0) continue;
+    if (inner == 1) {
+      T acc = a[0];
+      b[0] = acc;
+      for (std::int64_t k = 1; k < n; ++k) b[k] = acc = scan_step(acc, a[k], product);
+      continue;
+    }
+    std::copy(a, a + inner, b);
+    for (std::int64_t k = 1; k < n; ++k) {
+      const T* prev = b + (k - 1) * inner;
+      const T* cur = a + k * inner;
+      T* dst = b + k * inner;
+      for (std::int64_t i = 0; i < inner; ++i) dst[i] = scan_step(prev[i], cur[i], product);
+    }
+  }
+}
+
+Value scan_op(const OpContext&, std::span<const Value> args) {
+  if (args.size() != 2) throw Error("scan: expected parameters and one block");
+  const auto p = from_value<ScanParams>(args[0]);
+  const Block& x = args[1].block();
+  if (p.axis < 0 || p.axis >= x.ndim()) throw ShapeError("scan: axis out of range");
+  Block out(x.dtype(), x.shape());
+  std::int64_t outer = 1, inner = 1;
+  for (int a = 0; a < p.axis; ++a) outer *= x.shape()[a];
+  for (int a = p.axis + 1; a < x.ndim(); ++a) inner *= x.shape()[a];
+  const std::int64_t n = x.shape()[p.axis];
+  switch (x.dtype()) {
+    case DType::Int64: scan_block(x.data<std::int64_t>(), out.data<std::int64_t>(), outer, n, inner, p.kind == 1); break;
+    case DType::Float32: scan_block(x.data<float>(), out.data<float>(), outer, n, inner, p.kind == 1); break;
+    case DType::Float64: scan_block(x.data<double>(), out.data<double>(), outer, n, inner, p.kind == 1); break;
+    default: throw DTypeError("scan: a chunk of " + std::string(dtype_name(x.dtype())) + " (int64 or float expected)");
+  }
+  return Value(std::move(out));
+}
+
+const bool registered = [] {
+  register_op(kScanOp, scan_op);
+  return true;
+}();
+
+}  // namespace
+
+Array cumsum(const Array& x, std::optional<int> axis) { return scan(x, axis, false, "cumsum"); }
+Array cumprod(const Array& x, std::optional<int> axis) { return scan(x, axis, true, "cumprod"); }
+Array nancumsum(const Array& x, std::optional<int> axis) { return scan(nan_to(x, 0), axis, false, "nancumsum"); }
+Array nancumprod(const Array& x, std::optional<int> axis) { return scan(nan_to(x, 1), axis, true, "nancumprod"); }
+
+Array diff(const Array& x, int n, int axis) {
+  if (n < 0) throw Error("diff: order must be non-negative, got " + std::to_string(n));
+  if (x.ndim() == 0) throw ShapeError("diff requires input that is at least one dimensional");
+  axis = normalize_axis(axis, x.ndim());
+  Array r = x;
+  for (int i = 0; i < n; ++i) {
+    const std::int64_t len = r.shape()[static_cast<std::size_t>(axis)];
+    if (len == 0) break;
+    const Array hi = axis_slice(r, axis, 1, len), lo = axis_slice(r, axis, 0, len - 1);
+    r = r.dtype() == DType::Bool ? (hi != lo) : hi - lo;
+  }
+  return r;
+}
+
+Array ediff1d(const Array& x) { return diff(x.ndim() == 1 ? x : x.reshape({-1}), 1, 0); }
+
+}  // namespace tessera

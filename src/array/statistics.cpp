@@ -1,0 +1,388 @@
+// Statistics: average, cov and corrcoef composed from existing operations (reductions, matmul,
+// element-wise work); median, quantile and percentile as a chunk op over the reduced axes made
+// single chunks (exact, as Dask's non-approximate path); histogram and bincount as partial
+// counts per chunk summed by the ordinary tree reduction. Host variants of the chunk ops are
+// here; the device variants are in cuda/array_algorithm_ops.cpp.
+#include "tessera/array/statistics.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <span>
+#include <type_traits>
+
+#include "algorithm_params.hpp"
+#include "chunk_map.hpp"
+#include "sort_semantics.hpp"
+#include "tessera/core/error.hpp"
+#include "tessera/ops/registry.hpp"
+#include "tessera/ops/serialize.hpp"
+
+namespace tessera {
+
+using namespace detail;
+
+namespace {
+
+// ---- host ops -------------------------------------------------------------------------------------
+
+Value quantile_op(const OpContext&, std::span<const Value> args) {
+  if (args.size() != 2) throw Error("quantile: expected parameters and one block");
+  const auto p = from_value<QuantileParams>(args[0]);
+  const Block& x = args[1].block();
+  if (p.reduced < 0 || p.reduced > x.ndim()) throw ShapeError("quantile: bad number of reduced axes");
+  const Shape kept(x.shape().begin(), x.shape().end() - p.reduced);
+  const std::int64_t rows = shape_size(kept);
+  const std::int64_t n = rows == 0 ? 0 : x.size() / rows;
+  const auto nq = static_cast<std::int64_t>(p.q.size());
+  Shape shape = kept;
+  if (p.q_axis) shape.insert(shape.begin(), nq);
+  Block out(p.out_dtype, shape);
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using S = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;  // no vector<bool>
+    const T* in = static_cast<const T*>(x.raw());
+    std::vector<S> row(static_cast<std::size_t>(n));
+    for (std::int64_t r = 0; r < rows; ++r) {
+      std::copy(in + r * n, in + (r + 1) * n, row.begin());
+      std::int64_t valid = n;
+      if (nq == 1) {
+        // One quantile reads at most two neighbouring order statistics (lo and lo + 1): a
+        // selection instead of a sort (the median of a large slice is several times faster).
+        const auto nan_start = std::partition(row.begin(), row.end(), [](S v) { return v == v; });
+        valid = nan_start - row.begin();
+        if (valid > 0 && (p.skip_nan || valid == n)) {
+          std::int64_t lo = 0;
+          if (p.method == sorting::Median) {
+            lo = valid % 2 ? valid / 2 : valid / 2 - 1;
+          } else {
+            const double vi = p.q[0] * static_cast<double>(valid - 1);
+            lo = std::clamp<std::int64_t>(static_cast<std::int64_t>(std::floor(vi)), 0, valid - 1);
+          }
+          const auto end = row.begin() + valid;
+          std::nth_element(row.begin(), row.begin() + lo, end);
+          if (lo + 1 < valid) std::iter_swap(row.begin() + lo + 1, std::min_element(row.begin() + lo + 1, end));
+        }
+      } else {
+        // NaNs moved to the end first, so the sort itself compares with a plain <.
+        const auto nan_start = std::partition(row.begin(), row.end(), [](S v) { return v == v; });
+        std::sort(row.begin(), nan_start);
+        valid = nan_start - row.begin();
+      }
+      for (std::int64_t i = 0; i < nq; ++i) {
+        const double v = (!p.skip_nan && valid < n)
+                             ? std::numeric_limits<double>::quiet_NaN()
+                             : sorting::quantile_sorted(row.data(), valid, p.q[static_cast<std::size_t>(i)], p.method);
+        dispatch_dtype(p.out_dtype, [&](auto otag) {
+          using O = decltype(otag);
+          static_cast<O*>(out.raw())[i * rows + r] = static_cast<O>(v);
+        });
+      }
+    }
+  });
+  return Value(std::move(out));
+}
+
+template <class Bin>
+Value count_into_bins(std::span<const Value> args, bool weighted, std::int64_t bins, Bin&& bin_of) {
+  const Block& x = args[1].block();
+  const Block* w = weighted ? &args[2].block() : nullptr;
+  if (w && w->size() != x.size()) throw ShapeError("histogram: weights of another size than the data");
+  Block out(weighted ? DType::Float64 : DType::Int64, {1, bins});
+  std::memset(out.raw(), 0, out.nbytes());
+  const auto wv = w ? w->to_doubles() : std::vector<double>{};
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* v = static_cast<const T*>(x.raw());
+    const std::int64_t n = x.size();
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int64_t b = bin_of(v[i]);
+      if (b < 0) continue;
+      if (weighted) out.data<double>()[b] += wv[static_cast<std::size_t>(i)];
+      else out.data<std::int64_t>()[b] += 1;
+    }
+  });
+  return Value(std::move(out));
+}
+
+Value histogram_op(const OpContext&, std::span<const Value> args) {
+  if (args.size() < 2) throw Error("histogram: expected parameters and blocks");
+  const auto p = from_value<HistogramParams>(args[0]);
+  const auto ne = static_cast<std::int64_t>(p.edges.size());
+  if (p.norm > 0)
+    return count_into_bins(args, p.weighted, ne - 1, [&](auto v) {
+      return sorting::histogram_bin_uniform(p.edges.data(), ne, p.norm, static_cast<double>(v));
+    });
+  return count_into_bins(args, p.weighted, ne - 1,
+                         [&](auto v) { return sorting::histogram_bin(p.edges.data(), ne, static_cast<double>(v)); });
+}
+
+Value bincount_op(const OpContext&, std::span<const Value> args) {
+  if (args.size() < 2) throw Error("bincount: expected parameters and blocks");
+  const auto p = from_value<BincountParams>(args[0]);
+  return count_into_bins(args, p.weighted, p.length, [&](auto v) {
+    const auto i = static_cast<std::int64_t>(v);
+    if (i < 0) throw Error("bincount: the input must not hold negative values");
+    if (i >= p.length) throw Error("bincount: a value beyond the computed length (the input changed?)");
+    return i;
+  });
+}
+
+const bool registered = [] {
+  register_op(kQuantileOp, quantile_op);
+  register_op(kHistogramOp, histogram_op);
+  register_op(kBincountOp, bincount_op);
+  return true;
+}();
+
+// ---- builders -------------------------------------------------------------------------------------
+
+std::uint8_t method_of(const std::string& m) {
+  if (m == "linear") return sorting::Linear;
+  if (m == "lower") return sorting::Lower;
+  if (m == "higher") return sorting::Higher;
+  if (m == "nearest") return sorting::Nearest;
+  if (m == "midpoint") return sorting::Midpoint;
+  throw Error("quantile: unknown method '" + m + "' (linear, lower, higher, nearest or midpoint)");
+}
+
+Array quantile_impl(const Array& x, const std::vector<double>& q, bool q_axis, const std::vector<int>& axes_in,
+                    bool keepdims, std::uint8_t method, bool skip_nan, const char* name) {
+  for (double v : q)
+    if (!(v >= 0 && v <= 1)) throw Error(std::string(name) + ": quantiles must be in the range [0, 1]");
+  const int nd = x.ndim();
+  const auto axes = normalize_axes(axes_in, nd, name);
+  const int nred = static_cast<int>(axes.size());
+  std::vector<int> trailing;
+  for (int k = nd - nred; k < nd; ++k) trailing.push_back(k);
+  const Array y = whole_axes(move_axes_last(x, axes), trailing);
+  const bool exact_pick = method == sorting::Lower || method == sorting::Higher || method == sorting::Nearest;
+  QuantileParams p;
+  p.q = q;
+  p.method = method;
+  p.skip_nan = skip_nan;
+  p.q_axis = q_axis;
+  p.reduced = nred;
+  p.out_dtype = exact_pick ? x.dtype() : (x.dtype() == DType::Float32 ? DType::Float32 : DType::Float64);
+  Chunks out_chunks(y.chunks().begin(), y.chunks().end() - nred);
+  if (q_axis) out_chunks.insert(out_chunks.begin(), std::vector<std::int64_t>{static_cast<std::int64_t>(q.size())});
+  Array r = chunk_map(kQuantileOp, p.out_dtype, out_chunks, {y}, {Value(to_object(p, "QuantileParams"))},
+                      same_grid_reads(out_chunks), name);
+  if (keepdims) {
+    std::vector<Index> ix;
+    if (q_axis) ix.emplace_back(all());
+    for (int k = 0; k < nd; ++k)
+      if (std::binary_search(axes.begin(), axes.end(), k)) ix.emplace_back(newaxis);
+      else ix.emplace_back(all());
+    r = r[ix];
+  }
+  return r;
+}
+
+std::vector<double> percent(const std::vector<double>& q, const char* name) {
+  std::vector<double> out;
+  for (double v : q) {
+    if (!(v >= 0 && v <= 100)) throw Error(std::string(name) + ": percentiles must be in the range [0, 100]");
+    out.push_back(v / 100.0);
+  }
+  return out;
+}
+
+/** Every axis of x but `axis` gets a new length-1 axis around the 1-d w. */
+Array along_axis(const Array& w, int axis, int nd) {
+  std::vector<Index> ix;
+  for (int k = 0; k < nd; ++k) ix.emplace_back(k == axis ? Index(all()) : Index(newaxis));
+  return w[ix];
+}
+
+/** The main diagonal of a square 2-d array, as a view. */
+Array diagonal(const Array& c) {
+  const Expr& e = expr_of(c);
+  auto v = make_expr<ViewExpr>(ExprKind::View, e.dtype, Shape{e.shape[0]}, Chunks{e.chunks[0]}, "diagonal");
+  v->input = c.expr();
+  v->map = AffineMap{{0, 0}, {0, 0}, {1, 1}};
+  v->target = e.target;
+  return Array(v);
+}
+
+Histogram histogram_impl(const Array& x, std::vector<double> edges, const std::optional<Array>& weights, bool density,
+                         double norm = 0) {
+  if (edges.size() < 2) throw Error("histogram: need at least two bin edges");
+  for (std::size_t i = 1; i < edges.size(); ++i)
+    if (!(edges[i - 1] <= edges[i])) throw Error("histogram: bins must increase monotonically");
+  const auto nb = static_cast<std::int64_t>(edges.size()) - 1;
+  std::vector<Array> inputs{x};
+  if (weights) {
+    if (weights->shape() != x.shape()) throw ShapeError("histogram: weights should have the same shape as a");
+    // float64 weights (a fused cast): the sums are float64, and the device kernels read doubles.
+    inputs.push_back(rechunk_exact(weights->dtype() == DType::Float64 ? *weights : weights->astype(DType::Float64), x.chunks()));
+  }
+  const std::int64_t n = x.num_chunks();
+  Chunks chunks{std::vector<std::int64_t>(static_cast<std::size_t>(n), 1), {nb}};
+  std::vector<std::vector<ChunkRead>> reads(static_cast<std::size_t>(n));
+  for (std::int64_t f = 0; f < n; ++f) {
+    reads[static_cast<std::size_t>(f)].push_back({0, f});
+    if (weights) reads[static_cast<std::size_t>(f)].push_back({1, f});
+  }
+  HistogramParams p;
+  p.edges = edges;
+  p.weighted = weights.has_value();
+  p.norm = norm;
+  const Array partial = chunk_map(kHistogramOp, weights ? DType::Float64 : DType::Int64, chunks, inputs,
+                                  {Value(to_object(p, "HistogramParams"))}, std::move(reads), "histogram");
+  Array counts = partial.sum({.axes = {0}});
+  const Array edge_array = from_vector(edges, {nb + 1}, {-1});
+  if (density) {
+    std::vector<double> widths;
+    for (std::size_t i = 1; i < edges.size(); ++i) widths.push_back(edges[i] - edges[i - 1]);
+    counts = counts / from_vector(widths, {nb}, {-1}) / counts.sum();
+  }
+  return {counts, edge_array};
+}
+
+}  // namespace
+
+Array average(const Array& x, std::optional<int> axis, const std::optional<Array>& weights) {
+  return average_returned(x, axis, weights).first;
+}
+
+std::pair<Array, Array> average_returned(const Array& x, std::optional<int> axis, const std::optional<Array>& weights) {
+  ReduceOptions o;
+  if (axis) o.axes = {normalize_axis(*axis, x.ndim())};
+  if (!weights) {
+    const Array avg = x.mean(o);
+    const double n = static_cast<double>(x.size()) / static_cast<double>(std::max<std::int64_t>(1, avg.size()));
+    return {avg, full(avg.shape(), n, ChunkSpec(avg.shape().size(), -1), avg.dtype())};
+  }
+  Array w = *weights;
+  if (w.shape() != x.shape()) {
+    if (!axis) throw ShapeError("average: axis must be specified when shapes of a and weights differ");
+    if (w.ndim() != 1) throw ShapeError("average: 1D weights expected when shapes of a and weights differ");
+    if (w.shape()[0] != x.shape()[static_cast<std::size_t>(o.axes[0])])
+      throw ShapeError("average: length of weights not compatible with specified axis");
+    w = along_axis(w, o.axes[0], x.ndim()).broadcast_to(x.shape());
+  }
+  DType t = promote_types(x.dtype(), w.dtype());
+  if (!is_floating(x.dtype())) t = promote_types(t, DType::Float64);
+  const Array xt = x.dtype() == t ? x : x.astype(t), wt = w.dtype() == t ? w : w.astype(t);
+  const Array scl = wt.sum(o);
+  const Array avg = (xt * wt).sum(o) / scl;
+  return {avg, scl};
+}
+
+Array median(const Array& x, std::vector<int> axes, bool keepdims) {
+  return quantile_impl(x, {0.5}, false, axes, keepdims, sorting::Median, false, "median");
+}
+Array nanmedian(const Array& x, std::vector<int> axes, bool keepdims) {
+  return quantile_impl(x, {0.5}, false, axes, keepdims, sorting::Median, true, "nanmedian");
+}
+Array quantile(const Array& x, const std::vector<double>& q, const QuantileOptions& o) {
+  return quantile_impl(x, q, true, o.axes, o.keepdims, method_of(o.method), false, "quantile");
+}
+Array quantile(const Array& x, double q, const QuantileOptions& o) {
+  return quantile_impl(x, {q}, false, o.axes, o.keepdims, method_of(o.method), false, "quantile");
+}
+Array percentile(const Array& x, const std::vector<double>& q, const QuantileOptions& o) {
+  return quantile_impl(x, percent(q, "percentile"), true, o.axes, o.keepdims, method_of(o.method), false, "percentile");
+}
+Array percentile(const Array& x, double q, const QuantileOptions& o) {
+  return quantile_impl(x, percent({q}, "percentile"), false, o.axes, o.keepdims, method_of(o.method), false, "percentile");
+}
+Array nanquantile(const Array& x, const std::vector<double>& q, const QuantileOptions& o) {
+  return quantile_impl(x, q, true, o.axes, o.keepdims, method_of(o.method), true, "nanquantile");
+}
+Array nanquantile(const Array& x, double q, const QuantileOptions& o) {
+  return quantile_impl(x, {q}, false, o.axes, o.keepdims, method_of(o.method), true, "nanquantile");
+}
+Array nanpercentile(const Array& x, const std::vector<double>& q, const QuantileOptions& o) {
+  return quantile_impl(x, percent(q, "nanpercentile"), true, o.axes, o.keepdims, method_of(o.method), true, "nanpercentile");
+}
+Array nanpercentile(const Array& x, double q, const QuantileOptions& o) {
+  return quantile_impl(x, percent({q}, "nanpercentile"), false, o.axes, o.keepdims, method_of(o.method), true,
+                       "nanpercentile");
+}
+
+Array cov(const Array& m, const std::optional<Array>& y, bool rowvar, bool bias, std::optional<int> ddof) {
+  auto prepare = [&](const Array& a) {
+    if (a.ndim() > 2) throw ShapeError("cov: m has more than 2 dimensions");
+    Array b = a.ndim() == 2 ? a : (a.ndim() == 1 ? a[{newaxis, all()}] : a[{newaxis, newaxis}]);
+    if (!rowvar && b.shape()[0] != 1) b = b.T();
+    return b.dtype() == DType::Float64 ? b : b.astype(DType::Float64);
+  };
+  Array X = prepare(m);
+  if (y) {
+    Array Y = prepare(*y);
+    if (Y.shape()[1] != X.shape()[1]) throw ShapeError("cov: m and y must have the same number of observations");
+    X = concatenate({X, Y}, 0);
+  }
+  const int d = ddof ? *ddof : (bias ? 0 : 1);
+  const double fact = static_cast<double>(X.shape()[1] - d);
+  const Array Xc = X - X.mean({.axes = {1}, .keepdims = true});
+  Array c = matmul(Xc, Xc.T()) / fact;
+  if (c.shape() == Shape{1, 1}) c = c[{0, 0}];
+  return c;
+}
+
+Array corrcoef(const Array& x, const std::optional<Array>& y, bool rowvar) {
+  const Array c = cov(x, y, rowvar);
+  if (c.ndim() == 0) return c / c;
+  const Array s = sqrt(diagonal(c));
+  const Array r = c / s[{all(), newaxis}] / s[{newaxis, all()}];
+  return minimum(maximum(r, scalar(-1.0)), scalar(1.0));
+}
+
+Histogram histogram(const Array& x, std::int64_t bins, std::pair<double, double> range, const std::optional<Array>& weights,
+                    bool density) {
+  if (bins < 1) throw Error("histogram: `bins` must be positive, when an integer");
+  auto [first, last] = range;
+  if (first > last) throw Error("histogram: max must be larger than min in range parameter");
+  if (!std::isfinite(first) || !std::isfinite(last)) throw Error("histogram: supplied range is not finite");
+  if (first == last) {  // NumPy widens an empty range
+    first -= 0.5;
+    last += 0.5;
+  }
+  // np.linspace(first, last, bins + 1): start + i * step, the last edge exactly `last`.
+  std::vector<double> edges(static_cast<std::size_t>(bins + 1));
+  const double step = (last - first) / static_cast<double>(bins);
+  for (std::int64_t i = 0; i <= bins; ++i) edges[static_cast<std::size_t>(i)] = static_cast<double>(i) * step + first;
+  edges.back() = last;
+  return histogram_impl(x, std::move(edges), weights, density, static_cast<double>(bins) / (last - first));
+}
+
+Histogram histogram(const Array& x, const std::vector<double>& edges, const std::optional<Array>& weights, bool density) {
+  return histogram_impl(x, edges, weights, density);
+}
+
+Array bincount(const Array& x, const std::optional<Array>& weights, std::int64_t minlength, Executor& executor) {
+  if (x.ndim() != 1) throw ShapeError("bincount: input must be 1-d");
+  if (is_floating(x.dtype())) throw DTypeError("bincount: cannot cast array data from float to int64 according to the rule 'safe'");
+  if (minlength < 0) throw Error("bincount: minlength must be non-negative");
+  std::int64_t length = minlength;
+  if (x.size() > 0) {
+    const Block mx = x.astype(DType::Int64).max().compute(executor);
+    const std::int64_t top = mx.data<std::int64_t>()[0];
+    if (top < 0) throw Error("bincount: the input must not hold negative values");
+    length = std::max(length, top + 1);
+  }
+  std::vector<Array> inputs{x};
+  if (weights) {
+    if (weights->shape() != x.shape()) throw ShapeError("bincount: the weights and list don't have the same length");
+    inputs.push_back(rechunk_exact(weights->dtype() == DType::Float64 ? *weights : weights->astype(DType::Float64), x.chunks()));
+  }
+  const std::int64_t n = x.num_chunks();
+  Chunks chunks{std::vector<std::int64_t>(static_cast<std::size_t>(n), 1), {length}};
+  std::vector<std::vector<ChunkRead>> reads(static_cast<std::size_t>(n));
+  for (std::int64_t f = 0; f < n; ++f) {
+    reads[static_cast<std::size_t>(f)].push_back({0, f});
+    if (weights) reads[static_cast<std::size_t>(f)].push_back({1, f});
+  }
+  BincountParams p;
+  p.length = length;
+  p.weighted = weights.has_value();
+  const Array partial = chunk_map(kBincountOp, weights ? DType::Float64 : DType::Int64, chunks, inputs,
+                                  {Value(to_object(p, "BincountParams"))}, std::move(reads), "bincount");
+  return partial.sum({.axes = {0}});
+}
+
+}  // namespace tessera
