@@ -196,16 +196,6 @@ Array along_axis(const Array& w, int axis, int nd) {
   return w[ix];
 }
 
-/** The main diagonal of a square 2-d array, as a view. */
-Array diagonal(const Array& c) {
-  const Expr& e = expr_of(c);
-  auto v = make_expr<ViewExpr>(ExprKind::View, e.dtype, Shape{e.shape[0]}, Chunks{e.chunks[0]}, "diagonal");
-  v->input = c.expr();
-  v->map = AffineMap{{0, 0}, {0, 0}, {1, 1}};
-  v->target = e.target;
-  return Array(v);
-}
-
 Histogram histogram_impl(const Array& x, std::vector<double> edges, const std::optional<Array>& weights, bool density,
                          double norm = 0) {
   if (edges.size() < 2) throw Error("histogram: need at least two bin edges");
@@ -253,7 +243,7 @@ std::pair<Array, Array> average_returned(const Array& x, std::optional<int> axis
   if (!weights) {
     const Array avg = x.mean(o);
     const double n = static_cast<double>(x.size()) / static_cast<double>(std::max<std::int64_t>(1, avg.size()));
-    return {avg, full(avg.shape(), n, ChunkSpec(avg.shape().size(), -1), avg.dtype())};
+    return {avg, full(avg.shape(), n, ChunkSpec(std::vector<std::int64_t>(avg.shape().size(), -1)), avg.dtype())};
   }
   Array w = *weights;
   if (w.shape() != x.shape()) {
@@ -327,7 +317,7 @@ Array cov(const Array& m, const std::optional<Array>& y, bool rowvar, bool bias,
 Array corrcoef(const Array& x, const std::optional<Array>& y, bool rowvar) {
   const Array c = cov(x, y, rowvar);
   if (c.ndim() == 0) return c / c;
-  const Array s = sqrt(diagonal(c));
+  const Array s = sqrt(tessera::diagonal(c));
   const Array r = c / s[{all(), newaxis}] / s[{newaxis, all()}];
   return minimum(maximum(r, scalar(-1.0)), scalar(1.0));
 }
