@@ -1,0 +1,233 @@
+// Arrays from and to files (tessera/array/io.hpp): raw binary files and HDF5 datasets. Round
+// trips over dtypes, shapes and chunkings (written in one chunking, read in another), files
+// made outside Tessera, and bad input: a missing file, a wrong dtype, a truncated file.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "tessera/tessera.hpp"
+
+#if defined(TESSERA_TEST_HDF5)
+#include <hdf5.h>
+#endif
+
+namespace {
+
+using namespace tessera;
+namespace fs = std::filesystem;
+
+/** A fresh directory under the temporary folder, removed with everything in it. */
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("tessera-io-" + std::to_string(::getpid()) + "-" + unique_name("t"));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+std::vector<std::uint8_t> bytes_of(const Block& b) {
+  const auto* p = static_cast<const std::uint8_t*>(b.raw());
+  return {p, p + b.nbytes()};
+}
+
+/** A deterministic array of each dtype: random integers, cast. */
+Array sample(DType dtype, const Shape& shape, const ChunkSpec& chunks, std::uint64_t seed = 1) {
+  if (dtype == DType::Bool) return random::integers(seed, 0, 2, shape, chunks) == Scalar(std::int64_t{1});
+  if (dtype == DType::Float64 || dtype == DType::Float32) return random::normal(seed, 0, 10, shape, chunks).astype(dtype);
+  return random::integers(seed, -1000000, 1000000, shape, chunks, dtype);
+}
+
+const std::vector<DType> kDtypes{DType::Float64, DType::Float32, DType::Int64, DType::Int32, DType::Bool};
+
+struct Case {
+  Shape shape;
+  ChunkSpec write_chunks, read_chunks;
+};
+const std::vector<Case> kCases{
+    {{}, {}, {}},
+    {{0}, {5}, {3}},
+    {{17}, {5}, {-1}},
+    {{17}, {-1}, {4}},
+    {{7, 9}, {3, 4}, {7, 2}},
+    {{7, 9}, {7, 9}, {2, 9}},
+    {{3, 5, 4}, {1, 2, 3}, {3, 5, 1}},
+    {{3, 5, 4}, {2, 5, 4}, {1, 1, 4}},
+};
+
+// ---- raw -------------------------------------------------------------------------------------
+
+TEST(ArrayIoRaw, RoundTripsEveryDtypeShapeAndChunking) {
+  TempDir dir;
+  for (DType dtype : kDtypes)
+    for (const Case& c : kCases) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + shape_to_string(c.shape));
+      const Array a = sample(dtype, c.shape, c.write_chunks);
+      const Block want = a.compute();
+      const std::string path = dir.file("a.raw");
+      to_raw(a, path, local_executor("threads"));
+      EXPECT_EQ(fs::file_size(path), want.nbytes());
+      const Array b = from_raw(path, dtype, c.shape, c.read_chunks);
+      EXPECT_EQ(b.dtype(), dtype);
+      EXPECT_EQ(b.shape(), c.shape);
+      const Block got = b.compute(local_executor("threads"));
+      EXPECT_EQ(bytes_of(got), bytes_of(want));
+      // The file is the array in C order, as numpy's tofile writes it.
+      std::ifstream in(path, std::ios::binary);
+      std::vector<std::uint8_t> file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      EXPECT_EQ(file, bytes_of(want));
+    }
+}
+
+TEST(ArrayIoRaw, ReadsAFileWrittenElsewhereAtAnOffset) {
+  TempDir dir;
+  const std::string path = dir.file("with_header.bin");
+  std::vector<double> v(6 * 10);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = 0.5 * static_cast<double>(i);
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.write("HEADER--", 8);
+    out.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(double)));
+    out.write("trailing", 8);  // more bytes than the array needs is fine
+  }
+  const Array a = from_raw(path, DType::Float64, {6, 10}, {4, 3}, 8);
+  EXPECT_EQ(a.compute().to_doubles(), v);
+  // Slices and reductions over it read what they need.
+  EXPECT_DOUBLE_EQ(a[{slice(1, 3), step(2)}].sum().compute().item(), 0.5 * (10 + 12 + 14 + 16 + 18 + 20 + 22 + 24 + 26 + 28));
+}
+
+TEST(ArrayIoRaw, BadInputGivesClearErrors) {
+  TempDir dir;
+  const std::string missing = dir.file("missing.raw");
+  try {
+    from_raw(missing, DType::Float64, {4}, {2});
+    FAIL() << "no error for a missing file";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(missing), std::string::npos) << e.what();
+  }
+  // Too short for the shape and dtype (a truncated file, or the wrong dtype).
+  const std::string path = dir.file("short.raw");
+  to_raw(arange(0, 10, 1, 4), path);  // 10 int64: 80 bytes
+  EXPECT_NO_THROW(from_raw(path, DType::Int64, {10}, {3}));
+  EXPECT_NO_THROW(from_raw(path, DType::Int32, {20}, {3}));
+  try {
+    from_raw(path, DType::Int64, {11}, {3});
+    FAIL() << "no error for a file too short";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("holds 80 bytes"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(from_raw(path, DType::Int64, {10}, {3}, 8), Error);
+  EXPECT_THROW(from_raw(path, DType::Int64, {10}, {3}, -1), Error);
+  EXPECT_THROW(from_raw(path, DType::Int64, {-10}, {3}), ShapeError);
+  EXPECT_THROW(from_raw(dir.path.string(), DType::Int64, {1}, {1}), Error);  // a directory
+  // Truncated after the array was made: its tasks fail, naming the file.
+  const Array a = from_raw(path, DType::Int64, {10}, {3});
+  fs::resize_file(path, 40);
+  try {
+    a.compute(local_executor("sync"));
+    FAIL() << "no error for a file truncated under the array";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ends before the array does"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(to_raw(arange(0, 4, 1, 2), dir.file("no/such/dir/x.raw")), Error);
+}
+
+// ---- HDF5 ------------------------------------------------------------------------------------
+
+#define SKIP_WITHOUT_HDF5() \
+  if (!hdf5_supported()) GTEST_SKIP() << "built without HDF5"
+
+TEST(ArrayIoHdf5, RoundTripsEveryDtypeShapeAndChunking) {
+  SKIP_WITHOUT_HDF5();
+  TempDir dir;
+  const std::string path = dir.file("a.h5");
+  int k = 0;
+  for (DType dtype : kDtypes)
+    for (const Case& c : kCases) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + shape_to_string(c.shape));
+      const Array a = sample(dtype, c.shape, c.write_chunks, static_cast<std::uint64_t>(k));
+      const std::string name = "group/x" + std::to_string(k++);  // many datasets in one file
+      to_hdf5(a, path, name, local_executor("threads"));
+      const Array b = from_hdf5(path, name, c.read_chunks);
+      EXPECT_EQ(b.dtype(), dtype);
+      EXPECT_EQ(b.shape(), c.shape);
+      EXPECT_EQ(bytes_of(b.compute(local_executor("threads"))), bytes_of(a.compute()));
+    }
+  EXPECT_FALSE(fs::exists(path + ".lock"));
+}
+
+TEST(ArrayIoHdf5, ManyChunkTasksWriteOneFile) {
+  SKIP_WITHOUT_HDF5();
+  TempDir dir;
+  const std::string path = dir.file("many.h5");
+  const Array a = random::normal(3, 0, 1, {200, 150}, {10, 15});  // 200 chunk tasks, 4 threads
+  to_hdf5(a, path, "x", local_executor("threads"));
+  to_hdf5(a * 2.0, path, "y", local_executor("threads"));
+  const Block x = from_hdf5(path, "x", {64, 64}).compute();
+  EXPECT_EQ(bytes_of(x), bytes_of(a.compute()));
+  const auto y = from_hdf5(path, "y", {-1}).compute().to_doubles();
+  const auto xv = x.to_doubles();
+  for (std::size_t i = 0; i < xv.size(); ++i) ASSERT_EQ(y[i], 2 * xv[i]);
+}
+
+TEST(ArrayIoHdf5, BadInputGivesClearErrors) {
+  SKIP_WITHOUT_HDF5();
+  TempDir dir;
+  const std::string path = dir.file("b.h5");
+  auto message = [](auto&& fn) -> std::string {
+    try {
+      fn();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  EXPECT_NE(message([&] { from_hdf5(dir.file("missing.h5"), "x", {2}); }).find("missing.h5"), std::string::npos);
+  to_hdf5(arange(0, 10, 1, 4), path, "x");
+  EXPECT_NE(message([&] { from_hdf5(path, "nope", {2}); }).find("no dataset nope"), std::string::npos);
+  EXPECT_NE(message([&] { to_hdf5(arange(0, 3, 1, 2), path, "x"); }).find("already has a dataset x"), std::string::npos);
+  // Not an HDF5 file, for reading or for adding to.
+  const std::string raw = dir.file("plain.raw");
+  to_raw(arange(0, 10, 1, 4), raw);
+  EXPECT_NE(message([&] { from_hdf5(raw, "x", {2}); }).find("not an HDF5 file"), std::string::npos);
+  EXPECT_NE(message([&] { to_hdf5(arange(0, 3, 1, 2), raw, "x"); }).find("not an HDF5 file"), std::string::npos);
+#if defined(TESSERA_TEST_HDF5)
+  // Element types Tessera has no dtype for.
+  {
+    hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(file, 0);
+    const hsize_t dims[1] = {4};
+    hid_t space = H5Screate_simple(1, dims, nullptr);
+    hid_t ds = H5Dcreate2(file, "int16", H5T_STD_I16LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Dclose(ds);
+    ds = H5Dcreate2(file, "uint64", H5T_STD_U64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Dclose(ds);
+    H5Sclose(space);
+    H5Fclose(file);
+  }
+  try {
+    from_hdf5(path, "int16", {2});
+    FAIL() << "no error for an int16 dataset";
+  } catch (const DTypeError& e) {
+    EXPECT_NE(std::string(e.what()).find("signed 16-bit integer"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(from_hdf5(path, "uint64", {2}), DTypeError);
+#endif
+  // Removed after the array was made: its tasks fail, naming the file.
+  const Array a = from_hdf5(path, "x", {3});
+  fs::remove(path);
+  EXPECT_NE(message([&] { a.compute(local_executor("sync")); }).find(path), std::string::npos);
+}
+
+}  // namespace
