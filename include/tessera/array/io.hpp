@@ -1,19 +1,48 @@
 #pragma once
-/** @file
- * Arrays from and to files: raw binary files, HDF5 datasets and stacks of .npy files.
+/**
+ * @file
+ * Reading and writing arrays in files.
  *
- * Readers are lazy: building the Array checks the file (it exists, its size or its dataset's
- * type and shape), and each chunk is then read by its own task, so a cluster reads in parallel
- * (the path must be one every worker can open: a shared file system). Writers run one task per
- * chunk through the executor and return when every chunk is written. Errors name the file.
+ * The .npy format (NumPy's, version 1.0-3.0 on read, 1.0 or 2.0 on write) for one Block:
+ *
+ *     save_npy("x.npy", block);
+ *     Block b = load_npy("x.npy");
+ *
+ * Little-endian C-order data only; a big-endian or Fortran-order file, an unknown dtype or a
+ * truncated file is refused with IoError naming the file and the reason.
+ *
+ * Arrays from and to files: raw binary files, HDF5 datasets and stacks of .npy files (Dask's
+ * to_npy_stack). Readers are lazy: building the Array checks the file (it exists, its size or
+ * its dataset's type and shape), and each chunk is then read by its own task, so a cluster reads
+ * in parallel (the path must be one every worker can open: a shared file system). Writers run
+ * one task per chunk through the executor and return when every chunk is written. Errors are
+ * IoError (DTypeError for an element type Tessera has no dtype for) and name the file.
  */
 #include <cstdint>
 #include <string>
 
 #include "tessera/array/array.hpp"
+#include "tessera/core/block.hpp"
+#include "tessera/core/error.hpp"
 #include "tessera/exec/executor.hpp"
 
 namespace tessera {
+
+/** @brief A file could not be read or written, or its content is not what was expected. */
+class IoError : public Error {
+ public:
+  using Error::Error;
+};
+
+/** @brief Reads a .npy file into a host Block. */
+Block load_npy(const std::string& path);
+/** @brief Writes a host Block (device blocks are refused) as a .npy file, replacing any. */
+void save_npy(const std::string& path, const Block& block);
+
+/** @brief NumPy's dtype descriptor ("<f8", "|b1", ...) of a dtype. */
+std::string npy_descr(DType dtype);
+/** @brief The dtype of a descriptor; throws IoError for one Tessera has no dtype for. */
+DType dtype_from_npy_descr(const std::string& descr);
 
 /**
  * @brief Reads a raw binary file (C order, native byte order) as an array, like np.memmap plus
