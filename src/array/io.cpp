@@ -65,7 +65,7 @@ void write_chunks(const Array& array, const std::string& op, const std::vector<V
 }
 
 void throw_errno(const std::string& what, const std::string& path) {
-  throw Error(what + " " + path + ": " + std::strerror(errno));
+  throw IoError(what + " " + path + ": " + std::strerror(errno));
 }
 
 }  // namespace detail::io
@@ -115,7 +115,7 @@ Value read_raw(const OpContext&, std::span<const Value> args) {
                                 static_cast<off_t>(c.offset + file_elem * item + done));
       if (r < 0 && errno == EINTR) continue;
       if (r < 0) throw_errno("from_raw: cannot read", c.path);
-      if (r == 0) throw Error("from_raw: " + c.path + " ends before the array does (truncated since it was opened?)");
+      if (r == 0) throw IoError("from_raw: " + c.path + " ends before the array does (truncated since it was opened?)");
       done += r;
     }
   });
@@ -125,7 +125,7 @@ Value read_raw(const OpContext&, std::span<const Value> args) {
 Value write_raw(const OpContext&, std::span<const Value> args) {
   const auto c = from_value<RawChunk>(args[0]);
   const Block& b = args[1].block();
-  if (b.dtype() != c.dtype || b.shape() != c.extent) throw Error("to_raw: chunk does not match " + c.path);
+  if (b.dtype() != c.dtype || b.shape() != c.extent) throw IoError("to_raw: chunk does not match " + c.path);
   Fd f{::open(c.path.c_str(), O_WRONLY | O_CLOEXEC)};
   if (f.fd < 0) throw_errno("to_raw: cannot open", c.path);
   const auto item = static_cast<std::int64_t>(itemsize(c.dtype));
@@ -163,13 +163,13 @@ std::vector<Value> raw_chunk_args(const std::string& path, DType dtype, const Sh
 Array from_raw(const std::string& path, DType dtype, Shape shape, ChunkSpec chunks, std::int64_t offset) {
   for (auto n : shape)
     if (n < 0) throw ShapeError("from_raw: negative extent in shape " + shape_to_string(shape));
-  if (offset < 0) throw Error("from_raw: offset must be >= 0");
+  if (offset < 0) throw IoError("from_raw: offset must be >= 0");
   struct stat st{};
   if (::stat(path.c_str(), &st) != 0) throw_errno("from_raw: cannot open", path);
-  if (!S_ISREG(st.st_mode)) throw Error("from_raw: " + path + " is not a regular file");
+  if (!S_ISREG(st.st_mode)) throw IoError("from_raw: " + path + " is not a regular file");
   const auto need = static_cast<std::int64_t>(itemsize(dtype)) * shape_size(shape);
   if (st.st_size < offset + need)
-    throw Error("from_raw: " + path + " holds " + std::to_string(st.st_size) + " bytes; a " + std::string(dtype_name(dtype)) +
+    throw IoError("from_raw: " + path + " holds " + std::to_string(st.st_size) + " bytes; a " + std::string(dtype_name(dtype)) +
                 " array of shape " + shape_to_string(shape) + " at offset " + std::to_string(offset) + " needs " +
                 std::to_string(offset + need));
   Chunks c = normalize_chunks(shape, chunks);

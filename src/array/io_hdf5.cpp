@@ -34,10 +34,10 @@ namespace tessera {
 
 bool hdf5_supported() { return false; }
 Array from_hdf5(const std::string&, const std::string&, ChunkSpec) {
-  throw Error("from_hdf5: this build of Tessera has no HDF5 (install libhdf5-dev and rebuild)");
+  throw IoError("from_hdf5: this build of Tessera has no HDF5 (install libhdf5-dev and rebuild)");
 }
 void to_hdf5(const Array&, const std::string&, const std::string&, Executor&) {
-  throw Error("to_hdf5: this build of Tessera has no HDF5 (install libhdf5-dev and rebuild)");
+  throw IoError("to_hdf5: this build of Tessera has no HDF5 (install libhdf5-dev and rebuild)");
 }
 
 #else
@@ -145,7 +145,7 @@ Id select(hid_t file_space, const Hdf5Chunk& c) {
   }
   const std::vector<hsize_t> start(c.start.begin(), c.start.end()), count(c.extent.begin(), c.extent.end());
   if (H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr) < 0)
-    throw Error("hdf5: cannot select a chunk of " + c.dataset + " in " + c.path);
+    throw IoError("hdf5: cannot select a chunk of " + c.dataset + " in " + c.path);
   return Id(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr), H5Sclose);
 }
 
@@ -153,16 +153,16 @@ Id select(hid_t file_space, const Hdf5Chunk& c) {
 void transfer(const Hdf5Chunk& c, void* data, bool write) {
   const char* fn = write ? "to_hdf5" : "from_hdf5";
   Id file(H5Fopen(c.path.c_str(), write ? H5F_ACC_RDWR : H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
-  if (!file.ok()) throw Error(std::string(fn) + ": cannot open " + c.path + " as an HDF5 file");
+  if (!file.ok()) throw IoError(std::string(fn) + ": cannot open " + c.path + " as an HDF5 file");
   Id ds(H5Dopen2(file.get(), c.dataset.c_str(), H5P_DEFAULT), H5Dclose);
-  if (!ds.ok()) throw Error(std::string(fn) + ": no dataset " + c.dataset + " in " + c.path);
+  if (!ds.ok()) throw IoError(std::string(fn) + ": no dataset " + c.dataset + " in " + c.path);
   Id space(H5Dget_space(ds.get()), H5Sclose);
   Id mem = select(space.get(), c);
   Id bools = c.dtype == DType::Bool ? bool_type() : Id(-1, H5Tclose);
   const hid_t type = c.dtype == DType::Bool ? bools.get() : memory_type(c.dtype);
   const herr_t rc = write ? H5Dwrite(ds.get(), type, mem.get(), space.get(), H5P_DEFAULT, data)
                           : H5Dread(ds.get(), type, mem.get(), space.get(), H5P_DEFAULT, data);
-  if (rc < 0) throw Error(std::string(fn) + ": cannot " + (write ? "write" : "read") + " a chunk of " + c.dataset + " in " + c.path);
+  if (rc < 0) throw IoError(std::string(fn) + ": cannot " + (write ? "write" : "read") + " a chunk of " + c.dataset + " in " + c.path);
 }
 
 /** An exclusive flock on `path`.lock, for writers in any process. */
@@ -195,7 +195,7 @@ Value read_hdf5(const OpContext&, std::span<const Value> args) {
 Value write_hdf5(const OpContext&, std::span<const Value> args) {
   const auto c = from_value<Hdf5Chunk>(args[0]);
   const Block& b = args[1].block();
-  if (b.dtype() != c.dtype || b.shape() != c.extent) throw Error("to_hdf5: chunk does not match " + c.dataset);
+  if (b.dtype() != c.dtype || b.shape() != c.extent) throw IoError("to_hdf5: chunk does not match " + c.dataset);
   if (b.size() == 0) return Value(Block::scalar<std::int64_t>(0));
   Hdf5Lock lock;
   WriterLock writer(c.path);
@@ -237,13 +237,13 @@ Array from_hdf5(const std::string& path, const std::string& dataset, ChunkSpec c
   {
     Hdf5Lock lock;
     if (::access(path.c_str(), R_OK) != 0) throw_errno("from_hdf5: cannot open", path);
-    if (H5Fis_hdf5(path.c_str()) <= 0) throw Error("from_hdf5: " + path + " is not an HDF5 file");
+    if (H5Fis_hdf5(path.c_str()) <= 0) throw IoError("from_hdf5: " + path + " is not an HDF5 file");
     Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
-    if (!file.ok()) throw Error("from_hdf5: cannot open " + path + " as an HDF5 file");
+    if (!file.ok()) throw IoError("from_hdf5: cannot open " + path + " as an HDF5 file");
     if (H5Lexists(file.get(), dataset.c_str(), H5P_DEFAULT) <= 0)
-      throw Error("from_hdf5: no dataset " + dataset + " in " + path);
+      throw IoError("from_hdf5: no dataset " + dataset + " in " + path);
     Id ds(H5Dopen2(file.get(), dataset.c_str(), H5P_DEFAULT), H5Dclose);
-    if (!ds.ok()) throw Error("from_hdf5: " + dataset + " in " + path + " is not a dataset");
+    if (!ds.ok()) throw IoError("from_hdf5: " + dataset + " in " + path + " is not a dataset");
     Id type(H5Dget_type(ds.get()), H5Tclose);
     const auto d = dtype_of(type.get());
     if (!d)
@@ -252,7 +252,7 @@ Array from_hdf5(const std::string& path, const std::string& dataset, ChunkSpec c
     dtype = *d;
     Id space(H5Dget_space(ds.get()), H5Sclose);
     const int nd = H5Sget_simple_extent_ndims(space.get());
-    if (nd < 0) throw Error("from_hdf5: cannot read the shape of " + dataset + " in " + path);
+    if (nd < 0) throw IoError("from_hdf5: cannot read the shape of " + dataset + " in " + path);
     std::vector<hsize_t> dims(static_cast<std::size_t>(nd));
     H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
     shape.assign(dims.begin(), dims.end());
@@ -268,13 +268,13 @@ void to_hdf5(const Array& array, const std::string& path, const std::string& dat
     Hdf5Lock lock;
     WriterLock writer(path);
     const bool exists = ::access(path.c_str(), F_OK) == 0;
-    if (exists && H5Fis_hdf5(path.c_str()) <= 0) throw Error("to_hdf5: " + path + " exists and is not an HDF5 file");
+    if (exists && H5Fis_hdf5(path.c_str()) <= 0) throw IoError("to_hdf5: " + path + " exists and is not an HDF5 file");
     Id file(exists ? H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT)
                    : H5Fcreate(path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT),
             H5Fclose);
-    if (!file.ok()) throw Error("to_hdf5: cannot " + std::string(exists ? "open " : "create ") + path);
+    if (!file.ok()) throw IoError("to_hdf5: cannot " + std::string(exists ? "open " : "create ") + path);
     if (H5Lexists(file.get(), dataset.c_str(), H5P_DEFAULT) > 0)
-      throw Error("to_hdf5: " + path + " already has a dataset " + dataset);
+      throw IoError("to_hdf5: " + path + " already has a dataset " + dataset);
     const std::vector<hsize_t> dims(shape.begin(), shape.end());
     Id space(shape.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
              H5Sclose);
@@ -293,7 +293,7 @@ void to_hdf5(const Array& array, const std::string& path, const std::string& dat
     H5Pset_create_intermediate_group(lcpl.get(), 1);  // "group/name" makes the group
     Id type = file_type(array.dtype());
     Id ds(H5Dcreate2(file.get(), dataset.c_str(), type.get(), space.get(), lcpl.get(), dcpl.get(), H5P_DEFAULT), H5Dclose);
-    if (!ds.ok()) throw Error("to_hdf5: cannot create dataset " + dataset + " in " + path);
+    if (!ds.ok()) throw IoError("to_hdf5: cannot create dataset " + dataset + " in " + path);
   }
   write_chunks(array, kWriteHdf5Op, chunk_args(path, dataset, array.dtype(), array.chunks()), executor);
   ::unlink((path + ".lock").c_str());
