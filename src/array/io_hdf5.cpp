@@ -65,6 +65,7 @@ struct Hdf5Lock {
 class Id {
  public:
   Id(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
+  Id(Id&& other) noexcept : id_(other.id_), close_(other.close_) { other.id_ = -1; }
   Id(const Id&) = delete;
   Id& operator=(const Id&) = delete;
   ~Id() {
@@ -100,7 +101,7 @@ hid_t memory_type(DType d) {
 }
 
 /** The dtype an HDF5 file type reads as exactly; nullopt when there is none. */
-std::optional<DType> dtype_of(hid_t type) {
+std::optional<DType> hdf5_dtype(hid_t type) {
   const H5T_class_t cls = H5Tget_class(type);
   const std::size_t size = H5Tget_size(type);
   if (cls == H5T_FLOAT && size == 8) return DType::Float64;
@@ -245,7 +246,7 @@ Array from_hdf5(const std::string& path, const std::string& dataset, ChunkSpec c
     Id ds(H5Dopen2(file.get(), dataset.c_str(), H5P_DEFAULT), H5Dclose);
     if (!ds.ok()) throw IoError("from_hdf5: " + dataset + " in " + path + " is not a dataset");
     Id type(H5Dget_type(ds.get()), H5Tclose);
-    const auto d = dtype_of(type.get());
+    const auto d = hdf5_dtype(type.get());
     if (!d)
       throw DTypeError("from_hdf5: dataset " + dataset + " in " + path + " holds " + describe_type(type.get()) +
                        " values; Tessera reads float64, float32, int64, int32 and bool");

@@ -1,4 +1,4 @@
-// Arrays from and to files (tessera/array/io.hpp): raw binary files and HDF5 datasets. Round
+// Arrays from and to files (tessera/array/io.hpp): raw binary files, HDF5 datasets and .npy stacks. Round
 // trips over dtypes, shapes and chunkings (written in one chunking, read in another), files
 // made outside Tessera, and bad input: a missing file, a wrong dtype, a truncated file.
 #include <gtest/gtest.h>
@@ -228,6 +228,95 @@ TEST(ArrayIoHdf5, BadInputGivesClearErrors) {
   const Array a = from_hdf5(path, "x", {3});
   fs::remove(path);
   EXPECT_NE(message([&] { a.compute(local_executor("sync")); }).find(path), std::string::npos);
+}
+
+// ---- .npy stacks -----------------------------------------------------------------------------
+
+TEST(ArrayIoNpyStack, RoundTripsAlongEveryAxis) {
+  TempDir dir;
+  int k = 0;
+  for (DType dtype : kDtypes)
+    for (const Case& c : kCases) {
+      if (c.shape.empty()) continue;
+      for (int axis = 0; axis < static_cast<int>(c.shape.size()); ++axis) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + shape_to_string(c.shape) + " axis " + std::to_string(axis));
+        const Array a = sample(dtype, c.shape, c.write_chunks, static_cast<std::uint64_t>(k));
+        const std::string d = dir.file("stack" + std::to_string(k++));
+        to_npy_stack(d, a, axis, local_executor("threads"));
+        const Array b = from_npy_stack(d);
+        EXPECT_EQ(b.dtype(), dtype);
+        EXPECT_EQ(b.shape(), c.shape);
+        // One file per chunk along the axis, each whole on the other axes.
+        for (int o = 0; o < static_cast<int>(c.shape.size()); ++o)
+          if (o != axis) EXPECT_EQ(b.chunks()[o].size(), 1u);
+        for (std::size_t i = 0; i < b.chunks()[axis].size(); ++i) {
+          const Block part = load_npy(d + "/" + std::to_string(i) + ".npy");
+          EXPECT_EQ(part.shape()[axis], b.chunks()[axis][i]);
+        }
+        EXPECT_EQ(bytes_of(b.compute(local_executor("threads"))), bytes_of(a.compute()));
+      }
+    }
+}
+
+TEST(ArrayIoNpyStack, KeepsIrregularChunksAndWritesInfoJson) {
+  TempDir dir;
+  const Array a = concatenate({arange(0, 5, 1, 5), arange(5, 12, 1, 7)}, 0);  // chunks (5, 7)
+  ASSERT_EQ(a.chunks()[0], (std::vector<std::int64_t>{5, 7}));
+  const std::string d = dir.file("s");
+  to_npy_stack(d, a);
+  std::ifstream in(d + "/info.json");
+  const std::string info((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(info.find("\"format\": \"tessera-npy-stack\""), std::string::npos) << info;
+  EXPECT_NE(info.find("\"dtype\": \"<i8\""), std::string::npos) << info;
+  EXPECT_NE(info.find("\"chunks\": [5, 7]"), std::string::npos) << info;
+  const Array b = from_npy_stack(d);
+  EXPECT_EQ(b.chunks()[0], (std::vector<std::int64_t>{5, 7}));
+  EXPECT_EQ(b.compute().to_doubles(), a.compute().to_doubles());
+  // Negative axes count from the end; 0-d arrays and axes out of range are refused.
+  to_npy_stack(dir.file("neg"), random::normal(1, 0, 1, {4, 6}, {2, 3}), -1);
+  EXPECT_EQ(from_npy_stack(dir.file("neg")).chunks()[1], (std::vector<std::int64_t>{3, 3}));
+  EXPECT_THROW(to_npy_stack(dir.file("x"), scalar(1.0)), ShapeError);
+  EXPECT_THROW(to_npy_stack(dir.file("x"), arange(0, 4, 1, 2), 1), IndexError);
+}
+
+TEST(ArrayIoNpyStack, BadInputGivesClearErrors) {
+  TempDir dir;
+  auto message = [](auto&& fn) -> std::string {
+    try {
+      fn();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  EXPECT_NE(message([&] { from_npy_stack(dir.file("none")); }).find("info.json"), std::string::npos);
+  const std::string d = dir.file("s");
+  to_npy_stack(d, random::normal(2, 0, 1, {9, 2}, {3, 2}));
+  // A missing chunk file.
+  fs::rename(d + "/2.npy", d + "/moved.npy");
+  EXPECT_NE(message([&] { from_npy_stack(d); }).find("2.npy is missing"), std::string::npos);
+  // A chunk file of another dtype: the task reading it fails, naming it.
+  save_npy(d + "/2.npy", Block::from_values(std::vector<std::int64_t>(6, 1), {3, 2}));
+  const Array a = from_npy_stack(d);
+  const std::string m = message([&] { a.compute(local_executor("sync")); });
+  EXPECT_NE(m.find("2.npy holds int64"), std::string::npos) << m;
+  // A truncated chunk file: load_npy's error.
+  fs::resize_file(d + "/2.npy", 100);
+  EXPECT_THROW(a.compute(local_executor("sync")), Error);
+  // info.json that is not ours, or whose chunks do not add up.
+  {
+    std::ofstream(d + "/info.json") << "{\"format\": \"dask\", \"version\": 1}";
+  }
+  EXPECT_NE(message([&] { from_npy_stack(d); }).find("not a tessera-npy-stack"), std::string::npos);
+  {
+    std::ofstream(d + "/info.json") << "{\"format\": \"tessera-npy-stack\", \"version\": 1, \"dtype\": \"<f8\", "
+                                       "\"shape\": [9, 2], \"axis\": 0, \"chunks\": [3, 3]}";
+  }
+  EXPECT_NE(message([&] { from_npy_stack(d); }).find("do not make the shape"), std::string::npos);
+  {
+    std::ofstream(d + "/info.json") << "{not json";
+  }
+  EXPECT_NE(message([&] { from_npy_stack(d); }).find("malformed"), std::string::npos);
 }
 
 }  // namespace

@@ -68,4 +68,15 @@ Array from_hdf5(const std::string& path, const std::string& dataset, ChunkSpec c
 void to_hdf5(const Array& array, const std::string& path, const std::string& dataset,
              Executor& executor = local_executor());
 
+/**
+ * @brief Writes the array as a stack of .npy files along `axis` (Dask's to_npy_stack): the
+ * directory (created when missing) gets "0.npy", "1.npy", ... (one per chunk along the axis,
+ * each whole on the other axes: the array is rechunked so when it is not) and "info.json"
+ * ({"format": "tessera-npy-stack", "version": 1, "dtype", "shape", "axis", "chunks"}).
+ */
+void to_npy_stack(const std::string& dirname, const Array& array, int axis = 0,
+                  Executor& executor = local_executor());
+/** @brief The array a to_npy_stack directory holds, one chunk (and task) per file. */
+Array from_npy_stack(const std::string& dirname);
+
 }  // namespace tessera
