@@ -63,8 +63,10 @@ Array Generator::integers(std::int64_t low, std::int64_t high, Shape shape, Chun
   const std::uint64_t range = static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low) + (endpoint ? 1 : 0);
   if (range == 0) throw Error("integers: the range [INT64_MIN, INT64_MAX] is not supported");
   const auto top = static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + range);  // wraps for high = INT64_MAX
-  return make_generator(GenKind::Integers, dtype, std::move(shape), chunks, static_cast<double>(low),
-                        static_cast<double>(low) + static_cast<double>(range), low, top, next_key(), "integers");
+  // p0, p1: the bounds of the float-register path (integers read as doubles), as before endpoint.
+  const double p1 = static_cast<double>(high) + (endpoint ? 1.0 : 0.0);
+  return make_generator(GenKind::Integers, dtype, std::move(shape), chunks, static_cast<double>(low), p1, low, top,
+                        next_key(), "integers");
 }
 
 Array Generator::exponential(double scale, Shape shape, ChunkSpec chunks) {

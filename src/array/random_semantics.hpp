@@ -18,8 +18,12 @@
 
 #if defined(__CUDACC__)
 #define TESSERA_RNG __host__ __device__ __forceinline__
+// The entry points stay calls in the program kernel: inlined, the samplers' loops would add
+// their registers to every program's evaluation loop, random or not.
+#define TESSERA_RNG_ENTRY __host__ __device__ __noinline__
 #else
 #define TESSERA_RNG inline
+#define TESSERA_RNG_ENTRY inline
 #endif
 
 namespace tessera::detail::rng {
@@ -256,7 +260,7 @@ TESSERA_RNG std::int64_t permutation_at(std::uint64_t key, std::uint64_t n, std:
 }
 
 /** Element i of a floating-point distribution (code g, parameters p0, p1). */
-TESSERA_RNG double sample_f64(int g, std::uint64_t key, double p0, double p1, std::uint64_t i) {
+TESSERA_RNG_ENTRY double sample_f64(int g, std::uint64_t key, double p0, double p1, std::uint64_t i) {
   Draws d(key, kStreamBase + static_cast<std::uint32_t>(g), i);
   switch (g) {
     case kExponential: return -log1p(-d.uniform()) * p0;
@@ -275,7 +279,7 @@ TESSERA_RNG double sample_f64(int g, std::uint64_t key, double p0, double p1, st
 }
 
 /** Element i of an integer distribution; the floating-point ones truncated (as a cast). */
-TESSERA_RNG std::int64_t sample_i64(int g, std::uint64_t key, double p0, double p1, std::uint64_t i) {
+TESSERA_RNG_ENTRY std::int64_t sample_i64(int g, std::uint64_t key, double p0, double p1, std::uint64_t i) {
   Draws d(key, kStreamBase + static_cast<std::uint32_t>(g), i);
   switch (g) {
     case kPoisson: return poisson(d, p0);
@@ -294,3 +298,4 @@ TESSERA_RNG std::int64_t sample_i64(int g, std::uint64_t key, double p0, double 
 }  // namespace tessera::detail::rng
 
 #undef TESSERA_RNG
+#undef TESSERA_RNG_ENTRY
