@@ -231,10 +231,20 @@ TESSERA_RNG std::int64_t geometric(Draws& d, double p) {
   return x < 9.2e18 ? static_cast<std::int64_t>(x) : INT64_MAX;
 }
 
+/** SplitMix64's finaliser: a bijective 64-bit mix (also how mix_key spreads seeds). */
+TESSERA_RNG std::uint64_t mix64(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+constexpr int kFeistelRounds = 12;
+
 /**
- * Element i of a random permutation of [0, n): a keyed Feistel network (8 rounds, Philox as the
- * round function) on the smallest even number of bits that holds n - 1, walked along its cycle
- * until the value falls below n, which keeps it a bijection of [0, n).
+ * Element i of a random permutation of [0, n): a keyed Feistel network (12 rounds; round r
+ * XORs into one half mix64 of the other half and round key r, itself mix64 of the array's key
+ * and r) on the smallest even number of bits that holds n - 1, walked along its
+ * cycle until the value falls below n, which keeps it a bijection of [0, n).
  */
 TESSERA_RNG std::int64_t permutation_at(std::uint64_t key, std::uint64_t n, std::uint64_t i) {
   if (n <= 1) return 0;
@@ -242,15 +252,14 @@ TESSERA_RNG std::int64_t permutation_at(std::uint64_t key, std::uint64_t n, std:
   while (bits < 64 && ((n - 1) >> bits) != 0) ++bits;
   const int half = (bits + 1) / 2;
   const std::uint64_t mask = (std::uint64_t{1} << half) - 1;
-  const philox4x32_key_t k = {{static_cast<std::uint32_t>(key), static_cast<std::uint32_t>(key >> 32)}};
+  std::uint64_t round_key[kFeistelRounds];
+  for (int r = 0; r < kFeistelRounds; ++r)
+    round_key[r] = mix64(key ^ ((kStreamBase + kPermutation) * 0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(r + 1)));
   std::uint64_t x = i;
   do {
     std::uint64_t left = x >> half, right = x & mask;
-    for (std::uint32_t round = 0; round < 8; ++round) {
-      const philox4x32_ctr_t c = {{static_cast<std::uint32_t>(right), static_cast<std::uint32_t>(right >> 32),
-                                   kStreamBase + kPermutation, round}};
-      const philox4x32_ctr_t f = philox4x32_R(10, c, k);
-      const std::uint64_t mixed = left ^ (((static_cast<std::uint64_t>(f.v[1]) << 32) | f.v[0]) & mask);
+    for (int r = 0; r < kFeistelRounds; ++r) {
+      const std::uint64_t mixed = left ^ (mix64(right ^ round_key[r]) & mask);
       left = right;
       right = mixed;
     }

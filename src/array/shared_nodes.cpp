@@ -44,7 +44,7 @@ double generator_cost(GenKind g) {
     case GenKind::Binomial: return 50.0;
     case GenKind::StandardT: return 50.0;
     case GenKind::Beta: return 80.0;
-    case GenKind::Permutation: return 100.0;
+    case GenKind::Permutation: return 40.0;
   }
   return 1.0;
 }
