@@ -4,8 +4,9 @@
 // caller creates the dataset (chunked like the array), then each chunk task writes its hyperslab.
 // The HDF5 library is not safe to call from several threads (Debian's serial build) and a file
 // takes one writer at a time, so every call here holds one process-wide mutex, and a writer also
-// holds an exclusive flock on `path`.lock (always in that order), which makes writer tasks in
-// other processes (cluster workers on one machine or a shared file system with flock) wait too.
+// holds an exclusive flock on the file's directory (always in that order), which makes writer
+// tasks in other processes (cluster workers on one machine or a shared file system with flock)
+// wait too.
 #include <string>
 
 #include "tessera/array/io.hpp"
@@ -166,21 +167,30 @@ void transfer(const Hdf5Chunk& c, void* data, bool write) {
   if (rc < 0) throw IoError(std::string(fn) + ": cannot " + (write ? "write" : "read") + " a chunk of " + c.dataset + " in " + c.path);
 }
 
-/** An exclusive flock on `path`.lock, for writers in any process. */
+/**
+ * An exclusive flock on the directory that holds `path`, for writers in any process: HDF5 opens
+ * a file for writing with a non-blocking lock of its own, so a second writer would fail rather
+ * than wait. (A lock file beside the data could not be removed safely: a writer waiting on the
+ * removed one and a writer locking a new one would both go ahead.)
+ */
 class WriterLock {
  public:
-  explicit WriterLock(const std::string& path) : lock_path_(path + ".lock") {
-    fd_ = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw_errno("to_hdf5: cannot create the lock file", lock_path_);
+  explicit WriterLock(const std::string& path) {
+    const auto slash = path.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+    fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd_ < 0) throw_errno("to_hdf5: cannot open the directory of", path);
     while (::flock(fd_, LOCK_EX) != 0)
-      if (errno != EINTR) throw_errno("to_hdf5: cannot lock", lock_path_);
+      if (errno != EINTR) {
+        ::close(fd_);
+        throw_errno("to_hdf5: cannot lock the directory of", path);
+      }
   }
   WriterLock(const WriterLock&) = delete;
   WriterLock& operator=(const WriterLock&) = delete;
   ~WriterLock() { ::close(fd_); }  // closing releases the lock
 
  private:
-  std::string lock_path_;
   int fd_ = -1;
 };
 
@@ -297,7 +307,6 @@ void to_hdf5(const Array& array, const std::string& path, const std::string& dat
     if (!ds.ok()) throw IoError("to_hdf5: cannot create dataset " + dataset + " in " + path);
   }
   write_chunks(array, kWriteHdf5Op, chunk_args(path, dataset, array.dtype(), array.chunks()), executor);
-  ::unlink((path + ".lock").c_str());
 }
 
 #endif

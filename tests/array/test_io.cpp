@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "../distributed/cluster_fixture.hpp"
 #include "tessera/tessera.hpp"
 
 #if defined(TESSERA_TEST_HDF5)
@@ -170,7 +171,7 @@ TEST(ArrayIoHdf5, RoundTripsEveryDtypeShapeAndChunking) {
       EXPECT_EQ(b.shape(), c.shape);
       EXPECT_EQ(bytes_of(b.compute(local_executor("threads"))), bytes_of(a.compute()));
     }
-  EXPECT_FALSE(fs::exists(path + ".lock"));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator{}), 1) << "files beside a.h5";
 }
 
 TEST(ArrayIoHdf5, ManyChunkTasksWriteOneFile) {
@@ -185,6 +186,35 @@ TEST(ArrayIoHdf5, ManyChunkTasksWriteOneFile) {
   const auto y = from_hdf5(path, "y", {-1}).compute().to_doubles();
   const auto xv = x.to_doubles();
   for (std::size_t i = 0; i < xv.size(); ++i) ASSERT_EQ(y[i], 2 * xv[i]);
+}
+
+// A whole to_hdf5 run inside a worker: four datasets of one file.
+std::int64_t io_test_write_hdf5(std::string path, std::int64_t seed) {
+  for (int k = 0; k < 4; ++k)
+    to_hdf5(random::normal(static_cast<std::uint64_t>(seed), 0, 1, {200, 100}, {10, 50}), path,
+            "d" + std::to_string(seed) + "_" + std::to_string(k), local_executor("sync"));
+  return seed;
+}
+TESSERA_REGISTER_FUNCTION_AS("test_io.write_hdf5", io_test_write_hdf5);
+
+TEST(ArrayIoHdf5, WriterProcessesTakeTurnsOnOneFile) {
+  SKIP_WITHOUT_HDF5();
+  TempDir dir;
+  const std::string path = dir.file("shared.h5");
+  // Before the directory lock (a lock file beside the data, removed by each to_hdf5 when done),
+  // writers in other processes could both go ahead, and HDF5's own lock failed one of them.
+  distributed::LocalCluster cluster(tessera_test::processes_over_tcp());
+  distributed::Client client(cluster, tessera_test::client_options(cluster.token(), 10));
+  ASSERT_TRUE(client.wait_for_workers(2, std::chrono::seconds(10)));
+  std::vector<distributed::TypedFuture<std::int64_t>> writes;
+  for (std::int64_t seed = 1; seed <= 4; ++seed) writes.push_back(client.submit(io_test_write_hdf5, path, seed));
+  for (std::int64_t seed = 1; seed <= 4; ++seed) EXPECT_EQ(writes[seed - 1].result(), seed);
+  for (std::int64_t seed = 1; seed <= 4; ++seed)
+    for (int k = 0; k < 4; ++k) {
+      const Block got = from_hdf5(path, "d" + std::to_string(seed) + "_" + std::to_string(k), {64}).compute();
+      EXPECT_EQ(bytes_of(got), bytes_of(random::normal(static_cast<std::uint64_t>(seed), 0, 1, {200, 100}, {10, 50}).compute()))
+          << seed << " " << k;
+    }
 }
 
 TEST(ArrayIoHdf5, BadInputGivesClearErrors) {

@@ -462,6 +462,10 @@ BLOCKWISE_TEST(Distributions) {
   check(random::geometric(33, 0.3, {5000}, {999}));
   check(random::permutation(34, 5000, 999));
   check(random::choice(35, 100, {40, 2}, {16, 2}, false));
+  // choice with the most probabilities it takes still fits a device program.
+  std::vector<double> p(12, 1.0 / 16);
+  p[0] = p[11] = 3.0 / 16;
+  check(random::choice(36, 12, {300, 7}, {128, 7}, true, p));
   // In expressions, as float registers, and reduced.
   check(random::poisson(36, 5.0, {300, 50}, {128, 50}).astype(DType::Float64) * 0.5 + random::gamma(37, 2.0, 1.0, {300, 50}, {128, 50}), f);
   check(random::poisson(38, 5.0, {300, 50}, {128, 50}).sum(axes({0})));

@@ -62,8 +62,9 @@ bool hdf5_supported();
 Array from_hdf5(const std::string& path, const std::string& dataset, ChunkSpec chunks);
 /**
  * @brief Writes the array as a new dataset (chunked like the array) of an HDF5 file, created
- * when missing. Each chunk task writes its hyperslab holding a lock on the file (`path`.lock, a
- * file lock, so writers in other processes wait too): HDF5 files take one writer at a time.
+ * when missing. Each chunk task writes its hyperslab holding a process-wide mutex and a flock
+ * on the file's directory, so writers in other processes wait too: HDF5 files take one writer
+ * at a time.
  */
 void to_hdf5(const Array& array, const std::string& path, const std::string& dataset,
              Executor& executor = local_executor());
