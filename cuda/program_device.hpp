@@ -67,6 +67,8 @@ enum XOp : std::uint16_t {
   // F64 registers holding float32 values: floor division, modulo and power computed in float.
   kFloorDivF32, kModF32, kPowF32,
   kF2I32,  // cast of an F64 register to int32 (NaN and out of range: INT32_MIN, as NumPy on x86-64)
+  // Distributions of random_semantics.hpp (gamma, poisson, ...): code in gen, parameters p0, p1.
+  kGenDistF, kGenDistI,
   kNumXOps
 };
 
@@ -76,7 +78,7 @@ enum Round : std::uint8_t { kRoundNone, kRoundF32, kRoundI32, kRoundBool };
 struct DevInstr {
   std::uint16_t xop = kConst;
   std::uint8_t round = kRoundNone;
-  std::uint8_t reserved = 0;
+  std::uint8_t gen = 0;  // kGenDist*: the distribution's code (random_semantics.hpp)
   // Shared-memory word offsets (slot * kThreads) of the result and the operands.
   std::uint16_t dst = 0, a = 0, b = 0, c = 0;
   std::uint32_t reserved2 = 0;

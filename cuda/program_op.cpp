@@ -322,7 +322,12 @@ EncodedProgram encode_program(const Program& p, const std::vector<const Block*>&
             x.i0 = static_cast<std::int64_t>(in.p0);  // integer aranges stay exact
             x.i1 = static_cast<std::int64_t>(in.p1);
             break;
-          default: throw Error("blockwise program: unknown generator " + std::to_string(in.sub));
+          default:
+            if (!detail::is_distribution(gen))
+              throw Error("blockwise program: unknown generator " + std::to_string(in.sub));
+            x.xop = f ? kGenDistF : kGenDistI;
+            x.gen = in.sub;
+            break;
         }
         break;
       }

@@ -124,6 +124,9 @@ struct ReshapeExpr : Expr {
 struct MapBlocksExpr : Expr {
   std::string op;
   std::vector<ExprPtr> inputs;  // same chunk grid as the output
+  // When not empty, one literal first argument per chunk (row-major): what a reader with no
+  // input array (from_raw, from_hdf5) reads for that chunk.
+  std::vector<Value> chunk_args;
   using Expr::Expr;
 };
 

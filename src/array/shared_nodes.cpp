@@ -35,6 +35,16 @@ double generator_cost(GenKind g) {
     case GenKind::Integers: return 3.5;
     case GenKind::Arange: return 0.2;
     case GenKind::Full: return 0.0;
+    // Distributions (random_semantics.hpp), one element at a time: estimates from their Philox
+    // calls and transcendental functions per element (rejection loops at their mean trials), not fitted.
+    case GenKind::Exponential: return 8.0;
+    case GenKind::Geometric: return 10.0;
+    case GenKind::Gamma: return 40.0;
+    case GenKind::Poisson: return 40.0;
+    case GenKind::Binomial: return 50.0;
+    case GenKind::StandardT: return 50.0;
+    case GenKind::Beta: return 80.0;
+    case GenKind::Permutation: return 40.0;
   }
   return 1.0;
 }

@@ -389,6 +389,7 @@ void Lowering::lower_map_blocks(const MapBlocksExpr& e, std::vector<Key>& keys) 
     Task t;
     t.key = chunk_key(e.name, chunk_coords(e.chunks, f));
     t.op = e.op;
+    if (!e.chunk_args.empty()) t.args.emplace_back(e.chunk_args[f]);
     for (const auto* k : in) t.args.emplace_back(KeyRef{(*k)[f]});
     keys.push_back(t.key);
     add_task(std::move(t));

@@ -443,6 +443,35 @@ BLOCKWISE_TEST(Generators) {
   check(zeros({9, 4}, {4, 4}, DType::Int32));
 }
 
+BLOCKWISE_TEST(Distributions) {
+  // random_semantics.hpp is the one definition: the emulation (the same host code) agrees
+  // exactly; CUDA's log, exp and lgamma may move the last bits of a continuous value.
+  const Tol f = g_mode == Mode::Emulated ? kExact : kFn;
+  check(random::gamma(21, 0.4, 2.0, {301, 57}, {128, 20}), f);
+  check(random::gamma(22, 3.5, 1.0, {301, 57}, {128, 20})[{step(2), step(-3)}], f);
+  check(random::beta(23, 2.0, 5.0, {200, 40}, {64, 40}), f);
+  check(random::beta(24, 0.3, 0.6, {200, 40}, {64, 40}).T(), f);
+  check(random::standard_t(25, 4.0, {5000}, {999}), f);
+  check(random::chisquare(26, 3.0, {5000}, {999}), f);
+  check(random::exponential(27, 2.0, {5000}, {999}), f);
+  check(random::lognormal(28, 0.5, 0.3, {5000}, {999}), kFn);  // exp of the (vectorised) normal kernels
+  check(random::poisson(29, 3.0, {300, 50}, {128, 50}));
+  check(random::poisson(30, 250.0, {300, 50}, {128, 50})[{step(3), step(2)}]);
+  check(random::binomial(31, 40, 0.1, {300, 50}, {128, 50}));
+  check(random::binomial(32, 4000, 0.6, {300, 50}, {128, 50}));
+  check(random::geometric(33, 0.3, {5000}, {999}));
+  check(random::permutation(34, 5000, 999));
+  check(random::choice(35, 100, {40, 2}, {16, 2}, false));
+  // choice with the most probabilities it takes still fits a device program.
+  std::vector<double> p(12, 1.0 / 16);
+  p[0] = p[11] = 3.0 / 16;
+  check(random::choice(36, 12, {300, 7}, {128, 7}, true, p));
+  // In expressions, as float registers, and reduced.
+  check(random::poisson(36, 5.0, {300, 50}, {128, 50}).astype(DType::Float64) * 0.5 + random::gamma(37, 2.0, 1.0, {300, 50}, {128, 50}), f);
+  check(random::poisson(38, 5.0, {300, 50}, {128, 50}).sum(axes({0})));
+  check(random::gamma(39, 2.0, 1.0, {300, 50}, {128, 50}).astype(DType::Int64));
+}
+
 BLOCKWISE_TEST(FloatUnaryOps) {
   auto x = random::normal(11, 0.0, 3.0, {200, 150}, {64, 50});
   auto pos = random::uniform(12, 0.01, 4.0, {200, 150}, {64, 50});

@@ -202,6 +202,7 @@ void generate_f64(std::uint8_t gen, std::uint64_t key, double p0, double p1, std
         for (int j = 0; j < m; ++j) out[done + j] = static_cast<double>(tmp[j]);
         break;
       }
+      default: sample_distribution_f64(gen, key, p0, p1, s, delta, m, out + done); break;
     }
   }
 }
@@ -221,6 +222,10 @@ void generate_i64(std::uint8_t gen, std::uint64_t key, std::int64_t lo, std::int
         for (int j = 0; j < m; ++j)
           out[done + j] = static_cast<std::int64_t>(p0) + static_cast<std::int64_t>(p1) * (s + delta * j);
         break;
+      case GenKind::Poisson:
+      case GenKind::Binomial:
+      case GenKind::Geometric:
+      case GenKind::Permutation: sample_distribution_i64(gen, key, p0, p1, s, delta, m, out + done); break;
       default: {
         alignas(64) double tmp[kLanes];
         generate_f64(gen, key, p0, p1, s, delta, m, tmp);

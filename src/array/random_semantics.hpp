@@ -1,0 +1,310 @@
+#pragma once
+// Internal: the random distributions (gamma, beta, poisson, binomial, ...) as a pure function of
+// (key, element index), written once for the host (src/array/random_distributions.cpp) and the
+// device (cuda/program_kernel.cuh, as device code under nvcc and as host code in the emulation),
+// so a chunk made anywhere, on any executor or GPU, holds the same numbers.
+//
+// Element i draws from its own Philox4x32-10 stream: counter {i.lo, i.hi, stream, draw}, where
+// stream is kStreamBase + the distribution's code and draw counts the Philox calls the element
+// has made. Each call gives two 64-bit words, used in order. So a rejection sampler may take any
+// number of draws without touching another element's numbers.
+//
+// Only C++17, <math.h> and Random123 (nvcc builds the project's .cu files as C++17).
+#include <math.h>
+
+#include <cstdint>
+
+#include <Random123/philox.h>
+
+#if defined(__CUDACC__)
+#define TESSERA_RNG __host__ __device__ __forceinline__
+// The entry points stay calls in the program kernel: inlined, the samplers' loops would add
+// their registers to every program's evaluation loop, random or not.
+#define TESSERA_RNG_ENTRY __host__ __device__ __noinline__
+#else
+#define TESSERA_RNG inline
+#define TESSERA_RNG_ENTRY inline
+#endif
+
+namespace tessera::detail::rng {
+// Internal linkage, as element_semantics.hpp, for the same reason: translation units built with
+// different flags must not share an out-of-line copy.
+namespace {
+
+// The distribution codes: GenKind's values (src/array/program.hpp, which needs C++20 and so is
+// spelled again here; random_distributions.cpp checks that the two agree).
+enum : int {
+  kExponential = 5,
+  kGamma = 6,         // p0 = shape, p1 = scale
+  kBeta = 7,          // p0 = a, p1 = b
+  kPoisson = 8,       // p0 = lam
+  kBinomial = 9,      // p0 = p, p1 = n
+  kStandardT = 10,    // p0 = df
+  kGeometric = 11,    // p0 = p
+  kPermutation = 12,  // p0 = n: element i of a random permutation of [0, n)
+};
+/** Philox stream of distribution code g (normal, uniform and integers use 1, 2 and 3). */
+constexpr std::uint32_t kStreamBase = 16;
+
+TESSERA_RNG double lgamma_of(double x) {
+#if defined(__CUDACC__)
+  return lgamma(x);
+#else
+  int sign;  // lgamma writes the global signgam: not safe from several task threads
+  return lgamma_r(x, &sign);
+#endif
+}
+
+/** The Philox draws of one element. */
+class Draws {
+ public:
+  TESSERA_RNG Draws(std::uint64_t key, std::uint32_t stream, std::uint64_t i) : key_(key), i_(i), stream_(stream) {}
+
+  TESSERA_RNG std::uint64_t next_u64() {
+    if (left_ == 0) {
+      const philox4x32_key_t k = {{static_cast<std::uint32_t>(key_), static_cast<std::uint32_t>(key_ >> 32)}};
+      const philox4x32_ctr_t c = {{static_cast<std::uint32_t>(i_), static_cast<std::uint32_t>(i_ >> 32), stream_, draw_++}};
+      const philox4x32_ctr_t x = philox4x32_R(10, c, k);
+      words_[0] = (static_cast<std::uint64_t>(x.v[1]) << 32) | x.v[0];
+      words_[1] = (static_cast<std::uint64_t>(x.v[3]) << 32) | x.v[2];
+      left_ = 2;
+    }
+    return words_[2 - left_--];
+  }
+  /** [0, 1), 53 random bits. */
+  TESSERA_RNG double uniform() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
+  /** (0, 1]. */
+  TESSERA_RNG double uniform_pos() { return static_cast<double>((next_u64() >> 11) + 1) * 0x1.0p-53; }
+  /** Standard normal (Box-Muller; the sine of a pair is kept for the next call). */
+  TESSERA_RNG double normal() {
+    if (has_normal_) {
+      has_normal_ = false;
+      return spare_;
+    }
+    const double r = sqrt(-2.0 * log(uniform_pos()));
+    const double t = 6.283185307179586476925286766559 * uniform();
+    spare_ = r * sin(t);
+    has_normal_ = true;
+    return r * cos(t);
+  }
+
+ private:
+  std::uint64_t key_, i_;
+  std::uint32_t stream_, draw_ = 0;
+  std::uint64_t words_[2] = {0, 0};
+  int left_ = 0;
+  bool has_normal_ = false;
+  double spare_ = 0;
+};
+
+/** Gamma(shape >= 1, 1): Marsaglia and Tsang's squeeze-and-reject method. */
+TESSERA_RNG double gamma_ge1(Draws& d, double shape) {
+  const double b = shape - 1.0 / 3.0;
+  const double c = 1.0 / sqrt(9.0 * b);
+  for (;;) {
+    double x, v;
+    do {
+      x = d.normal();
+      v = 1.0 + c * x;
+    } while (v <= 0.0);
+    v = v * v * v;
+    const double u = d.uniform_pos();
+    const double x2 = x * x;
+    if (u < 1.0 - 0.0331 * x2 * x2) return b * v;
+    if (log(u) < 0.5 * x2 + b * (1.0 - v + log(v))) return b * v;
+  }
+}
+
+/** Gamma(shape, 1); shapes below 1 through Gamma(shape + 1) * U^(1 / shape). */
+TESSERA_RNG double standard_gamma(Draws& d, double shape) {
+  if (shape <= 0.0) return 0.0;
+  if (shape >= 1.0) return gamma_ge1(d, shape);
+  const double g = gamma_ge1(d, shape + 1.0);
+  return g * exp(log(d.uniform_pos()) / shape);
+}
+
+TESSERA_RNG double beta(Draws& d, double a, double b) {
+  if (a > 1.0 || b > 1.0) {
+    const double x = standard_gamma(d, a);
+    const double y = standard_gamma(d, b);
+    return x / (x + y);
+  }
+  // Both shapes <= 1: Johnk's method, in logarithms when the powers underflow (tiny shapes).
+  for (;;) {
+    const double u = d.uniform_pos(), v = d.uniform_pos();
+    const double x = exp(log(u) / a), y = exp(log(v) / b);
+    const double s = x + y;
+    if (s > 1.0) continue;
+    if (s > 0.0) return x / s;
+    double lx = log(u) / a, ly = log(v) / b;
+    const double m = lx > ly ? lx : ly;
+    lx -= m;
+    ly -= m;
+    return exp(lx - log(exp(lx) + exp(ly)));
+  }
+}
+
+/** Poisson: multiplication of uniforms below lam 10, Hoermann's PTRS (1993) from there on. */
+TESSERA_RNG std::int64_t poisson(Draws& d, double lam) {
+  if (lam <= 0.0) return 0;
+  if (lam < 10.0) {
+    const double limit = exp(-lam);
+    double prod = 1.0;
+    std::int64_t k = 0;
+    for (;;) {
+      prod *= d.uniform();
+      if (prod <= limit) return k;
+      ++k;
+    }
+  }
+  const double slam = sqrt(lam), loglam = log(lam);
+  const double b = 0.931 + 2.53 * slam;
+  const double a = -0.059 + 0.02483 * b;
+  const double inv_alpha = 1.1239 + 1.1328 / (b - 3.4);
+  const double vr = 0.9277 - 3.6224 / (b - 2.0);
+  for (;;) {
+    const double u = d.uniform() - 0.5;
+    const double v = d.uniform_pos();
+    const double us = 0.5 - fabs(u);
+    const double k = floor((2.0 * a / us + b) * u + lam + 0.43);
+    if (us >= 0.07 && v <= vr) return static_cast<std::int64_t>(k);
+    if (k < 0.0 || (us < 0.013 && v > us)) continue;
+    if (log(v) + log(inv_alpha) - log(a / (us * us) + b) <= -lam + k * loglam - lgamma_of(k + 1.0))
+      return static_cast<std::int64_t>(k);
+  }
+}
+
+/** Binomial(n, p <= 1/2): inversion while n p < 10, Hoermann's BTRS (1993) above. */
+TESSERA_RNG std::int64_t binomial_low(Draws& d, double n, double p) {
+  const double q = 1.0 - p;
+  if (n * p < 10.0) {
+    const double s = p / q, a = (n + 1.0) * s;
+    const double r0 = exp(n * log1p(-p));
+    // Rounding can leave u above every remaining term: start again past a bound the exact search
+    // reaches with negligible probability.
+    const double bound_f = n * p + 10.0 * sqrt(n * p * q + 1.0);
+    const double bound = bound_f < n ? bound_f : n;
+    for (;;) {
+      double u = d.uniform(), r = r0, x = 0.0;
+      while (u > r) {
+        u -= r;
+        x += 1.0;
+        if (x > bound) break;
+        r *= a / x - s;
+      }
+      if (x <= bound) return static_cast<std::int64_t>(x);
+    }
+  }
+  const double spq = sqrt(n * p * q);
+  const double b = 1.15 + 2.53 * spq;
+  const double a = -0.0873 + 0.0248 * b + 0.01 * p;
+  const double c = n * p + 0.5;
+  const double alpha = (2.83 + 5.1 / b) * spq;
+  const double vr = 0.92 - 4.2 / b;
+  const double m = floor((n + 1.0) * p);
+  const double lpq = log(p / q);
+  const double h = lgamma_of(m + 1.0) + lgamma_of(n - m + 1.0);
+  for (;;) {
+    const double u = d.uniform() - 0.5;
+    double v = d.uniform_pos();
+    const double us = 0.5 - fabs(u);
+    const double k = floor((2.0 * a / us + b) * u + c);
+    if (k < 0.0 || k > n) continue;
+    if (us >= 0.07 && v <= vr) return static_cast<std::int64_t>(k);
+    v = log(v * alpha / (a / (us * us) + b));
+    if (v <= h - lgamma_of(k + 1.0) - lgamma_of(n - k + 1.0) + (k - m) * lpq) return static_cast<std::int64_t>(k);
+  }
+}
+
+TESSERA_RNG std::int64_t binomial(Draws& d, double n, double p) {
+  if (n <= 0.0 || p <= 0.0) return 0;
+  if (p >= 1.0) return static_cast<std::int64_t>(n);
+  if (p > 0.5) return static_cast<std::int64_t>(n) - binomial_low(d, n, 1.0 - p);
+  return binomial_low(d, n, p);
+}
+
+/** Trials up to the first success (>= 1), by inversion. */
+TESSERA_RNG std::int64_t geometric(Draws& d, double p) {
+  if (p >= 1.0) return 1;
+  const double x = ceil(log1p(-d.uniform()) / log1p(-p));
+  if (x < 1.0) return 1;
+  return x < 9.2e18 ? static_cast<std::int64_t>(x) : INT64_MAX;
+}
+
+/** SplitMix64's finaliser: a bijective 64-bit mix (also how mix_key spreads seeds). */
+TESSERA_RNG std::uint64_t mix64(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+constexpr int kFeistelRounds = 12;
+
+/**
+ * Element i of a random permutation of [0, n): a keyed Feistel network (12 rounds; round r
+ * XORs into one half mix64 of the other half and round key r, itself mix64 of the array's key
+ * and r) on the smallest even number of bits that holds n - 1, walked along its
+ * cycle until the value falls below n, which keeps it a bijection of [0, n).
+ */
+TESSERA_RNG std::int64_t permutation_at(std::uint64_t key, std::uint64_t n, std::uint64_t i) {
+  if (n <= 1) return 0;
+  int bits = 0;
+  while (bits < 64 && ((n - 1) >> bits) != 0) ++bits;
+  const int half = (bits + 1) / 2;
+  const std::uint64_t mask = (std::uint64_t{1} << half) - 1;
+  std::uint64_t round_key[kFeistelRounds];
+  for (int r = 0; r < kFeistelRounds; ++r)
+    round_key[r] = mix64(key ^ ((kStreamBase + kPermutation) * 0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(r + 1)));
+  std::uint64_t x = i;
+  do {
+    std::uint64_t left = x >> half, right = x & mask;
+    for (int r = 0; r < kFeistelRounds; ++r) {
+      const std::uint64_t mixed = left ^ (mix64(right ^ round_key[r]) & mask);
+      left = right;
+      right = mixed;
+    }
+    x = (left << half) | right;
+  } while (x >= n);
+  return static_cast<std::int64_t>(x);
+}
+
+/** Element i of a floating-point distribution (code g, parameters p0, p1). */
+TESSERA_RNG_ENTRY double sample_f64(int g, std::uint64_t key, double p0, double p1, std::uint64_t i) {
+  Draws d(key, kStreamBase + static_cast<std::uint32_t>(g), i);
+  switch (g) {
+    case kExponential: return -log1p(-d.uniform()) * p0;
+    case kGamma: return standard_gamma(d, p0) * p1;
+    case kBeta: return beta(d, p0, p1);
+    case kStandardT: {
+      const double z = d.normal();
+      return sqrt(0.5 * p0) * z / sqrt(standard_gamma(d, 0.5 * p0));
+    }
+    case kPoisson: return static_cast<double>(poisson(d, p0));
+    case kBinomial: return static_cast<double>(binomial(d, p1, p0));
+    case kGeometric: return static_cast<double>(geometric(d, p0));
+    case kPermutation: return static_cast<double>(permutation_at(key, static_cast<std::uint64_t>(p0), i));
+    default: return 0.0;
+  }
+}
+
+/** Element i of an integer distribution; the floating-point ones truncated (as a cast). */
+TESSERA_RNG_ENTRY std::int64_t sample_i64(int g, std::uint64_t key, double p0, double p1, std::uint64_t i) {
+  Draws d(key, kStreamBase + static_cast<std::uint32_t>(g), i);
+  switch (g) {
+    case kPoisson: return poisson(d, p0);
+    case kBinomial: return binomial(d, p1, p0);
+    case kGeometric: return geometric(d, p0);
+    case kPermutation: return permutation_at(key, static_cast<std::uint64_t>(p0), i);
+    default: {
+      const double x = sample_f64(g, key, p0, p1, i);
+      // As elem::to_int64: NaN and out of range give INT64_MIN.
+      return (x >= -9.223372036854775808e18 && x < 9.223372036854775808e18) ? static_cast<std::int64_t>(x) : INT64_MIN;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::detail::rng
+
+#undef TESSERA_RNG
+#undef TESSERA_RNG_ENTRY

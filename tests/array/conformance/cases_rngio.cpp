@@ -1,0 +1,96 @@
+// Conformance cases of the random distributions and of array I/O (raw files, .npy stacks,
+// HDF5). Random numbers are not NumPy's (its bit generators are sequential, ours counter-based),
+// so cases_rngio.py compares their distribution with NumPy's samples; files are compared byte
+// for byte with what NumPy reads and writes.
+#include <atomic>
+#include <stdexcept>
+#include <string>
+
+#include "conformance.hpp"
+#include "tessera/array/io.hpp"
+#include "tessera/array/random.hpp"
+
+namespace {
+
+using namespace tessera;
+
+/** The regular chunk sizes of an array (its first chunk per axis). */
+ChunkSpec spec_of(const Array& like) {
+  ChunkSpec c;
+  for (const auto& axis : like.chunks()) c.push_back(axis.empty() ? -1 : axis[0]);
+  return c;
+}
+
+Array placed_like(const Array& x, const Array& like) {
+  return like.target() == Target::Device ? x.to_device() : x;
+}
+
+DType dtype_named(const std::string& name) {
+  if (name == "float64") return DType::Float64;
+  if (name == "float32") return DType::Float32;
+  if (name == "int64") return DType::Int64;
+  if (name == "int32") return DType::Int32;
+  if (name == "bool") return DType::Bool;
+  throw std::invalid_argument("unknown dtype " + name);
+}
+
+}  // namespace
+
+// in[0] gives the shape, the chunking and the target; p: dist, seed, and its parameters.
+TESSERA_CONFORMANCE_CASE(random_dist) {
+  const Array& like = in[0];
+  const Shape& s = like.shape();
+  const ChunkSpec c = spec_of(like);
+  random::Generator g(static_cast<std::uint64_t>(p.i("seed", 7)));
+  const std::string& d = p.s("dist");
+  Array x;
+  if (d == "random") x = g.random(s, c);
+  else if (d == "standard_normal") x = g.standard_normal(s, c);
+  else if (d == "integers") x = g.integers(p.i("low"), p.i("high"), s, c, DType::Int64, p.b("endpoint"));
+  else if (d == "standard_exponential") x = g.standard_exponential(s, c);
+  else if (d == "exponential") x = g.exponential(p.d("scale"), s, c);
+  else if (d == "standard_gamma") x = g.standard_gamma(p.d("shape"), s, c);
+  else if (d == "gamma") x = g.gamma(p.d("shape"), p.d("scale"), s, c);
+  else if (d == "beta") x = g.beta(p.d("a"), p.d("b"), s, c);
+  else if (d == "chisquare") x = g.chisquare(p.d("df"), s, c);
+  else if (d == "standard_t") x = g.standard_t(p.d("df"), s, c);
+  else if (d == "lognormal") x = g.lognormal(p.d("mean"), p.d("sigma"), s, c);
+  else if (d == "poisson") x = g.poisson(p.d("lam"), s, c);
+  else if (d == "binomial") x = g.binomial(p.i("n"), p.d("p"), s, c);
+  else if (d == "geometric") x = g.geometric(p.d("p"), s, c);
+  else if (d == "choice") x = g.choice(p.i("a"), s, c, p.b("replace", true));
+  else if (d == "permutation") x = g.permutation(s.at(0), c.at(0));
+  else throw std::invalid_argument("random_dist: unknown distribution " + d);
+  return {placed_like(x, like)};
+}
+
+// A raw file NumPy wrote (tofile), read in chunks of p.ints("chunks").
+TESSERA_CONFORMANCE_CASE(raw_read) {
+  const auto shape = p.ints("shape");
+  return {from_raw(p.s("path"), dtype_named(p.s("dtype")), Shape(shape.begin(), shape.end()), p.ints("chunks"),
+                   p.i("offset", 0))};
+}
+
+// in[0] written with to_raw (NumPy then reads the file) and read back in the same chunks.
+TESSERA_CONFORMANCE_CASE(raw_roundtrip) {
+  to_raw(in[0], p.s("path"));
+  return {placed_like(from_raw(p.s("path"), in[0].dtype(), in[0].shape(), spec_of(in[0])), in[0])};
+}
+
+// A .npy stack NumPy wrote, read whole.
+TESSERA_CONFORMANCE_CASE(npy_stack_read) { return {from_npy_stack(p.s("dir"))}; }
+
+// in[0] written as a .npy stack along p.i("axis") (NumPy then reads the files) and read back.
+TESSERA_CONFORMANCE_CASE(npy_stack_roundtrip) {
+  to_npy_stack(p.s("dir"), in[0], static_cast<int>(p.i("axis", 0)));
+  return {placed_like(from_npy_stack(p.s("dir")), in[0])};
+}
+
+// in[0] written as a new HDF5 dataset and read back in the same chunks.
+TESSERA_CONFORMANCE_CASE(hdf5_roundtrip) {
+  if (!hdf5_supported()) return {in[0]};  // nothing to check in a build without HDF5
+  static std::atomic<int> n{0};
+  const std::string name = "x" + std::to_string(n++);
+  to_hdf5(in[0], p.s("path"), name);
+  return {placed_like(from_hdf5(p.s("path"), name, spec_of(in[0])), in[0])};
+}
