@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "tessera/array/array.hpp"
@@ -25,6 +26,7 @@ enum class ExprKind : std::uint8_t {
   Concatenate,
   Reshape,
   MapBlocks,
+  TaskList,     // one explicitly described task per output chunk (gathers, halos, blockwise)
 };
 
 struct Expr {
@@ -125,6 +127,23 @@ struct MapBlocksExpr : Expr {
   using Expr::Expr;
 };
 
+/**
+ * Tasks spelled out per output chunk: chunk f runs calls[f].op on calls[f].params followed by
+ * the chunks calls[f].reads names (input index, row-major chunk index of that input). Used by
+ * operations whose chunks read an irregular set of input chunks (fancy indexing, halos,
+ * blockwise with contractions) and by those whose chunk sizes are unknown until run time.
+ */
+struct TaskListExpr : Expr {
+  struct Call {
+    std::string op;
+    std::vector<Value> params;
+    std::vector<std::pair<int, std::int64_t>> reads;
+  };
+  std::vector<ExprPtr> inputs;
+  std::vector<Call> calls;  // one per output chunk, row-major chunk order
+  using Expr::Expr;
+};
+
 /** Device when any of the inputs (expression pointers) is on the device (the rule CuPy-backed
  *  Dask arrays follow). */
 template <typename Range>
@@ -157,6 +176,7 @@ class Lowering {
   void lower_concatenate(const ConcatenateExpr& e, std::vector<Key>& keys);
   void lower_reshape(const ReshapeExpr& e, std::vector<Key>& keys);
   void lower_map_blocks(const MapBlocksExpr& e, std::vector<Key>& keys);
+  void lower_task_list(const TaskListExpr& e, std::vector<Key>& keys);
   /** Chunk offsets of every axis of e (chunk_offsets per axis), computed once per expression. */
   const std::vector<std::vector<std::int64_t>>& offsets(const Expr& e);
   /** Adds a task of the expression being lowered, annotated with that expression's target. */
