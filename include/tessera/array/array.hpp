@@ -146,3 +146,5 @@ class Array {
 #include "tessera/array/elementwise.hpp"  // IWYU pragma: export
 #include "tessera/array/random.hpp"       // IWYU pragma: export
 #include "tessera/array/structural.hpp"   // IWYU pragma: export
+#include "tessera/array/overlap.hpp"      // IWYU pragma: export
+#include "tessera/array/blockwise.hpp"    // IWYU pragma: export
