@@ -119,12 +119,13 @@ Block run_copy_plan(DType dtype, const Shape& shape, const std::vector<CopyRun>&
   std::int64_t longest = 0;
   for (const auto& r : runs)
     if (r.block < 0) longest = std::max(longest, r.n);
-  std::vector<unsigned char> fills(static_cast<std::size_t>(longest) * isz);
+  std::vector<unsigned char> one(isz);
   dispatch_dtype(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    const T v = static_cast<T>(fill);
-    for (std::int64_t i = 0; i < longest; ++i) std::memcpy(fills.data() + i * isz, &v, isz);
+    const auto v = static_cast<decltype(tag)>(fill);
+    std::memcpy(one.data(), &v, isz);
   });
+  std::vector<unsigned char> fills(static_cast<std::size_t>(longest) * isz);
+  for (std::int64_t i = 0; i < longest; ++i) std::memcpy(fills.data() + i * isz, one.data(), isz);
   if (device < 0) {
     Block out(dtype, shape);
     auto* dp = static_cast<unsigned char*>(out.raw());
@@ -137,6 +138,25 @@ Block run_copy_plan(DType dtype, const Shape& shape, const std::vector<CopyRun>&
   }
   DeviceRuntime* rt = device_runtime();
   if (!rt) throw DeviceError("gather (device): no device runtime in this process");
+  // Many short runs (a mask, indices along the last axis): one kernel launch from the CUDA back
+  // end rather than a copy per run, where it is loaded.
+  constexpr std::size_t kMostCopies = 32;
+  if (runs.size() > kMostCopies && OpRegistry::global().contains(kGatherElementsOp)) {
+    const OpInfo& kernel = OpRegistry::global().get(kGatherElementsOp);
+    if (kernel.device) {
+      const std::int64_t n = shape_size(shape);
+      Block block_of(DType::Int32, {n}), offset(DType::Int64, {n});
+      for (const auto& r : runs)
+        for (std::int64_t i = 0; i < r.n; ++i) {
+          block_of.data<std::int32_t>()[r.dst + i] = r.block;
+          offset.data<std::int64_t>()[r.dst + i] = r.block < 0 ? 0 : r.src + i;
+        }
+      const GatherElementsParams p{dtype, shape, one};
+      std::vector<Value> args{Value(to_object(p, "GatherElementsParams")), Value(std::move(block_of)), Value(std::move(offset))};
+      for (const Block* b : blocks) args.emplace_back(*b);
+      return kernel.device(OpContext{nullptr, Target::Device, device, stream}, args).block();
+    }
+  }
   Block out = device_block(dtype, shape, device, stream);
   auto* dp = static_cast<unsigned char*>(out.raw());
   for (const auto& r : runs) {

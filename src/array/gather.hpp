@@ -17,6 +17,9 @@ inline constexpr const char* kGatherOp = "tessera.array.gather";
 inline constexpr const char* kMaskSelectOp = "tessera.array.mask_select";
 inline constexpr const char* kArgwhereOp = "tessera.array.argwhere";
 inline constexpr const char* kChunkShapeOp = "tessera.array.chunk_shape";
+// Device only, registered by the CUDA back end (cuda/gather_op.cpp) and called by the gathers'
+// device variants for plans of many short runs: one kernel instead of a copy per run.
+inline constexpr const char* kGatherElementsOp = "tessera.array.gather_elements";
 
 /**
  * An outer gather: out[i0, i1, ...] = window[index[0][i0], index[1][i1], ...], where the window
@@ -58,6 +61,20 @@ struct ArgwhereParams {
   template <class Ar>
   void serialize(Ar& ar) {
     ar(start, shape, column);
+  }
+};
+
+/**
+ * kGatherElementsOp's first argument; then a host int32 block (block of each output element, -1:
+ * fill), a host int64 block (its element offset in that block) and the device blocks.
+ */
+struct GatherElementsParams {
+  DType dtype = DType::Float64;
+  Shape shape;
+  std::vector<unsigned char> fill;  // one element of dtype
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(dtype, shape, fill);
   }
 };
 

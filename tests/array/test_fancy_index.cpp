@@ -2,11 +2,14 @@
 // flatnonzero, where, extract) and chunks of unknown size (what still works on them, what is
 // refused, compute_chunk_sizes), against looped references over several chunkings.
 #include <algorithm>
+#include <cstring>
 
 #include "array_test_util.hpp"
 #include "../support/fake_device.hpp"
 #include "tessera/core/device.hpp"
+#include "array/gather.hpp"
 #include "tessera/ops/registry.hpp"
+#include "tessera/ops/serialize.hpp"
 
 using namespace tessera_test;
 
@@ -292,6 +295,50 @@ TEST(FancyIndex, DevicePathWithAFakeDevice) {
   EXPECT_EQ(flatnonzero(xd > 0.0).compute().to_doubles(), flatnonzero(to_array(x, {4}) > 0.0).compute().to_doubles());
   const Block on_gpu = sel.compute(local_executor(), Target::Device);
   EXPECT_EQ(on_gpu.memory_kind(), MemoryKind::Device);
+}
+
+// The contract of the CUDA back end's element gather (cuda/gather_op.cpp), kept by a host loop
+// on fake device memory: the plans of many short runs reach it expanded per element.
+int fake_element_gathers = 0;
+Value fake_gather_elements(const OpContext& ctx, std::span<const Value> args) {
+  ++fake_element_gathers;
+  const auto p = from_value<detail::GatherElementsParams>(args[0]);
+  const Block& block_of = args[1].block();
+  const Block& offset = args[2].block();
+  EXPECT_NE(block_of.memory_kind(), MemoryKind::Device);
+  const std::size_t isz = itemsize(p.dtype);
+  Block out = device_block(p.dtype, p.shape, ctx.device, ctx.stream);
+  for (std::int64_t i = 0; i < out.size(); ++i) {
+    const std::int32_t b = block_of.data<std::int32_t>()[i];
+    const auto* src = b < 0 ? p.fill.data()
+                            : static_cast<const unsigned char*>(args[3 + b].block().raw()) + offset.data<std::int64_t>()[i] * isz;
+    std::memcpy(static_cast<unsigned char*>(out.raw()) + i * isz, src, isz);
+  }
+  return Value(std::move(out));
+}
+
+TEST(FancyIndex, ManyShortRunsGoToTheElementGatherKernel) {
+  if (OpRegistry::global().get("tessera.array.blockwise").device)
+    GTEST_SKIP() << "the CUDA back end is loaded: tests/cuda/test_gather_device.cpp checks its kernel";
+  // A stand-in for the kernel (the back end, when it loads, registers the real one over it).
+  register_device_op(detail::kGatherElementsOp, fake_gather_elements);
+  ScopedFakeDevice gpu;
+  const Ref x = sample(DType::Float32, {40, 30}, 14);
+  Array xd = to_array(x, {16}).to_device();
+  std::vector<std::int64_t> cols;
+  for (int i = 0; i < 30; ++i) cols.push_back((i * 7) % 30 - (i % 2 ? 30 : 0));
+  const int before = fake_element_gathers;
+  EXPECT_TRUE(block_matches(take(xd, cols, 1).compute(), take_ref(x, cols, 1)));
+  EXPECT_GT(fake_element_gathers, before);
+  // Constant halos: fills reach the kernel as block -1.
+  const Array host = overlap(to_array(x, {16}), {2}, {Boundary(-1.5)});
+  EXPECT_EQ(overlap(xd, {2}, {Boundary(-1.5)}).compute().to_doubles(), host.compute().to_doubles());
+  const Ref m = sample(DType::Bool, {40, 30}, 15);
+  EXPECT_TRUE(block_matches(xd[to_array(m, {16}).to_device()].compute(), select_ref(x, m)));
+  // Few runs (whole rows) stay copies.
+  const int kernel_calls = fake_element_gathers;
+  EXPECT_TRUE(block_matches(take(xd, {3, 1}, 0).compute(), take_ref(x, {3, 1}, 0)));
+  EXPECT_EQ(fake_element_gathers, kernel_calls);
 }
 
 }  // namespace
