@@ -117,7 +117,12 @@ Array take(const Array& x, const Array& indices, int axis) {
     call.reads.emplace_back(1, cc[axis]);
     t->calls.push_back(std::move(call));
   }
-  return Array(t);
+  if (indices.ndim() == 1) return Array(t);
+  // NumPy: the indices' shape replaces the axis (known sizes only: a reshape).
+  Shape shape(e.shape.begin(), e.shape.begin() + axis);
+  shape.insert(shape.end(), indices.shape().begin(), indices.shape().end());
+  shape.insert(shape.end(), e.shape.begin() + axis + 1, e.shape.end());
+  return Array(t).reshape(shape);
 }
 
 Array compress(const std::vector<bool>& condition, const Array& x, std::optional<int> axis) {

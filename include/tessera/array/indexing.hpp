@@ -54,8 +54,9 @@ Array take(const Array& x, const std::vector<std::int64_t>& indices, int axis = 
 /** @brief take(x, {3, 1, -1}): a braced list is a list of indices (never an Array). */
 Array take(const Array& x, std::initializer_list<std::int64_t> indices, int axis = 0);
 /**
- * @brief take with an integer Array of indices (any shape is flattened), read when the graph
- * runs: the output has the index array's chunks along `axis`. Out-of-bounds indices fail then.
+ * @brief take with an integer Array of indices, read when the graph runs: the output has the
+ * index array's chunks along `axis` (n-d indices: their shape replaces the axis, as in NumPy,
+ * through a reshape). Out-of-bounds indices fail the task that reads them.
  */
 Array take(const Array& x, const Array& indices, int axis = 0);
 /**

@@ -19,6 +19,10 @@ CASES.append(case("take_list", [XI], lambda x, indices, axis: np.take(x, indices
                   {"indices": [2, 2, 6], "axis": 0}, api="take", name="take_list[int]"))
 CASES.append(case("take_array", [X, IDX], lambda x, i: x[i], api=("take", "Array.__getitem__")))
 CASES.append(case("take_array", [X, IDX_COLS], lambda x, i, axis: np.take(x, i, axis=axis), {"axis": 1}, api="take"))
+CASES.append(case("take_array", [X, IDX[:6].reshape(2, 3)], lambda x, i: x[i], api="Array.__getitem__",
+                  name="take_array[2-d indices]"))
+CASES.append(case("take_array", [X, IDX_COLS.reshape(2, 2)], lambda x, i, axis: np.take(x, i, axis=axis), {"axis": 1},
+                  api="take", name="take_array[2-d indices][axis=1]"))
 CASES.append(case("mask_index", [X, MASK], lambda x, m: x[m], api="Array.__getitem__"))
 CASES.append(case("mask_index", [XI, MASK], lambda x, m: x[m], api="Array.__getitem__", name="mask_index[int]"))
 CASES.append(case("mask_index", [X, ROWMASK], lambda x, m: x[m], api="Array.__getitem__", name="mask_index[rows]"))
