@@ -8,6 +8,7 @@
 #include "../support/fake_device.hpp"
 #include "tessera/core/device.hpp"
 #include "array/gather.hpp"
+#include "tessera/ops/function.hpp"
 #include "tessera/ops/registry.hpp"
 #include "tessera/ops/serialize.hpp"
 
@@ -224,6 +225,25 @@ TEST(UnknownChunks, ElementwiseReductionsAndComputeWork) {
     check_unknown(rows.T(), make_ref(DType::Float64, {4, 4}, [&](const auto& i) { return r.at({i[1], i[0]}); }));
     check_unknown(rows[{all(), 2}], make_ref(DType::Float64, {4}, [&](const auto& i) { return r.at({i[0], 2}); }));
   }
+}
+
+Block twice_block(Block b) {
+  Block out(DType::Float64, b.shape());
+  const auto v = b.to_doubles();
+  for (std::size_t i = 0; i < v.size(); ++i) out.data<double>()[i] = 2 * v[i];
+  return out;
+}
+TESSERA_REGISTER_FUNCTION_AS("tessera_test.fancy_index.twice", twice_block);
+
+TEST(UnknownChunks, ConcatenateAlongTheUnknownAxisAndMapBlocks) {
+  Array x = arange(0, 10, 1, 4, DType::Float64);
+  Array s = x[x > 2.5];
+  Array c = concatenate({s, x}, 0);
+  EXPECT_EQ(c.shape(), (Shape{unknown_size}));
+  EXPECT_EQ(c.compute().to_doubles(), (std::vector<double>{3, 4, 5, 6, 7, 8, 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  Array m = map_blocks("tessera_test.fancy_index.twice", {s}, DType::Float64);
+  EXPECT_FALSE(m.known_chunks());
+  EXPECT_EQ(m.compute().to_doubles(), (std::vector<double>{6, 8, 10, 12, 14, 16, 18}));
 }
 
 TEST(UnknownChunks, OperationsThatNeedSizesRefuseWithAClearMessage) {
