@@ -176,11 +176,45 @@ Array compress(const Array& condition, const Array& x, std::optional<int> axis) 
   return Array(t);
 }
 
+namespace {
+
+// x[mask] for a mask of x's shape: one task per band of chunks along the first axis selects the
+// band's elements in row-major order, so the bands in turn give NumPy's order without raveling
+// (a reshape would move every element through rechunked rows first).
+Array mask_bands(const Array& x, const Array& mask) {
+  const Expr& e = expr_of(x);
+  require_known_chunks(e, "boolean indexing");
+  require_known_chunks(expr_of(mask), "boolean indexing");
+  const Array m = rechunked(mask, e.chunks);
+  const int nd = static_cast<int>(e.shape.size());
+  const auto bands = static_cast<std::int64_t>(e.chunks[0].size());
+  MaskBandParams p;
+  std::int64_t per_band = 1;
+  for (int a = 1; a < nd; ++a) {
+    p.counts.push_back(static_cast<std::int64_t>(e.chunks[a].size()));
+    per_band *= p.counts.back();
+  }
+  auto t = make_task_list(e.dtype, {std::vector<std::int64_t>(static_cast<std::size_t>(bands), unknown_size)},
+                          {x.expr(), m.expr()}, "getitem-mask");
+  const Value params(to_object(p, "MaskBandParams"));
+  for (std::int64_t b = 0; b < bands; ++b) {
+    TaskListExpr::Call call;
+    call.op = kMaskBandOp;
+    call.params.push_back(params);
+    for (int input = 0; input < 2; ++input)
+      for (std::int64_t k = 0; k < per_band; ++k) call.reads.emplace_back(input, b * per_band + k);
+    t->calls.push_back(std::move(call));
+  }
+  return Array(t);
+}
+
+}  // namespace
+
 Array Array::operator[](const Array& index) const {
   const Expr& e = expr_of(*this);
   const Expr& ie = expr_of(index);
   if (ie.dtype == DType::Bool) {
-    if (ie.shape == e.shape && e.shape.size() > 1) return compress(index.reshape({-1}), *this, std::nullopt);
+    if (ie.shape == e.shape && e.shape.size() > 1) return mask_bands(*this, index);
     if (ie.shape.size() == 1 && !e.shape.empty() && ie.shape[0] == e.shape[0]) return compress(index, *this, 0);
     throw IndexError("boolean index of shape " + shape_to_string(ie.shape) + " does not match the indexed array of shape " +
                      shape_to_string(e.shape) + " (it must have the array's shape or be 1-d along the first axis)");

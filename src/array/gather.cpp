@@ -13,7 +13,12 @@
 
 namespace tessera::detail {
 
-std::vector<CopyRun> plan_gather(const GatherParams& p, const std::vector<Shape>& block_shapes) {
+namespace {
+
+// Calls emit(run) for each run of the plan, in output order, without keeping them (a gather
+// along the last axis has a run per element).
+template <typename Emit>
+void for_each_run(const GatherParams& p, const std::vector<Shape>& block_shapes, Emit&& emit) {
   const int nd = static_cast<int>(p.window.size());
   if (static_cast<int>(p.index.size()) != nd) throw Error("gather: index lists do not match the window's axes");
   // Per axis: each output position's block slot (-1: fill) and coordinate inside that block.
@@ -61,24 +66,23 @@ std::vector<CopyRun> plan_gather(const GatherParams& p, const std::vector<Shape>
     strides[b] = row_major_strides(want);
   }
 
-  std::vector<CopyRun> runs;
   if (nd == 0) {
-    runs.push_back({0, 0, 0, 1});
-    return runs;
+    emit(CopyRun{0, 0, 0, 1});
+    return;
   }
   Shape out(nd);
   for (int a = 0; a < nd; ++a) out[a] = static_cast<std::int64_t>(p.index[a].size());
-  if (shape_size(out) == 0) return runs;
+  if (shape_size(out) == 0) return;
   const int last = nd - 1;
+  CopyRun pending{-1, 0, 0, 0};
   auto add = [&](int block, std::int64_t src, std::int64_t dst) {
-    if (!runs.empty()) {
-      CopyRun& r = runs.back();
-      if (r.block == block && r.dst + r.n == dst && (block < 0 || r.src + r.n == src)) {
-        ++r.n;
-        return;
-      }
+    if (pending.n > 0 && pending.block == block && pending.dst + pending.n == dst &&
+        (block < 0 || pending.src + pending.n == src)) {
+      ++pending.n;
+      return;
     }
-    runs.push_back({block, src, dst, 1});
+    if (pending.n > 0) emit(pending);
+    pending = CopyRun{block, src, dst, 1};
   };
   std::vector<std::int64_t> o(nd, 0);
   std::int64_t dst = 0;
@@ -107,6 +111,27 @@ std::vector<CopyRun> plan_gather(const GatherParams& p, const std::vector<Shape>
     }
     if (a < 0) break;
   }
+  if (pending.n > 0) emit(pending);
+}
+
+/** Copies n elements of `isz` bytes; single elements of the common sizes without a memcpy call. */
+inline void copy_elements(unsigned char* d, const unsigned char* s, std::int64_t n, std::size_t isz) {
+  if (n == 1) {
+    switch (isz) {
+      case 8: std::memcpy(d, s, 8); return;
+      case 4: std::memcpy(d, s, 4); return;
+      case 1: *d = *s; return;
+      default: break;
+    }
+  }
+  std::memcpy(d, s, static_cast<std::size_t>(n) * isz);
+}
+
+}  // namespace
+
+std::vector<CopyRun> plan_gather(const GatherParams& p, const std::vector<Shape>& block_shapes) {
+  std::vector<CopyRun> runs;
+  for_each_run(p, block_shapes, [&](const CopyRun& r) { runs.push_back(r); });
   return runs;
 }
 
@@ -132,7 +157,7 @@ Block run_copy_plan(DType dtype, const Shape& shape, const std::vector<CopyRun>&
     for (const auto& r : runs) {
       const void* sp = r.block < 0 ? static_cast<const void*>(fills.data())
                                    : static_cast<const unsigned char*>(blocks[r.block]->raw()) + r.src * isz;
-      std::memcpy(dp + r.dst * isz, sp, static_cast<std::size_t>(r.n) * isz);
+      copy_elements(dp + r.dst * isz, static_cast<const unsigned char*>(sp), r.n, isz);
     }
     return out;
   }
@@ -241,7 +266,26 @@ Value gather(const OpContext& ctx, std::span<const Value> args, bool on_device) 
   }
   Shape shape;
   for (const auto& ix : p.index) shape.push_back(static_cast<std::int64_t>(ix.size()));
-  return Value(run_copy_plan(p.dtype, shape, plan_gather(p, shapes), blocks, p.fill, w.device, w.stream));
+  if (w.device >= 0) return Value(run_copy_plan(p.dtype, shape, plan_gather(p, shapes), blocks, p.fill, w.device, w.stream));
+  // Host: each run is copied as it is planned.
+  Block out(p.dtype, shape);
+  for (const Block* b : blocks)
+    if (b->dtype() != p.dtype) throw DTypeError("gather: blocks of different dtypes");
+  const std::size_t isz = itemsize(p.dtype);
+  std::vector<unsigned char> one(isz);
+  dispatch_dtype(p.dtype, [&](auto tag) {
+    const auto v = static_cast<decltype(tag)>(p.fill);
+    std::memcpy(one.data(), &v, isz);
+  });
+  auto* dp = static_cast<unsigned char*>(out.raw());
+  for_each_run(p, shapes, [&](const CopyRun& r) {
+    if (r.block < 0) {
+      for (std::int64_t i = 0; i < r.n; ++i) std::memcpy(dp + (r.dst + i) * isz, one.data(), isz);
+      return;
+    }
+    copy_elements(dp + r.dst * isz, static_cast<const unsigned char*>(blocks[r.block]->raw()) + r.src * isz, r.n, isz);
+  });
+  return Value(std::move(out));
 }
 
 Value mask_select(const OpContext& ctx, std::span<const Value> args, bool on_device) {
@@ -257,6 +301,28 @@ Value mask_select(const OpContext& ctx, std::span<const Value> args, bool on_dev
     throw ShapeError("boolean index did not match indexed array along axis " + std::to_string(p.axis) +
                      "; size of axis is " + std::to_string(x.shape()[p.axis]) + " but size of boolean index is " +
                      std::to_string(mask.size()));
+  if (w.device < 0) {
+    // Host: the selected slabs copied directly (the slab is one element when axis is the last).
+    std::int64_t outer = 1, inner = 1, kept = 0;
+    for (int a = 0; a < p.axis; ++a) outer *= x.shape()[a];
+    for (int a = p.axis + 1; a < nd; ++a) inner *= x.shape()[a];
+    for (auto m : mask) kept += m;
+    Shape shape = x.shape();
+    shape[p.axis] = kept;
+    Block out(x.dtype(), shape);
+    const std::size_t isz = itemsize(x.dtype());
+    const std::size_t slab = static_cast<std::size_t>(inner) * isz;
+    const auto* sp = static_cast<const unsigned char*>(x.raw());
+    auto* dp = static_cast<unsigned char*>(out.raw());
+    const auto n = static_cast<std::int64_t>(mask.size());
+    for (std::int64_t o = 0; o < outer; ++o)
+      for (std::int64_t i = 0; i < n; ++i) {
+        if (!mask[static_cast<std::size_t>(i)]) continue;
+        copy_elements(dp, sp + (o * n + i) * static_cast<std::int64_t>(slab), inner, isz);
+        dp += slab;
+      }
+    return Value(std::move(out));
+  }
   GatherParams g;
   g.dtype = x.dtype();
   for (int a = 0; a < nd; ++a) {
@@ -269,6 +335,90 @@ Value mask_select(const OpContext& ctx, std::span<const Value> args, bool on_dev
   Shape shape;
   for (const auto& ix : g.index) shape.push_back(static_cast<std::int64_t>(ix.size()));
   return Value(run_copy_plan(g.dtype, shape, plan_gather(g, {x.shape()}), {&x}, 0, w.device, w.stream));
+}
+
+Value mask_band(const OpContext& ctx, std::span<const Value> args, bool on_device) {
+  if (args.empty()) throw Error("mask_band: missing parameters");
+  const auto p = from_value<MaskBandParams>(args[0]);
+  const Place w = place_of(ctx, on_device);
+  std::int64_t nb = 1;
+  for (auto c : p.counts) nb *= c;
+  if (args.size() != static_cast<std::size_t>(1 + 2 * nb)) throw Error("mask_band: expected the band's blocks and masks");
+  std::vector<const Block*> xs;
+  std::vector<std::vector<std::uint8_t>> masks;
+  for (std::int64_t b = 0; b < nb; ++b) {
+    xs.push_back(&args[1 + b].block());
+    masks.push_back(truth_values(on_host(args[1 + nb + b].block(), w)));
+    if (static_cast<std::int64_t>(masks.back().size()) != xs.back()->size())
+      throw ShapeError("boolean index of shape " + shape_to_string(args[1 + nb + b].block().shape()) +
+                       " does not match a chunk of shape " + shape_to_string(xs.back()->shape()));
+  }
+  const DType dtype = xs[0]->dtype();
+  const int nd = xs[0]->ndim();
+  if (static_cast<int>(p.counts.size()) != nd - 1) throw ShapeError("mask_band: chunk counts do not match the blocks");
+  // Block strides over the chunk grid of axes 1..nd-1, and each chunk's extent there.
+  std::vector<std::int64_t> grid(nd, 1);
+  for (int a = nd - 2; a >= 1; --a) grid[a] = grid[a + 1] * p.counts[a];
+  std::vector<std::vector<std::int64_t>> extent(nd);
+  for (int a = 1; a < nd; ++a)
+    for (std::int64_t c = 0; c < p.counts[a - 1]; ++c) extent[a].push_back(xs[static_cast<std::size_t>(c * grid[a])]->shape()[a]);
+  const std::int64_t rows = xs[0]->shape()[0];
+  std::int64_t kept = 0;
+  for (const auto& m : masks)
+    for (auto v : m) kept += v;
+  // The host copies each element as it is found; a device collects the runs for one plan.
+  const bool host = w.device < 0;
+  Block host_out = host ? Block(dtype, {kept}) : Block();
+  auto* hp = host ? static_cast<unsigned char*>(host_out.raw()) : nullptr;
+  const std::size_t isz = itemsize(dtype);
+  std::vector<CopyRun> runs;
+  CopyRun pending{-1, 0, 0, 0};
+  std::int64_t dst = 0;
+  auto add = [&](int b, std::int64_t src) {
+    if (host) {
+      copy_elements(hp + dst * isz, static_cast<const unsigned char*>(xs[static_cast<std::size_t>(b)]->raw()) + src * isz, 1, isz);
+    } else if (pending.n > 0 && pending.block == b && pending.src + pending.n == src) {
+      ++pending.n;
+    } else {
+      if (pending.n > 0) runs.push_back(pending);
+      pending = CopyRun{b, src, dst, 1};
+    }
+    ++dst;
+  };
+  // Odometer over the band's rows and axes 1..nd-2 as (chunk, coordinate in chunk) pairs; along
+  // the last axis, each chunk's segment in turn.
+  std::vector<std::int64_t> chunk(nd, 0), local(nd, 0);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    local[0] = r;
+    std::fill(chunk.begin() + 1, chunk.end(), 0);
+    std::fill(local.begin() + 1, local.end(), 0);
+    while (true) {
+      for (std::int64_t c = 0; c < (nd > 1 ? p.counts[nd - 2] : 1); ++c) {
+        std::int64_t b = nd > 1 ? c : 0;
+        for (int a = 1; a < nd - 1; ++a) b += chunk[a] * grid[a];
+        const Block& blk = *xs[static_cast<std::size_t>(b)];
+        std::int64_t off = 0;
+        for (int a = 0; a < nd - 1; ++a) off = off * blk.shape()[a] + local[a];
+        const std::int64_t len = nd > 1 ? blk.shape()[nd - 1] : blk.shape()[0];
+        if (nd > 1) off *= len;
+        const auto& m = masks[static_cast<std::size_t>(b)];
+        for (std::int64_t j = 0; j < len; ++j)
+          if (m[static_cast<std::size_t>(off + j)]) add(static_cast<int>(b), off + j);
+        if (nd == 1) break;
+      }
+      int a = nd - 2;
+      for (; a >= 1; --a) {
+        if (++local[a] < extent[a][static_cast<std::size_t>(chunk[a])]) break;
+        local[a] = 0;
+        if (++chunk[a] < p.counts[a - 1]) break;
+        chunk[a] = 0;
+      }
+      if (a < 1) break;
+    }
+  }
+  if (host) return Value(std::move(host_out));
+  if (pending.n > 0) runs.push_back(pending);
+  return Value(run_copy_plan(dtype, {kept}, runs, xs, 0, w.device, w.stream));
 }
 
 Value argwhere(const OpContext& ctx, std::span<const Value> args, bool on_device) {
@@ -320,6 +470,8 @@ const bool registered = [] {
   register_device_op(kGatherOp, variant<gather, true>);
   register_op(kMaskSelectOp, variant<mask_select, false>);
   register_device_op(kMaskSelectOp, variant<mask_select, true>);
+  register_op(kMaskBandOp, variant<mask_band, false>);
+  register_device_op(kMaskBandOp, variant<mask_band, true>);
   register_op(kArgwhereOp, variant<argwhere, false>);
   register_device_op(kArgwhereOp, variant<argwhere, true>);
   register_op(kChunkShapeOp, chunk_shape);

@@ -17,6 +17,7 @@ inline constexpr const char* kGatherOp = "tessera.array.gather";
 inline constexpr const char* kMaskSelectOp = "tessera.array.mask_select";
 inline constexpr const char* kArgwhereOp = "tessera.array.argwhere";
 inline constexpr const char* kChunkShapeOp = "tessera.array.chunk_shape";
+inline constexpr const char* kMaskBandOp = "tessera.array.mask_band";
 // Device only, registered by the CUDA back end (cuda/gather_op.cpp) and called by the gathers'
 // device variants for plans of many short runs: one kernel instead of a copy per run.
 inline constexpr const char* kGatherElementsOp = "tessera.array.gather_elements";
@@ -48,6 +49,19 @@ struct MaskSelectParams {
   template <class Ar>
   void serialize(Ar& ar) {
     ar(axis);
+  }
+};
+
+/**
+ * x[mask] for one band of chunks along the first axis (x and mask of the same shape): the selected
+ * elements of the band in row-major order. Arguments: the band's blocks of x, row-major over the
+ * chunk grid of axes 1.. (counts[k] chunks on axis k + 1), then the mask's blocks alike.
+ */
+struct MaskBandParams {
+  std::vector<std::int64_t> counts;
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(counts);
   }
 };
 

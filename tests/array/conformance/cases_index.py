@@ -26,6 +26,10 @@ CASES.append(case("take_array", [X, IDX_COLS.reshape(2, 2)], lambda x, i, axis: 
 CASES.append(case("mask_index", [X, MASK], lambda x, m: x[m], api="Array.__getitem__"))
 CASES.append(case("mask_index", [XI, MASK], lambda x, m: x[m], api="Array.__getitem__", name="mask_index[int]"))
 CASES.append(case("mask_index", [X, ROWMASK], lambda x, m: x[m], api="Array.__getitem__", name="mask_index[rows]"))
+X3 = rand(4, 3, 5, salt=48)
+CASES.append(case("mask_index", [X3, rand(4, 3, 5, salt=49) > 0.3], lambda x, m: x[m], api="Array.__getitem__",
+                  name="mask_index[3-d]", chunks=[[(-1, -1, -1)] * 2, [(2, 2, 2)] * 2, [(3, 2, 3), (1, 3, 2)],
+                                                  [(1, 1, 1)] * 2]))
 CASES.append(case("compress_case", [X, ROWMASK], lambda x, c, axis: np.compress(c, x, axis=axis), {"axis": 0},
                   api="compress"))
 CASES.append(case("compress_case", [X, COND], lambda x, c, axis: np.compress(c, x, axis=axis), {"axis": 1},
