@@ -71,6 +71,15 @@ Chunks broadcast_chunks(const Shape& out, const std::vector<const Expr*>& in) {
       if (ax < 0 || e->shape[ax] != out[a]) continue;
       options.push_back(e->chunks[ax]);
     }
+    if (out[a] == unknown_size) {
+      // Chunks of unknown size cannot be refined: the operands must be chunked alike there.
+      for (const auto& o : options)
+        if (o != options[0])
+          throw ShapeError("operands with chunks of unknown size on axis " + std::to_string(a) +
+                           " must have the same chunks there; call compute_chunk_sizes() first");
+      c[a] = options[0];
+      continue;
+    }
     c[a] = options.empty() ? std::vector<std::int64_t>{out[a]} : refine_axis_chunks(options);
   }
   return c;

@@ -5,6 +5,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "tessera/array/array.hpp"
@@ -27,6 +28,7 @@ enum class ExprKind : std::uint8_t {
   Reshape,
   MapBlocks,
   Custom,       // lowered by the node itself (CustomExpr::lower_custom): scans, sorts, statistics
+  TaskList,     // one explicitly described task per output chunk (gathers, halos, blockwise)
 };
 
 struct Expr {
@@ -142,6 +144,23 @@ struct CustomExpr : Expr {
   virtual void lower_custom(Lowering& low, std::vector<Key>& keys) const = 0;
 };
 
+/**
+ * Tasks spelled out per output chunk: chunk f runs calls[f].op on calls[f].params followed by
+ * the chunks calls[f].reads names (input index, row-major chunk index of that input). Used by
+ * operations whose chunks read an irregular set of input chunks (fancy indexing, halos,
+ * blockwise with contractions) and by those whose chunk sizes are unknown until run time.
+ */
+struct TaskListExpr : Expr {
+  struct Call {
+    std::string op;
+    std::vector<Value> params;
+    std::vector<std::pair<int, std::int64_t>> reads;
+  };
+  std::vector<ExprPtr> inputs;
+  std::vector<Call> calls;  // one per output chunk, row-major chunk order
+  using Expr::Expr;
+};
+
 /** Device when any of the inputs (expression pointers) is on the device (the rule CuPy-backed
  *  Dask arrays follow). */
 template <typename Range>
@@ -176,6 +195,7 @@ class Lowering {
   void lower_concatenate(const ConcatenateExpr& e, std::vector<Key>& keys);
   void lower_reshape(const ReshapeExpr& e, std::vector<Key>& keys);
   void lower_map_blocks(const MapBlocksExpr& e, std::vector<Key>& keys);
+  void lower_task_list(const TaskListExpr& e, std::vector<Key>& keys);
   /** Chunk offsets of every axis of e (chunk_offsets per axis), computed once per expression. */
   const std::vector<std::vector<std::int64_t>>& offsets(const Expr& e);
   /** Adds a task of the expression being lowered, annotated with that expression's target. */

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "expr.hpp"
+#include "unknown_chunks.hpp"
 #include "tessera/core/error.hpp"
 
 namespace tessera {
@@ -47,6 +48,9 @@ Array Array::operator[](const std::vector<Index>& index) const {
     }
     const std::int64_t n = e.shape[in_axis];
     if (const auto* i = std::get_if<std::int64_t>(&v)) {
+      if (n == unknown_size)
+        throw IndexError("axis " + std::to_string(in_axis) + " of array " + e.name +
+                         " has chunks of unknown size: it cannot take an integer index; call compute_chunk_sizes() first");
       const std::int64_t k = *i < 0 ? *i + n : *i;
       if (k < 0 || k >= n)
         throw IndexError("index " + std::to_string(*i) + " is out of bounds for axis " + std::to_string(in_axis) +
@@ -56,6 +60,17 @@ Array Array::operator[](const std::vector<Index>& index) const {
       return;
     }
     const Slice& s = std::get<Slice>(v);
+    if (n == unknown_size) {  // only ":" keeps the chunks, whatever their sizes turn out to be
+      if (s.start || s.stop || s.step != 1)
+        throw IndexError("axis " + std::to_string(in_axis) + " of array " + e.name +
+                         " has chunks of unknown size: only ':' can index it; call compute_chunk_sizes() first");
+      map.src[in_axis] = static_cast<int>(shape.size());
+      map.stride[in_axis] = 1;
+      shape.push_back(n);
+      chunks.push_back(e.chunks[in_axis]);
+      ++in_axis;
+      return;
+    }
     if (s.step == 0) throw IndexError("slice step cannot be zero");
     // Python's slice.indices(n).
     std::int64_t start, stop;
@@ -130,6 +145,7 @@ Array Array::transpose(std::vector<int> axes) const {
 
 Array Array::broadcast_to(Shape shape) const {
   const Expr& e = expr_of(*this);
+  require_known_chunks(e, "broadcast_to");
   const int nd = static_cast<int>(e.shape.size());
   const int od = static_cast<int>(shape.size());
   if (od < nd) throw ShapeError("broadcast_to: cannot broadcast " + shape_to_string(e.shape) + " to " + shape_to_string(shape));

@@ -14,7 +14,9 @@
 #include "array_ops.hpp"
 #include "element_semantics.hpp"
 #include "expr.hpp"
+#include "tessera/core/error.hpp"
 #include "tessera/ops/serialize.hpp"
+#include "unknown_chunks.hpp"
 
 namespace tessera::detail {
 
@@ -127,6 +129,16 @@ class ProgramBuilder {
   Program& program() { return prog_; }
   std::vector<Key>& arg_keys() { return args_; }
 
+  /** The task running the program: the blockwise op, or over chunks of unknown size the op
+   *  that completes the program from its inputs' shapes first (unknown_chunks.cpp). */
+  void set_task_program(Task& t) {
+    const bool unknown = std::any_of(shape_.begin(), shape_.end(), [](auto n) { return n < 0; });
+    t.op = unknown ? kUnknownBlockwiseOp : kBlockwiseOp;
+    t.args.emplace_back(Value(to_object(prog_, "Program")));
+    if (unknown) t.args.emplace_back(Value(to_object(unknown_, "UnknownPatch")));
+    for (auto& k : args_) t.args.emplace_back(KeyRef{k});
+  }
+
  private:
   int compile_uncached(const Expr* e, const AffineMap& m) {
     // A blockwise node placed elsewhere than the task being built is not fused: it becomes
@@ -175,6 +187,10 @@ class ProgramBuilder {
     in.i0 = g.i0;
     in.i1 = g.i1;
     in.key = g.key;
+    for (std::size_t k = 0; k < m.src.size(); ++k)
+      if (g.gen != GenKind::Full && m.src[k] >= 0 && shape_[m.src[k]] < 0)
+        throw ShapeError("array " + g.name + " of shape " + shape_to_string(g.shape) +
+                         " cannot be read along an axis of unknown size");
     if (g.gen == GenKind::Full) {
       in.code = InstrCode::Scalar;
       // Constants fill their registers unrounded, so store the value as its dtype holds it:
@@ -241,6 +257,11 @@ class ProgramBuilder {
   int compile_input(const Expr* e, const AffineMap& m) {
     const auto& keys = low_.lower(std::shared_ptr<const Expr>(std::shared_ptr<const Expr>{}, e));
     const int id = static_cast<int>(e->shape.size());
+    for (int k = 0; k < id; ++k)
+      if (m.src[k] >= 0 && shape_[m.src[k]] < 0 && !has_unknown_chunks({e->chunks[k]}))
+        throw ShapeError("array " + e->name + " of shape " + shape_to_string(e->shape) +
+                         " cannot be read along an axis of unknown size");
+    if (has_unknown_chunks(e->chunks)) return compile_unknown_input(e, m, keys);
     std::vector<std::int64_t> lo(id), hi(id), chunk(id);
     bool single = true;
     bool empty_region = false;
@@ -281,11 +302,57 @@ class ProgramBuilder {
     return emit(in);
   }
 
+  // A chunk of an array with unknown chunk sizes, read as a whole on its unknown axes (where the
+  // region's offset is the chunk index) and inside one chunk on its known ones. Its base and
+  // coefficients are filled in when the task runs.
+  int compile_unknown_input(const Expr* e, const AffineMap& m, const std::vector<Key>& keys) {
+    const int id = static_cast<int>(e->shape.size());
+    const auto& offsets = low_.offsets(*e);
+    std::vector<std::int64_t> chunk(id);
+    UnknownInput u;
+    u.src = m.src;
+    u.offset.assign(id, 0);
+    u.stride.assign(id, 0);
+    for (int k = 0; k < id; ++k) {
+      const int s = m.src[k];
+      if (has_unknown_chunks({e->chunks[k]})) {
+        if (s < 0 || shape_[s] >= 0 || m.stride[k] != 1 || m.offset[k] != 0)
+          throw ShapeError("array " + e->name + " has chunks of unknown size on axis " + std::to_string(k) +
+                           ": it can only be read whole there (call compute_chunk_sizes() first)");
+        chunk[k] = off_[s];
+        u.stride[k] = 1;
+        continue;
+      }
+      std::int64_t a = m.offset[k], b = m.offset[k];
+      if (s >= 0 && shape_[s] > 0) {
+        a = std::min(m.offset[k] + m.stride[k] * off_[s], m.offset[k] + m.stride[k] * (off_[s] + shape_[s] - 1));
+        b = std::max(m.offset[k] + m.stride[k] * off_[s], m.offset[k] + m.stride[k] * (off_[s] + shape_[s] - 1));
+      }
+      chunk[k] = find_chunk(offsets[k], a);
+      if (find_chunk(offsets[k], b) != chunk[k])
+        throw ShapeError("array " + e->name + " has chunks of unknown size: it cannot be read across its chunks on axis " +
+                         std::to_string(k) + " (call compute_chunk_sizes() first)");
+      const std::int64_t origin = offsets[k][chunk[k]];
+      u.offset[k] = m.offset[k] - origin + (s >= 0 ? m.stride[k] * off_[s] : 0);
+      u.stride[k] = s >= 0 ? m.stride[k] : 0;
+    }
+    Instr in;
+    in.code = InstrCode::Input;
+    in.dtype = e->dtype;
+    in.ctype = ctype_of(e->dtype);
+    in.input = add_arg(keys[chunk_flat(e->chunks, chunk)]);
+    in.coef.assign(shape_.size(), 0);
+    u.instr = static_cast<std::int32_t>(prog_.instrs.size());
+    unknown_.inputs.push_back(std::move(u));
+    return emit(in);
+  }
+
   Lowering& low_;
   const Expr* root_ = nullptr;
   const std::unordered_set<const Expr*>* shared_ = nullptr;
-  std::vector<std::int64_t> off_;
-  Shape shape_;
+  std::vector<std::int64_t> off_;  // on an axis of unknown size: the chunk index
+  Shape shape_;                    // unknown_size on such axes
+  UnknownPatch unknown_;
   Program prog_;
   using MemoKey = std::tuple<const Expr*, std::vector<int>, std::vector<std::int64_t>, std::vector<std::int64_t>>;
   std::map<MemoKey, int> memo_;
@@ -389,6 +456,7 @@ const std::vector<Key>& Lowering::lower(const ExprPtr& e) {
     case ExprKind::Reshape: lower_reshape(static_cast<const ReshapeExpr&>(*e), keys); break;
     case ExprKind::MapBlocks: lower_map_blocks(static_cast<const MapBlocksExpr&>(*e), keys); break;
     case ExprKind::Custom: static_cast<const CustomExpr&>(*e).lower_custom(*this, keys); break;
+    case ExprKind::TaskList: lower_task_list(static_cast<const TaskListExpr&>(*e), keys); break;
   }
   return memo_[e.get()] = std::move(keys);
 }
@@ -411,7 +479,7 @@ void Lowering::lower_blockwise(const Expr& root, const Chunks& chunks, const std
     std::vector<std::int64_t> off(nd);
     Shape shape(nd);
     for (int a = 0; a < nd; ++a) {
-      off[a] = offsets[a][cc[a]];
+      off[a] = chunks[a][cc[a]] < 0 ? cc[a] : offsets[a][cc[a]];
       shape[a] = chunks[a][cc[a]];
     }
     ProgramBuilder b(*this, off, shape);
@@ -421,9 +489,7 @@ void Lowering::lower_blockwise(const Expr& root, const Chunks& chunks, const std
     p.out_dtype = root.dtype;
     Task t;
     t.key = chunk_key(name, cc);
-    t.op = kBlockwiseOp;
-    t.args.emplace_back(Value(to_object(p, "Program")));
-    for (auto& k : b.arg_keys()) t.args.emplace_back(KeyRef{k});
+    b.set_task_program(t);
     keys.push_back(t.key);
     add_task(std::move(t));
   }
@@ -447,7 +513,7 @@ void Lowering::lower_reduce(const ReduceExpr& e, std::vector<Key>& keys) {
     std::vector<std::int64_t> off(nd);
     Shape shape(nd);
     for (int a = 0; a < nd; ++a) {
-      off[a] = offsets[a][cc[a]];
+      off[a] = in.chunks[a][cc[a]] < 0 ? cc[a] : offsets[a][cc[a]];
       shape[a] = in.chunks[a][cc[a]];
     }
     ProgramBuilder b(*this, off, shape);
@@ -469,9 +535,7 @@ void Lowering::lower_reduce(const ReduceExpr& e, std::vector<Key>& keys) {
     }
     Task t;
     t.key = chunk_key(partial_name, cc);
-    t.op = kBlockwiseOp;
-    t.args.emplace_back(Value(to_object(p, "Program")));
-    for (auto& k : b.arg_keys()) t.args.emplace_back(KeyRef{k});
+    b.set_task_program(t);
     std::vector<std::int64_t> out_cc;
     for (int a = 0; a < nd; ++a)
       if (!reduced[a]) out_cc.push_back(cc[a]);

@@ -35,6 +35,11 @@ Array reduce(const Array& in, ReduceKind kind, ReduceOptions o, const char* name
   if (o.split_every != 0 && o.split_every < 2) throw Error(std::string(name) + ": split_every must be >= 2");
   if ((kind == ReduceKind::ArgMin || kind == ReduceKind::ArgMax) && axes.size() != 1 && axes.size() != static_cast<std::size_t>(nd))
     throw ShapeError(std::string(name) + ": needs one axis or all axes");
+  if (kind == ReduceKind::ArgMin || kind == ReduceKind::ArgMax)  // global indices need the chunks' offsets
+    for (int a = 0; a < nd; ++a)
+      if (e.shape[a] == unknown_size)
+        throw ShapeError(std::string(name) + ": array " + e.name + " has chunks of unknown size on axis " +
+                         std::to_string(a) + "; call compute_chunk_sizes() first");
   if ((kind == ReduceKind::Min || kind == ReduceKind::Max || kind == ReduceKind::ArgMin || kind == ReduceKind::ArgMax))
     for (int a : axes)
       if (e.shape[a] == 0) throw Error(std::string(name) + ": zero-size array to reduction operation which has no identity");

@@ -15,6 +15,7 @@
 #include "tessera/core/error.hpp"
 #include "tessera/ops/registry.hpp"
 #include "tessera/ops/serialize.hpp"
+#include "unknown_chunks.hpp"
 
 namespace tessera {
 
@@ -34,11 +35,13 @@ Array rechunk_to(const Array& a, Chunks chunks) {
 
 Array Array::rechunk(const ChunkSpec& chunks) const {
   const Expr& e = expr_of(*this);
+  require_known_chunks(e, "rechunk");
   return rechunk_to(*this, normalize_chunks_from(chunks, e.shape, e.dtype, e.chunks));
 }
 
 Array Array::reshape(Shape shape) const {
   const Expr& e = expr_of(*this);
+  require_known_chunks(e, "reshape");
   // One -1 extent is inferred, as in NumPy.
   std::int64_t known = 1;
   int infer = -1;
@@ -86,6 +89,10 @@ Array concatenate(const std::vector<Array>& arrays, int axis) {
         throw ShapeError("concatenate: shapes " + shape_to_string(first.shape) + " and " + shape_to_string(e.shape) +
                          " differ outside axis " + std::to_string(axis));
     t = promote_types(t, e.dtype);
+    for (int k = 0; k < nd; ++k)
+      if (k != axis && has_unknown_chunks({e.chunks[k]}))
+        throw ShapeError("concatenate: array " + e.name + " has chunks of unknown size on axis " + std::to_string(k) +
+                         ", which is not the concatenated axis; call compute_chunk_sizes() first");
   }
   // Common chunks on the other axes; the concatenated axis keeps each input's chunks.
   Chunks chunks(nd);
@@ -95,18 +102,15 @@ Array concatenate(const std::vector<Array>& arrays, int axis) {
     for (const auto& a : arrays) opts.push_back(expr_of(a).chunks[k]);
     chunks[k] = refine_axis_chunks(opts);
   }
-  Shape shape = first.shape;
-  shape[axis] = 0;
   auto out = std::make_shared<ConcatenateExpr>(ExprKind::Concatenate, t, Shape{}, Chunks{}, unique_name("concatenate"));
   for (const auto& a : arrays) {
     Chunks c = chunks;
     c[axis] = expr_of(a).chunks[axis];
     Array in = a.dtype() == t ? a : a.astype(t);
     out->inputs.push_back(rechunk_to(in, c).expr());
-    shape[axis] += expr_of(a).shape[axis];
     for (auto n : expr_of(a).chunks[axis]) chunks[axis].push_back(n);
   }
-  out->shape = std::move(shape);
+  out->shape = shape_of_chunks(chunks);
   out->chunks = std::move(chunks);
   out->axis = axis;
   out->target = joint_target_of(out->inputs);
@@ -160,6 +164,8 @@ Array matmul_batched(const Array& a, const Array& b, DType t) {
 }  // namespace
 
 Array matmul(const Array& a_in, const Array& b_in) {
+  require_known_chunks(expr_of(a_in), "matmul");
+  require_known_chunks(expr_of(b_in), "matmul");
   Array a = a_in, b = b_in;
   const bool a_vec = a.ndim() == 1, b_vec = b.ndim() == 1;
   if (a.ndim() == 0 || b.ndim() == 0) throw ShapeError("matmul: operands must be at least 1-d");
@@ -224,7 +230,7 @@ Array map_blocks(const std::string& op, const std::vector<Array>& inputs, DType 
   Chunks chunks = out_chunks ? *out_chunks : first.chunks;
   if (chunk_counts(chunks) != chunk_counts(first.chunks))
     throw ShapeError("map_blocks: out_chunks must have as many chunks per axis as the inputs");
-  auto e = make_expr<MapBlocksExpr>(ExprKind::MapBlocks, out_dtype, chunks_shape(chunks), chunks, op);
+  auto e = make_expr<MapBlocksExpr>(ExprKind::MapBlocks, out_dtype, shape_of_chunks(chunks), chunks, op);
   e->op = op;
   e->inputs = std::move(ins);
   e->target = joint_target_of(e->inputs);
@@ -234,11 +240,11 @@ Array map_blocks(const std::string& op, const std::vector<Array>& inputs, DType 
 // ---- compute / persist -----------------------------------------------------------------------
 namespace {
 
-void check_chunk(const Value& v, const Expr& e, const std::vector<std::int64_t>& cc, const Key& key) {
+void check_chunk(const Value& v, const Expr& e, const Chunks& chunks, const std::vector<std::int64_t>& cc, const Key& key) {
   if (!v.is_block()) throw Error("chunk " + key + " holds " + v.describe() + ", not an array block");
   const Block& b = v.block();
   Shape want(cc.size());
-  for (std::size_t a = 0; a < cc.size(); ++a) want[a] = e.chunks[a][cc[a]];
+  for (std::size_t a = 0; a < cc.size(); ++a) want[a] = chunks[a][cc[a]];
   if (b.shape() != want || b.dtype() != e.dtype)
     throw ShapeError("chunk " + key + " is " + std::string(dtype_name(b.dtype())) + " " + shape_to_string(b.shape()) +
                      ", expected " + std::string(dtype_name(e.dtype)) + " " + shape_to_string(want));
@@ -266,6 +272,16 @@ struct UniqueKeys {
   }
 };
 
+/** The shapes of computed chunks (for chunks of unknown size). */
+std::vector<Shape> chunk_shapes(const std::vector<Value>& values, const std::vector<Key>& keys) {
+  std::vector<Shape> shapes;
+  for (std::size_t f = 0; f < values.size(); ++f) {
+    if (!values[f].is_block()) throw Error("chunk " + keys[f] + " holds " + values[f].describe() + ", not an array block");
+    shapes.push_back(values[f].block().shape());
+  }
+  return shapes;
+}
+
 }  // namespace
 
 Block Array::compute(Executor& executor) const {
@@ -274,16 +290,17 @@ Block Array::compute(Executor& executor) const {
   Graph g = graph_for(*this, &executor, &keys);
   const UniqueKeys unique(keys);
   const auto values = unique.spread(executor.get(g, unique.keys));
+  const Chunks chunks = resolved_chunks(e, chunk_shapes(values, keys));
   if (keys.size() == 1) {
-    check_chunk(values[0], e, std::vector<std::int64_t>(e.shape.size(), 0), keys[0]);
+    check_chunk(values[0], e, chunks, std::vector<std::int64_t>(e.shape.size(), 0), keys[0]);
     return tessera::to_host(values[0].block());
   }
-  Block out(e.dtype, e.shape);
+  Block out(e.dtype, chunks_shape(chunks));
   std::vector<std::vector<std::int64_t>> offsets;
-  for (const auto& c : e.chunks) offsets.push_back(chunk_offsets(c));
+  for (const auto& c : chunks) offsets.push_back(chunk_offsets(c));
   for (std::size_t f = 0; f < keys.size(); ++f) {
-    const auto cc = chunk_coords(e.chunks, static_cast<std::int64_t>(f));
-    check_chunk(values[f], e, cc, keys[f]);
+    const auto cc = chunk_coords(chunks, static_cast<std::int64_t>(f));
+    check_chunk(values[f], e, chunks, cc, keys[f]);
     std::vector<std::int64_t> dst(cc.size()), zero(cc.size(), 0);
     for (std::size_t a = 0; a < cc.size(); ++a) dst[a] = offsets[a][cc[a]];
     const Block chunk = tessera::to_host(values[f].block());
@@ -310,6 +327,8 @@ Array Array::persist(Executor& executor) const {
     kept = std::move(per_chunk);
   }
   auto s = make_expr<SourceExpr>(ExprKind::Source, e.dtype, e.shape, e.chunks, "persist-" + e.name);
+  // Chunks of unknown size stay unknown where the executor keeps them; values in this process
+  // tell their sizes.
   s->target = e.target;  // persisted device chunks stay on the device
   if (executor.holds(*kept)) {
     // The chunks stay where the executor keeps them (a cluster's workers); graphs it runs later
@@ -318,8 +337,10 @@ Array Array::persist(Executor& executor) const {
     return Array(s);
   }
   auto values = kept->values();
+  s->chunks = resolved_chunks(e, chunk_shapes(values, keys));
+  s->shape = chunks_shape(s->chunks);
   for (std::size_t f = 0; f < keys.size(); ++f)
-    check_chunk(values[f], e, chunk_coords(e.chunks, static_cast<std::int64_t>(f)), keys[f]);
+    check_chunk(values[f], e, s->chunks, chunk_coords(e.chunks, static_cast<std::int64_t>(f)), keys[f]);
   s->blocks = std::move(values);
   return Array(s);
 }

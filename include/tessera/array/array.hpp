@@ -34,6 +34,12 @@ namespace detail {
 struct Expr;
 }
 
+/**
+ * @brief Size of a chunk not known until the graph runs (Dask's NaN), e.g. after boolean
+ * indexing; an axis with such a chunk has extent unknown_size in shape() too.
+ */
+inline constexpr std::int64_t unknown_size = -1;
+
 /** @brief A lazy n-d array split into chunks. Cheap to copy (shares the expression). */
 class Array {
  public:
@@ -57,6 +63,20 @@ class Array {
   Array operator[](const std::vector<Index>& index) const;
   /** @brief x[i]: integer index on the first axis. */
   Array operator[](std::int64_t i) const { return (*this)[std::vector<Index>{Index(i)}]; }
+  /**
+   * @brief Fancy indexing with an array: a boolean mask of x's shape (the selected elements,
+   * raveled, row-major) or 1-d along the first axis (the selected slices), giving chunks of
+   * unknown size; or integer indices along the first axis (take(x, index, 0)).
+   */
+  Array operator[](const Array& index) const;
+
+  /** @brief False when some chunk sizes are unknown (after a boolean mask, nonzero, ...). */
+  bool known_chunks() const;
+  /**
+   * @brief Computes the sizes of unknown chunks (running the graph once, as Dask does) and
+   * returns the same array with known chunks; an array with known chunks is returned as is.
+   */
+  Array compute_chunk_sizes(Executor& executor = local_executor()) const;
 
   Array astype(DType dtype) const;
   /** @brief Reverses the axes (no argument) or permutes them. */
@@ -134,3 +154,5 @@ class Array {
 #include "tessera/array/structural.hpp"   // IWYU pragma: export
 #include "tessera/array/creation_more.hpp"  // IWYU pragma: export
 #include "tessera/array/shape.hpp"          // IWYU pragma: export
+#include "tessera/array/overlap.hpp"      // IWYU pragma: export
+#include "tessera/array/blockwise.hpp"    // IWYU pragma: export

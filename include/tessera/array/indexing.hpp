@@ -1,9 +1,13 @@
 #pragma once
 /** @file
- * NumPy basic indexing of an Array: x[{step(2), slice(1, 10), 3, newaxis}]. */
+ * NumPy basic indexing of an Array: x[{step(2), slice(1, 10), 3, newaxis}]; fancy indexing
+ * (integer lists and arrays, boolean masks) and the functions built on it (take, compress,
+ * nonzero, argwhere, extract). */
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <variant>
+#include <vector>
 
 namespace tessera {
 
@@ -38,5 +42,42 @@ class Index {
  private:
   std::variant<std::int64_t, Slice, NewAxis> v_;
 };
+
+class Array;
+
+/**
+ * @brief NumPy's take: the elements at `indices` along `axis` (negative ones count from the
+ * end; repeated and unsorted ones are fine). Each output chunk gathers from the input chunks that
+ * hold its indices; sorted indices give one output chunk per input chunk they read.
+ */
+Array take(const Array& x, const std::vector<std::int64_t>& indices, int axis = 0);
+/** @brief take(x, {3, 1, -1}): a braced list is a list of indices (never an Array). */
+Array take(const Array& x, std::initializer_list<std::int64_t> indices, int axis = 0);
+/**
+ * @brief take with an integer Array of indices, read when the graph runs: the output has the
+ * index array's chunks along `axis` (n-d indices: their shape replaces the axis, as in NumPy,
+ * through a reshape). Out-of-bounds indices fail the task that reads them.
+ */
+Array take(const Array& x, const Array& indices, int axis = 0);
+/**
+ * @brief NumPy's compress with a condition known now: the slices along `axis` (the flattened
+ * array without one) where condition is true; a shorter condition counts as false past its end.
+ */
+Array compress(const std::vector<bool>& condition, const Array& x, std::optional<int> axis = std::nullopt);
+/**
+ * @brief compress with a 1-d boolean Array: its values are only known when the graph runs, so
+ * the result's chunks along `axis` have unknown sizes (see Array::compute_chunk_sizes).
+ */
+Array compress(const Array& condition, const Array& x, std::optional<int> axis = std::nullopt);
+/** @brief The (k, ndim) int64 coordinates of the nonzero elements, row-major (unknown k). */
+Array argwhere(const Array& x);
+/** @brief One int64 array of coordinates per axis of the nonzero elements (unknown lengths). */
+std::vector<Array> nonzero(const Array& x);
+/** @brief The flat indices of the nonzero elements of x raveled (unknown length). */
+Array flatnonzero(const Array& x);
+/** @brief One-argument where: nonzero(condition). */
+std::vector<Array> where(const Array& condition);
+/** @brief The elements of x (raveled) where condition (raveled, same size) is true. */
+Array extract(const Array& condition, const Array& x);
 
 }  // namespace tessera
