@@ -34,6 +34,17 @@ std::uint8_t round_of(const Instr& in) {
   if (in.ctype == CType::F64 && in.dtype == DType::Float32) return kRoundF32;
   if (in.ctype == CType::I64 && in.dtype == DType::Int32) return kRoundI32;
   if (in.ctype == CType::I64 && in.dtype == DType::Bool) return kRoundBool;
+  if (in.ctype == CType::F64 && in.dtype == DType::Float16) return kRoundF16;
+  if (in.ctype == CType::I64) {
+    switch (in.dtype) {
+      case DType::Int8: return kRoundI8;
+      case DType::Int16: return kRoundI16;
+      case DType::UInt8: return kRoundU8;
+      case DType::UInt16: return kRoundU16;
+      case DType::UInt32: return kRoundU32;
+      default: break;
+    }
+  }
   return kRoundNone;
 }
 
@@ -43,6 +54,12 @@ std::int64_t round_bits(std::uint8_t round, std::int64_t bits) {
     case kRoundF32: return std::bit_cast<std::int64_t>(static_cast<double>(static_cast<float>(std::bit_cast<double>(bits))));
     case kRoundI32: return static_cast<std::int32_t>(static_cast<std::uint32_t>(bits));
     case kRoundBool: return bits != 0;
+    case kRoundF16: return std::bit_cast<std::int64_t>(static_cast<double>(float16(std::bit_cast<double>(bits))));
+    case kRoundI8: return detail::elem::wrap_int(bits, DType::Int8);
+    case kRoundI16: return detail::elem::wrap_int(bits, DType::Int16);
+    case kRoundU8: return detail::elem::wrap_int(bits, DType::UInt8);
+    case kRoundU16: return detail::elem::wrap_int(bits, DType::UInt16);
+    case kRoundU32: return detail::elem::wrap_int(bits, DType::UInt32);
     default: return bits;
   }
 }
@@ -123,7 +140,23 @@ std::uint16_t input_xop(CType t, DType d) {
     case DType::Int64: k = 2; break;
     case DType::Int32: k = 3; break;
     case DType::Bool: k = 4; break;
-    default: throw DTypeError("blockwise: input block of unknown dtype");
+    default: {
+      // The dtypes added later have their own opcodes, for the register type lowering gives them.
+      if (t == CType::F64 && d == DType::Float16) return kInF_F16;
+      if (t == CType::I64) {
+        switch (d) {
+          case DType::Int8: return kInI_I8;
+          case DType::Int16: return kInI_I16;
+          case DType::UInt8: return kInI_U8;
+          case DType::UInt16: return kInI_U16;
+          case DType::UInt32: return kInI_U32;
+          case DType::UInt64: return kInI_U64;
+          default: break;
+        }
+      }
+      throw DTypeError(std::string("blockwise (device): a ") + std::string(dtype_name(d)) +
+                       " input has no device evaluator; compute it on the host");
+    }
   }
   return static_cast<std::uint16_t>((t == CType::F64 ? kInF_F64 : kInI_F64) + k);
 }
@@ -149,6 +182,10 @@ struct Group {
 EncodedProgram encode_program(const Program& p, const std::vector<const Block*>& inputs) {
   const int n = static_cast<int>(p.instrs.size());
   if (n == 0) throw Error("empty blockwise program");
+  if (is_complex(p.out_dtype) ||
+      std::any_of(p.instrs.begin(), p.instrs.end(), [](const Instr& in) { return is_complex(in.dtype); }))
+    throw DTypeError("blockwise (device): complex values have no device evaluator (views and element-wise "
+                     "operations of complex arrays run on the host)");
   for (const Instr& in : p.instrs)
     if (in.code == InstrCode::Input && (in.input < 0 || in.input >= static_cast<int>(inputs.size())))
       throw Error("blockwise program reads input " + std::to_string(in.input) + " of " +
@@ -346,24 +383,47 @@ EncodedProgram encode_program(const Program& p, const std::vector<const Block*>&
           } else if (at == in.ctype) {
             x.xop = kCopy;
           } else if (at == CType::I64) {
-            x.xop = kI2F;
+            x.xop = p.instrs[in.a].dtype == DType::UInt64 ? kU2F : kI2F;
           } else if (op == EwOp::IsNan) {
             x.xop = kIsNanF;
           } else if (op == EwOp::IsFinite) {
             x.xop = kIsFiniteF;
           } else {
-            x.xop = in.dtype == DType::Bool ? kF2Bool : in.dtype == DType::Int32 ? kF2I32 : kF2I;
+            // Narrow integers go through int32 (int8, int16, uint8, uint16) or int64 (uint32),
+            // then wrap by x.round, as the host's float_to_int.
+            switch (in.dtype) {
+              case DType::Bool: x.xop = kF2Bool; break;
+              case DType::Int32: case DType::Int8: case DType::Int16: case DType::UInt8: case DType::UInt16:
+                x.xop = kF2I32;
+                break;
+              case DType::UInt64: x.xop = kF2U64; break;
+              default: x.xop = kF2I; break;
+            }
           }
         } else if (detail::is_unary(op)) {
           x.xop = unary_xop(op, in.ctype);
+          if (in.ctype == CType::I64 && is_unsigned(in.dtype) && op == EwOp::Abs) x.xop = kAbsU;
+          if (in.ctype == CType::I64 && is_unsigned(in.dtype) && op == EwOp::Sign) x.xop = kSignU;
         } else if (is_comparison(op)) {
           x.xop = compare_xop(op, at);
+          const bool au = p.instrs[in.a].dtype == DType::UInt64, bu = p.instrs[in.b].dtype == DType::UInt64;
+          if (at == CType::I64 && (au || bu)) {
+            x.xop = kCmpU;
+            x.i0 = static_cast<int>(op) - static_cast<int>(EwOp::Lt);
+            x.i1 = (au ? 1 : 0) | (bu ? 2 : 0);
+          }
         } else if (detail::is_binary(op)) {
           x.xop = binary_xop(op, in.ctype);
           // A constant negative exponent was refused when the expression was built; only an
           // exponent read from data can make the kernel raise.
           if (x.xop == kPowI && !constant[in.b]) dev.raises = 1;
-          if (in.ctype == CType::F64 && in.dtype == DType::Float32) {  // as the host: in float
+          if (in.ctype == CType::I64 && in.dtype == DType::UInt64) {  // the bits compare and divide unsigned
+            if (op == EwOp::FloorDiv) x.xop = kFloorDivU;
+            if (op == EwOp::Mod) x.xop = kModU;
+            if (op == EwOp::Minimum) x.xop = kMinU;
+            if (op == EwOp::Maximum) x.xop = kMaxU;
+          }
+          if (in.ctype == CType::F64 && (in.dtype == DType::Float32 || in.dtype == DType::Float16)) {  // as the host: in float
             if (op == EwOp::FloorDiv) x.xop = kFloorDivF32;
             if (op == EwOp::Mod) x.xop = kModF32;
             if (op == EwOp::Pow) x.xop = kPowF32;

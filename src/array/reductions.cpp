@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "complex_ops.hpp"
 #include "expr.hpp"
 #include "tessera/core/error.hpp"
 
@@ -22,6 +23,7 @@ ReduceOptions with_axes(std::optional<int> axis, int split_every) {
 
 Array reduce(const Array& in, ReduceKind kind, ReduceOptions o, const char* name) {
   const Expr& e = expr_of(in);
+  if (is_complex(e.dtype)) return complex_reduce(in, kind, o, name);
   const int nd = static_cast<int>(e.shape.size());
   std::vector<int> axes;
   if (o.axes.empty()) {
@@ -41,10 +43,11 @@ Array reduce(const Array& in, ReduceKind kind, ReduceOptions o, const char* name
   DType t = e.dtype;
   switch (kind) {
     case ReduceKind::Sum: case ReduceKind::Prod:
-      t = is_floating(e.dtype) ? e.dtype : DType::Int64;
+      // NumPy: integers narrower than int64 sum as int64, unsigned ones as uint64.
+      t = is_floating(e.dtype) ? e.dtype : is_unsigned(e.dtype) ? DType::UInt64 : DType::Int64;
       break;
     case ReduceKind::Mean: case ReduceKind::Var: case ReduceKind::Std:
-      t = e.dtype == DType::Float32 ? DType::Float32 : DType::Float64;
+      t = (e.dtype == DType::Float32 || e.dtype == DType::Float16) ? e.dtype : DType::Float64;
       break;
     case ReduceKind::Any: case ReduceKind::All: t = DType::Bool; break;
     case ReduceKind::ArgMin: case ReduceKind::ArgMax: t = DType::Int64; break;
