@@ -3,6 +3,7 @@
 // pool and queues program.cu's kernels on the task's stream. The reference semantics are the host
 // evaluator's (src/array/kernels/program_eval.cpp); every choice below mirrors it.
 #include <algorithm>
+#include <optional>
 #include <bit>
 #include <limits>
 #include <memory>
@@ -184,8 +185,8 @@ EncodedProgram encode_program(const Program& p, const std::vector<const Block*>&
   if (n == 0) throw Error("empty blockwise program");
   if (is_complex(p.out_dtype) ||
       std::any_of(p.instrs.begin(), p.instrs.end(), [](const Instr& in) { return is_complex(in.dtype); }))
-    throw DTypeError("blockwise (device): complex values have no device evaluator (views and element-wise "
-                     "operations of complex arrays run on the host)");
+    throw DTypeError("blockwise (device): complex values have no device evaluator (a view of a complex "
+                     "array runs as a view of its parts; complex arithmetic runs on the host)");
   for (const Instr& in : p.instrs)
     if (in.code == InstrCode::Input && (in.input < 0 || in.input >= static_cast<int>(inputs.size())))
       throw Error("blockwise program reads input " + std::to_string(in.input) + " of " +
@@ -541,15 +542,46 @@ namespace {
 Value blockwise_device(const OpContext& ctx, std::span<const Value> args) {
   // run_op has placed every block argument on ctx.device and will wait for ctx.stream.
   if (args.empty()) throw Error("blockwise: missing program");
-  const auto program = from_value<Program>(args[0]);
+  auto program = from_value<Program>(args[0]);
   std::vector<const Block*> inputs;
   for (std::size_t i = 1; i < args.size(); ++i) {
     if (!args[i].is_block()) throw Error("blockwise: argument " + std::to_string(i) + " is not a block");
     inputs.push_back(&args[i].block());
   }
+  // A view of a complex array (the only complex program lowering makes: one input leaf) is the
+  // same view of its real and imaginary parts: one more innermost axis of two floats, stride 1,
+  // every other coefficient doubled. The chunk's bytes are then exactly the complex result's.
+  const DType want_dtype = program.out_dtype;
+  const Shape want_shape = program.shape;
+  std::optional<Block> parts;
+  if (is_complex(want_dtype) && program.instrs.size() == 1 && program.instrs[0].code == InstrCode::Input &&
+      !program.reduce.enabled && program.instrs[0].dtype == want_dtype) {
+    Instr& in = program.instrs[0];
+    if (in.input < 0 || in.input >= static_cast<int>(inputs.size())) throw Error("blockwise program reads a missing input");
+    const Block& src = *inputs[in.input];
+    if (src.dtype() != want_dtype) throw DTypeError("blockwise (device): a complex view of a " + std::string(dtype_name(src.dtype())) + " block");
+    const DType part = real_dtype(want_dtype);
+    in.dtype = part;
+    in.ctype = CType::F64;
+    in.base *= 2;
+    in.coef.resize(program.shape.size(), 0);
+    for (auto& c : in.coef) c *= 2;
+    in.coef.push_back(1);
+    program.shape.push_back(2);
+    program.out_dtype = part;
+    if (src.size() > 0) {
+      parts.emplace(part, Shape{src.size() * 2}, src.buffer());
+      inputs[in.input] = &*parts;
+    }
+  }
+  auto result = [&](Block b) {
+    if (!is_complex(want_dtype)) return Value(std::move(b));
+    if (!b.buffer()) return Value(device_block(want_dtype, want_shape, ctx.device, ctx.stream));
+    return Value(Block(want_dtype, want_shape, b.buffer()));
+  };
   const auto enc = std::make_unique<EncodedProgram>(encode_program(program, inputs));
   Block out = device_block(enc->out_dtype, enc->out_shape, ctx.device, ctx.stream);
-  if (enc->out_elements == 0) return Value(std::move(out));
+  if (enc->out_elements == 0) return result(std::move(out));
   const LaunchPlan plan = plan_launch(enc->dev, ctx.device);
   const auto stream = static_cast<cudaStream_t>(ctx.stream);
   // The block partials are freed on the stream, after the kernels that use them.
@@ -571,7 +603,7 @@ Value blockwise_device(const OpContext& ctx, std::span<const Value> args) {
     check(cudaStreamSynchronize(stream), "cudaStreamSynchronize", ctx.device);
     if (error == detail::elem::kNegativePowerError) throw Error(std::string("power: ") + detail::elem::kNegativePowerMessage);
   }
-  return Value(std::move(out));
+  return result(std::move(out));
 }
 
 const bool registered = [] {
