@@ -2,6 +2,7 @@
 #include "tessera/array/reductions.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "complex_ops.hpp"
@@ -24,6 +25,15 @@ ReduceOptions with_axes(std::optional<int> axis, int split_every) {
 Array reduce(const Array& in, ReduceKind kind, ReduceOptions o, const char* name) {
   const Expr& e = expr_of(in);
   if (is_complex(e.dtype)) return complex_reduce(in, kind, o, name);
+  if (e.dtype == DType::UInt64 && (kind == ReduceKind::Min || kind == ReduceKind::Max || kind == ReduceKind::ArgMin ||
+                                   kind == ReduceKind::ArgMax)) {
+    // Partials compare as int64, where uint64 values above 2**63 are negative. Shifting by
+    // -2**63 (wrapping) maps uint64 order onto int64 order; the extreme is shifted back. Arg
+    // reductions compare doubles: there the values' float64 conversion keeps their order.
+    if (kind == ReduceKind::ArgMin || kind == ReduceKind::ArgMax) return reduce(in.astype(DType::Float64), kind, o, name);
+    const Array low = scalar(std::numeric_limits<std::int64_t>::min());
+    return (reduce(in.astype(DType::Int64) + low, kind, o, name) + low).astype(DType::UInt64);
+  }
   const int nd = static_cast<int>(e.shape.size());
   std::vector<int> axes;
   if (o.axes.empty()) {

@@ -125,6 +125,19 @@ TEST(DTypes, Uint64AboveTwoToThe63) {
             (std::vector<std::uint64_t>{top, 9223372036854779904ULL, 3}));
 }
 
+TEST(DTypes, Uint64MinMaxAboveTwoToThe63) {
+  const std::uint64_t big = (1ULL << 63) + 5, top = std::numeric_limits<std::uint64_t>::max();
+  const Array u = array_of<std::uint64_t>({7, big, 1ULL << 62, top, 3}, 2);
+  EXPECT_EQ(values_of<std::uint64_t>(u.max()), (std::vector<std::uint64_t>{top}));
+  EXPECT_EQ(values_of<std::uint64_t>(u.min()), (std::vector<std::uint64_t>{3}));
+  EXPECT_EQ(u.max().dtype(), DType::UInt64);
+  EXPECT_EQ(values_of<std::int64_t>(u.argmax()), (std::vector<std::int64_t>{3}));
+  EXPECT_EQ(values_of<std::int64_t>(u.argmin()), (std::vector<std::int64_t>{4}));
+  const Array m = from_block(Block::from_values<std::uint64_t>({big, 1, 2, top}, {2, 2}), {1, 1});
+  EXPECT_EQ(values_of<std::uint64_t>(m.max(ReduceOptions{.axes = {0}})), (std::vector<std::uint64_t>{big, top}));
+  EXPECT_EQ(values_of<std::uint64_t>(m.min(ReduceOptions{.axes = {1}})), (std::vector<std::uint64_t>{1, 2}));
+}
+
 TEST(DTypes, FloatToNarrowIntegersAsNumpy) {
   const Array f = array_of<double>({3.7, -1.0, std::nan(""), 1e20});
   EXPECT_EQ(values_of<std::uint8_t>(f.astype(DType::UInt8)), (std::vector<std::uint8_t>{3, 255, 0, 0}));

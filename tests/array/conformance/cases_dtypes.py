@@ -71,6 +71,9 @@ for label, x in {"int8": I8, "uint8": U8, "int16": I16, "uint32": U32, "float16"
         CASES.append(case("reduce", [x], reduce(f), {"op": op, "axis": [0]}, name=f"reduce[{label}][op={op}][axis=0]",
                           rtol=tol))
 CASES.append(case("reduce", [U64B], reduce(np.sum), {"op": "sum"}, name="reduce[uint64][op=sum]"))
+for op, f in {"max": np.max, "min": np.min}.items():  # values on both sides of 2**63
+    CASES.append(case("reduce", [U64], reduce(f), {"op": op}, name=f"reduce[uint64][op={op}]"))
+    CASES.append(case("reduce", [U64], reduce(f), {"op": op, "axis": [1]}, name=f"reduce[uint64][op={op}][axis=1]"))
 CASES.append(case("reduce", [U8B % 5 + 1], reduce(np.prod), {"op": "prod", "axis": [1]}, name="reduce[uint8][op=prod]"))
 
 # astype between the dtypes (NumPy's x86-64 float -> integer conversions for in-range values).
