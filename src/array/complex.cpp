@@ -237,9 +237,15 @@ Array complex_reduce(const Array& a, ReduceKind kind, const ReduceOptions& o, co
   switch (kind) {
     case ReduceKind::Sum: return make_complex(real(a).sum(o), imag(a).sum(o)).astype(a.dtype());
     case ReduceKind::Mean: return make_complex(real(a).mean(o), imag(a).mean(o)).astype(a.dtype());
+    case ReduceKind::Prod: {
+      // In polar form: the product of the moduli, and the sum of the angles (to rounding, the
+      // value of NumPy's running product; a zero factor gives a zero product).
+      const Array r = abs(a).prod(o), t = angle(a).sum(o);
+      return make_complex(r * cos(t), r * sin(t)).astype(a.dtype());
+    }
     default:
       throw DTypeError(std::string(name) + ": not supported for complex arrays (dtype " + std::string(dtype_name(a.dtype())) +
-                       "); sum and mean are");
+                       "); sum, prod and mean are");
   }
 }
 

@@ -15,7 +15,7 @@ inline constexpr const char* kComplexOp = "tessera.array.complex";
 
 /** Element-wise op with a complex operand or a complex result dtype (astype). */
 Array complex_elementwise(EwOp op, const std::vector<Array>& args, std::optional<DType> dtype);
-/** sum or mean of a complex array (other reductions throw DTypeError). */
+/** sum, prod or mean of a complex array (other reductions throw DTypeError). */
 Array complex_reduce(const Array& a, ReduceKind kind, const ReduceOptions& options, const char* name);
 
 /** A block's values as complex128 (real dtypes with a zero imaginary part). */

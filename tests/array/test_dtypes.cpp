@@ -247,6 +247,9 @@ TEST(DTypes, ComplexArithmeticAndParts) {
   EXPECT_EQ(s.dtype(), DType::Complex128);
   expect_close(values_of<Z>(s), {{-0.5, 3}});
   expect_close(values_of<Z>(z.mean()), {{-0.1, 0.6}});
+  Z p = 1;
+  for (const Z& v : zv) p *= v;
+  expect_close(values_of<Z>(z.prod()), {p});
   // Views (slices, broadcasting) of complex arrays copy elements.
   expect_close(values_of<Z>(z[{slice(1, 4)}]), {{-3, 0.5}, {0, -1}, {2.5, 2.5}});
   expect_close(values_of<Z>(z[{step(-2)}]), {{-1, -1}, {0, -1}, {1, 2}});

@@ -2,9 +2,9 @@
 /** @file
  * Complex arrays (complex64, complex128): their parts, conjugate and angle. Arithmetic
  * (+ - * / ** and negation), abs, exp, log, sqrt, square, sin, cos, tan, tanh, isnan, isfinite,
- * == and !=, astype, sum, mean and matmul take complex arrays through the usual functions; the
- * operations NumPy does not define on complex values, or that Tessera does not yet (ordering
- * comparisons, minimum/maximum, floor_divide/mod, min/max/prod/var/std/arg*, where, logical
+ * == and !=, astype, sum, prod, mean and matmul take complex arrays through the usual functions;
+ * the operations NumPy does not define on complex values, or that Tessera does not yet (ordering
+ * comparisons, minimum/maximum, floor_divide/mod, min/max/var/std/arg*, where, logical
  * operators, random generators), throw DTypeError when the expression is built. */
 #include "tessera/array/array.hpp"
 
