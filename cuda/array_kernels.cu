@@ -3,6 +3,7 @@
 // device result is bit-for-bit the host one: the same combine order (inputs in argument order),
 // the same double / int64 arithmetic, the same conversions. Kernels are deliberately plain: one
 // thread per output slot or element, in a grid-stride loop.
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -149,6 +150,14 @@ void finalize_as(DType out_dtype, std::uint8_t kind, int comps, std::int64_t slo
     case DType::Int64: launch_finalize<A, std::int64_t>(kind, comps, slots, acc_in, in, ddof, out, stream); break;
     case DType::Float32: launch_finalize<A, float>(kind, comps, slots, acc_in, in, ddof, out, stream); break;
     case DType::Float64: launch_finalize<A, double>(kind, comps, slots, acc_in, in, ddof, out, stream); break;
+    case DType::Int8: launch_finalize<A, std::int8_t>(kind, comps, slots, acc_in, in, ddof, out, stream); break;
+    case DType::Int16: launch_finalize<A, std::int16_t>(kind, comps, slots, acc_in, in, ddof, out, stream); break;
+    case DType::UInt8: launch_finalize<A, std::uint8_t>(kind, comps, slots, acc_in, in, ddof, out, stream); break;
+    case DType::UInt16: launch_finalize<A, std::uint16_t>(kind, comps, slots, acc_in, in, ddof, out, stream); break;
+    case DType::UInt32: launch_finalize<A, std::uint32_t>(kind, comps, slots, acc_in, in, ddof, out, stream); break;
+    case DType::UInt64: launch_finalize<A, std::uint64_t>(kind, comps, slots, acc_in, in, ddof, out, stream); break;
+    case DType::Float16: launch_finalize<A, __half>(kind, comps, slots, acc_in, in, ddof, out, stream); break;
+    default: throw DTypeError("reduce_combine (device): no " + std::string(dtype_name(out_dtype)) + " result");
   }
 }
 

@@ -264,6 +264,8 @@ void gemm_accumulate(const Block& a, const Block& b, Block& c, const Where& w) {
   if (m == 0 || n == 0 || k == 0) return;  // adds nothing (c is zeroed)
   const DType t = c.dtype();
   if (t == DType::Bool) return;  // as the host: bool products are not computed (c stays zero)
+  if (t != DType::Int32 && t != DType::Int64 && t != DType::Float32 && t != DType::Float64 && !is_complex(t))
+    throw DTypeError("matmul (device): " + std::string(dtype_name(t)) + " has no device kernel; compute it on the host");
   if (t == DType::Int32 || t == DType::Int64) {
     matmul_accumulate_int(t, m, n, k, a.raw(), b.raw(), c.raw(), w.device, w.stream);
     return;
@@ -273,7 +275,17 @@ void gemm_accumulate(const Block& a, const Block& b, Block& c, const Where& w) {
   cublasHandle_t h = cublas_handle(w.device);
   cublas_check(cublasSetStream(h, w.stream), "cublasSetStream", w.device);
   const int M = gemm_extent(n), N = gemm_extent(m), K = gemm_extent(k);
-  if (t == DType::Float64) {
+  if (t == DType::Complex128) {
+    const cuDoubleComplex one{1.0, 0.0};
+    cublas_check(cublasZgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, M, N, K, &one, static_cast<const cuDoubleComplex*>(b.raw()), M,
+                             static_cast<const cuDoubleComplex*>(a.raw()), K, &one, static_cast<cuDoubleComplex*>(c.raw()), M),
+                 "cublasZgemm", w.device);
+  } else if (t == DType::Complex64) {
+    const cuComplex one{1.0f, 0.0f};
+    cublas_check(cublasCgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, M, N, K, &one, static_cast<const cuComplex*>(b.raw()), M,
+                             static_cast<const cuComplex*>(a.raw()), K, &one, static_cast<cuComplex*>(c.raw()), M),
+                 "cublasCgemm", w.device);
+  } else if (t == DType::Float64) {
     const double one = 1.0;
     cublas_check(cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, M, N, K, &one, static_cast<const double*>(b.raw()), M,
                              static_cast<const double*>(a.raw()), K, &one, static_cast<double*>(c.raw()), M),

@@ -69,11 +69,19 @@ enum XOp : std::uint16_t {
   kF2I32,  // cast of an F64 register to int32 (NaN and out of range: INT32_MIN, as NumPy on x86-64)
   // Distributions of random_semantics.hpp (gamma, poisson, ...): code in gen, parameters p0, p1.
   kGenDistF, kGenDistI,
+  // The narrow, unsigned and float16 dtypes: inputs (float16 into F64 registers, integers into
+  // I64 registers; uint64 registers hold its bits), uint64 conversions and the operations whose
+  // result differs for uint64 bits, and the exact comparison with a uint64 side (i0: the
+  // comparison as Lt..Ne = 0..5; i1 bit 0: a is uint64, bit 1: b is).
+  kInF_F16, kInI_I8, kInI_I16, kInI_U8, kInI_U16, kInI_U32, kInI_U64,
+  kU2F, kF2U64,
+  kFloorDivU, kModU, kMinU, kMaxU, kAbsU, kSignU,
+  kCmpU,
   kNumXOps
 };
 
 /** Rounding of a result to its declared dtype (as the host's round_to_dtype). */
-enum Round : std::uint8_t { kRoundNone, kRoundF32, kRoundI32, kRoundBool };
+enum Round : std::uint8_t { kRoundNone, kRoundF32, kRoundI32, kRoundBool, kRoundF16, kRoundI8, kRoundI16, kRoundU8, kRoundU16, kRoundU32 };
 
 struct DevInstr {
   std::uint16_t xop = kConst;

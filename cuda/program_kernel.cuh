@@ -19,6 +19,10 @@
 #include <cstdint>
 #include <cstring>
 
+#if defined(__CUDACC__)
+#include <cuda_fp16.h>
+#endif
+
 #include "array/element_semantics.hpp"
 #include "array/random_semantics.hpp"
 #include "program_device.hpp"
@@ -67,6 +71,21 @@ TESSERA_PK float to_float(double x) {
   return __double2float_rn(x);
 #else
   return static_cast<float>(x);
+#endif
+}
+/** float16 bits to double and back (round to nearest even), as the host's tessera::float16. */
+TESSERA_PK double half_to_double(std::uint16_t b) {
+#if defined(__CUDACC__)
+  return static_cast<double>(__half2float(__ushort_as_half(b)));
+#else
+  return ::tessera::float16::to_double(b);
+#endif
+}
+TESSERA_PK std::uint16_t double_to_half(double x) {
+#if defined(__CUDACC__)
+  return __half_as_ushort(__double2half(x));
+#else
+  return ::tessera::float16::from_double(x);
 #endif
 }
 TESSERA_PK double inf() { return as_f(0x7ff0000000000000ULL); }
@@ -208,6 +227,37 @@ TESSERA_PK_NO_UNROLL
       case kModF32: r = as_u(static_cast<double>(elem::mod_f(to_float(FA), to_float(FB)))); break;
       case kPowF32: r = as_u(static_cast<double>(powf(to_float(FA), to_float(FB)))); break;
       case kF2I32: r = as_u(static_cast<i64>(f2i32(FA))); break;
+      case kInF_F16: r = as_u(half_to_double(load<std::uint16_t>(I, leaf_index(I, o)))); break;
+      case kInI_I8: r = as_u(static_cast<i64>(load<std::int8_t>(I, leaf_index(I, o)))); break;
+      case kInI_I16: r = as_u(static_cast<i64>(load<std::int16_t>(I, leaf_index(I, o)))); break;
+      case kInI_U8: r = load<std::uint8_t>(I, leaf_index(I, o)); break;
+      case kInI_U16: r = load<std::uint16_t>(I, leaf_index(I, o)); break;
+      case kInI_U32: r = load<std::uint32_t>(I, leaf_index(I, o)); break;
+      case kInI_U64: r = load<u64>(I, leaf_index(I, o)); break;
+      case kU2F: r = as_u(static_cast<double>(reg[I.a])); break;
+      case kF2U64: r = as_u(elem::to_uint64_bits(FA)); break;
+      case kFloorDivU: { const u64 y = reg[I.b]; r = y ? reg[I.a] / y : 0; break; }
+      case kModU: { const u64 y = reg[I.b]; r = y ? reg[I.a] % y : 0; break; }
+      case kMinU: { const u64 x = reg[I.a], y = reg[I.b]; r = y < x ? y : x; break; }
+      case kMaxU: { const u64 x = reg[I.a], y = reg[I.b]; r = x < y ? y : x; break; }
+      case kAbsU: r = reg[I.a]; break;
+      case kSignU: r = reg[I.a] != 0; break;
+      case kCmpU: {
+        const bool au = I.i1 & 1, bu = (I.i1 >> 1) & 1;
+        int c;  // a against b: -1, 0, 1 (a negative signed side is below every unsigned value)
+        if (!au && IA < 0) c = -1;
+        else if (!bu && IB < 0) c = 1;
+        else c = reg[I.a] < reg[I.b] ? -1 : (reg[I.a] > reg[I.b] ? 1 : 0);
+        switch (I.i0) {
+          case 0: r = c < 0; break;
+          case 1: r = c <= 0; break;
+          case 2: r = c > 0; break;
+          case 3: r = c >= 0; break;
+          case 4: r = c == 0; break;
+          default: r = c != 0; break;
+        }
+        break;
+      }
       default: break;
     }
 #undef FA
@@ -218,6 +268,12 @@ TESSERA_PK_NO_UNROLL
       case kRoundF32: r = as_u(static_cast<double>(to_float(as_f(r)))); break;
       case kRoundI32: r = as_u(static_cast<i64>(static_cast<int>(static_cast<unsigned>(r)))); break;
       case kRoundBool: r = r != 0; break;
+      case kRoundF16: r = as_u(half_to_double(double_to_half(as_f(r)))); break;
+      case kRoundI8: r = as_u(static_cast<i64>(static_cast<std::int8_t>(static_cast<std::uint8_t>(r)))); break;
+      case kRoundI16: r = as_u(static_cast<i64>(static_cast<std::int16_t>(static_cast<std::uint16_t>(r)))); break;
+      case kRoundU8: r = static_cast<std::uint8_t>(r); break;
+      case kRoundU16: r = static_cast<std::uint16_t>(r); break;
+      case kRoundU32: r = static_cast<std::uint32_t>(r); break;
       default: break;
     }
     reg[I.dst] = r;
@@ -249,6 +305,15 @@ TESSERA_PK void store(void* out, i64 r, u64 v, bool root_f64, int dtype) {
     case DType::Int64: static_cast<i64*>(out)[r] = root_f64 ? f2i(x) : xi; break;
     case DType::Float32: static_cast<float*>(out)[r] = root_f64 ? to_float(x) : static_cast<float>(xi); break;
     case DType::Float64: static_cast<double*>(out)[r] = root_f64 ? x : static_cast<double>(xi); break;
+    // Narrow integers wrap (a float goes through int32 or int64 first, as NumPy on x86-64).
+    case DType::Int8: static_cast<std::int8_t*>(out)[r] = static_cast<std::int8_t>(root_f64 ? elem::float_to_int(x, DType::Int8) : xi); break;
+    case DType::Int16: static_cast<std::int16_t*>(out)[r] = static_cast<std::int16_t>(root_f64 ? elem::float_to_int(x, DType::Int16) : xi); break;
+    case DType::UInt8: static_cast<std::uint8_t*>(out)[r] = static_cast<std::uint8_t>(root_f64 ? elem::float_to_int(x, DType::UInt8) : xi); break;
+    case DType::UInt16: static_cast<std::uint16_t*>(out)[r] = static_cast<std::uint16_t>(root_f64 ? elem::float_to_int(x, DType::UInt16) : xi); break;
+    case DType::UInt32: static_cast<std::uint32_t*>(out)[r] = static_cast<std::uint32_t>(root_f64 ? elem::float_to_int(x, DType::UInt32) : xi); break;
+    case DType::UInt64: static_cast<u64*>(out)[r] = static_cast<u64>(root_f64 ? elem::to_uint64_bits(x) : xi); break;
+    case DType::Float16: static_cast<std::uint16_t*>(out)[r] = double_to_half(root_f64 ? x : static_cast<double>(xi)); break;
+    default: break;  // complex chunks never reach the device evaluator (encode_program refuses them)
   }
 }
 

@@ -3,6 +3,7 @@
 // pool and queues program.cu's kernels on the task's stream. The reference semantics are the host
 // evaluator's (src/array/kernels/program_eval.cpp); every choice below mirrors it.
 #include <algorithm>
+#include <optional>
 #include <bit>
 #include <limits>
 #include <memory>
@@ -34,6 +35,17 @@ std::uint8_t round_of(const Instr& in) {
   if (in.ctype == CType::F64 && in.dtype == DType::Float32) return kRoundF32;
   if (in.ctype == CType::I64 && in.dtype == DType::Int32) return kRoundI32;
   if (in.ctype == CType::I64 && in.dtype == DType::Bool) return kRoundBool;
+  if (in.ctype == CType::F64 && in.dtype == DType::Float16) return kRoundF16;
+  if (in.ctype == CType::I64) {
+    switch (in.dtype) {
+      case DType::Int8: return kRoundI8;
+      case DType::Int16: return kRoundI16;
+      case DType::UInt8: return kRoundU8;
+      case DType::UInt16: return kRoundU16;
+      case DType::UInt32: return kRoundU32;
+      default: break;
+    }
+  }
   return kRoundNone;
 }
 
@@ -43,6 +55,12 @@ std::int64_t round_bits(std::uint8_t round, std::int64_t bits) {
     case kRoundF32: return std::bit_cast<std::int64_t>(static_cast<double>(static_cast<float>(std::bit_cast<double>(bits))));
     case kRoundI32: return static_cast<std::int32_t>(static_cast<std::uint32_t>(bits));
     case kRoundBool: return bits != 0;
+    case kRoundF16: return std::bit_cast<std::int64_t>(static_cast<double>(float16(std::bit_cast<double>(bits))));
+    case kRoundI8: return detail::elem::wrap_int(bits, DType::Int8);
+    case kRoundI16: return detail::elem::wrap_int(bits, DType::Int16);
+    case kRoundU8: return detail::elem::wrap_int(bits, DType::UInt8);
+    case kRoundU16: return detail::elem::wrap_int(bits, DType::UInt16);
+    case kRoundU32: return detail::elem::wrap_int(bits, DType::UInt32);
     default: return bits;
   }
 }
@@ -123,7 +141,23 @@ std::uint16_t input_xop(CType t, DType d) {
     case DType::Int64: k = 2; break;
     case DType::Int32: k = 3; break;
     case DType::Bool: k = 4; break;
-    default: throw DTypeError("blockwise: input block of unknown dtype");
+    default: {
+      // The dtypes added later have their own opcodes, for the register type lowering gives them.
+      if (t == CType::F64 && d == DType::Float16) return kInF_F16;
+      if (t == CType::I64) {
+        switch (d) {
+          case DType::Int8: return kInI_I8;
+          case DType::Int16: return kInI_I16;
+          case DType::UInt8: return kInI_U8;
+          case DType::UInt16: return kInI_U16;
+          case DType::UInt32: return kInI_U32;
+          case DType::UInt64: return kInI_U64;
+          default: break;
+        }
+      }
+      throw DTypeError(std::string("blockwise (device): a ") + std::string(dtype_name(d)) +
+                       " input has no device evaluator; compute it on the host");
+    }
   }
   return static_cast<std::uint16_t>((t == CType::F64 ? kInF_F64 : kInI_F64) + k);
 }
@@ -149,6 +183,10 @@ struct Group {
 EncodedProgram encode_program(const Program& p, const std::vector<const Block*>& inputs) {
   const int n = static_cast<int>(p.instrs.size());
   if (n == 0) throw Error("empty blockwise program");
+  if (is_complex(p.out_dtype) ||
+      std::any_of(p.instrs.begin(), p.instrs.end(), [](const Instr& in) { return is_complex(in.dtype); }))
+    throw DTypeError("blockwise (device): complex values have no device evaluator (a view of a complex "
+                     "array runs as a view of its parts; complex arithmetic runs on the host)");
   for (const Instr& in : p.instrs)
     if (in.code == InstrCode::Input && (in.input < 0 || in.input >= static_cast<int>(inputs.size())))
       throw Error("blockwise program reads input " + std::to_string(in.input) + " of " +
@@ -351,24 +389,47 @@ EncodedProgram encode_program(const Program& p, const std::vector<const Block*>&
           } else if (at == in.ctype) {
             x.xop = kCopy;
           } else if (at == CType::I64) {
-            x.xop = kI2F;
+            x.xop = p.instrs[in.a].dtype == DType::UInt64 ? kU2F : kI2F;
           } else if (op == EwOp::IsNan) {
             x.xop = kIsNanF;
           } else if (op == EwOp::IsFinite) {
             x.xop = kIsFiniteF;
           } else {
-            x.xop = in.dtype == DType::Bool ? kF2Bool : in.dtype == DType::Int32 ? kF2I32 : kF2I;
+            // Narrow integers go through int32 (int8, int16, uint8, uint16) or int64 (uint32),
+            // then wrap by x.round, as the host's float_to_int.
+            switch (in.dtype) {
+              case DType::Bool: x.xop = kF2Bool; break;
+              case DType::Int32: case DType::Int8: case DType::Int16: case DType::UInt8: case DType::UInt16:
+                x.xop = kF2I32;
+                break;
+              case DType::UInt64: x.xop = kF2U64; break;
+              default: x.xop = kF2I; break;
+            }
           }
         } else if (detail::is_unary(op)) {
           x.xop = unary_xop(op, in.ctype);
+          if (in.ctype == CType::I64 && is_unsigned(in.dtype) && op == EwOp::Abs) x.xop = kAbsU;
+          if (in.ctype == CType::I64 && is_unsigned(in.dtype) && op == EwOp::Sign) x.xop = kSignU;
         } else if (is_comparison(op)) {
           x.xop = compare_xop(op, at);
+          const bool au = p.instrs[in.a].dtype == DType::UInt64, bu = p.instrs[in.b].dtype == DType::UInt64;
+          if (at == CType::I64 && (au || bu)) {
+            x.xop = kCmpU;
+            x.i0 = static_cast<int>(op) - static_cast<int>(EwOp::Lt);
+            x.i1 = (au ? 1 : 0) | (bu ? 2 : 0);
+          }
         } else if (detail::is_binary(op)) {
           x.xop = binary_xop(op, in.ctype);
           // A constant negative exponent was refused when the expression was built; only an
           // exponent read from data can make the kernel raise.
           if (x.xop == kPowI && !constant[in.b]) dev.raises = 1;
-          if (in.ctype == CType::F64 && in.dtype == DType::Float32) {  // as the host: in float
+          if (in.ctype == CType::I64 && in.dtype == DType::UInt64) {  // the bits compare and divide unsigned
+            if (op == EwOp::FloorDiv) x.xop = kFloorDivU;
+            if (op == EwOp::Mod) x.xop = kModU;
+            if (op == EwOp::Minimum) x.xop = kMinU;
+            if (op == EwOp::Maximum) x.xop = kMaxU;
+          }
+          if (in.ctype == CType::F64 && (in.dtype == DType::Float32 || in.dtype == DType::Float16)) {  // as the host: in float
             if (op == EwOp::FloorDiv) x.xop = kFloorDivF32;
             if (op == EwOp::Mod) x.xop = kModF32;
             if (op == EwOp::Pow) x.xop = kPowF32;
@@ -486,15 +547,46 @@ namespace {
 Value blockwise_device(const OpContext& ctx, std::span<const Value> args) {
   // run_op has placed every block argument on ctx.device and will wait for ctx.stream.
   if (args.empty()) throw Error("blockwise: missing program");
-  const auto program = from_value<Program>(args[0]);
+  auto program = from_value<Program>(args[0]);
   std::vector<const Block*> inputs;
   for (std::size_t i = 1; i < args.size(); ++i) {
     if (!args[i].is_block()) throw Error("blockwise: argument " + std::to_string(i) + " is not a block");
     inputs.push_back(&args[i].block());
   }
+  // A view of a complex array (the only complex program lowering makes: one input leaf) is the
+  // same view of its real and imaginary parts: one more innermost axis of two floats, stride 1,
+  // every other coefficient doubled. The chunk's bytes are then exactly the complex result's.
+  const DType want_dtype = program.out_dtype;
+  const Shape want_shape = program.shape;
+  std::optional<Block> parts;
+  if (is_complex(want_dtype) && program.instrs.size() == 1 && program.instrs[0].code == InstrCode::Input &&
+      !program.reduce.enabled && program.instrs[0].dtype == want_dtype) {
+    Instr& in = program.instrs[0];
+    if (in.input < 0 || in.input >= static_cast<int>(inputs.size())) throw Error("blockwise program reads a missing input");
+    const Block& src = *inputs[in.input];
+    if (src.dtype() != want_dtype) throw DTypeError("blockwise (device): a complex view of a " + std::string(dtype_name(src.dtype())) + " block");
+    const DType part = real_dtype(want_dtype);
+    in.dtype = part;
+    in.ctype = CType::F64;
+    in.base *= 2;
+    in.coef.resize(program.shape.size(), 0);
+    for (auto& c : in.coef) c *= 2;
+    in.coef.push_back(1);
+    program.shape.push_back(2);
+    program.out_dtype = part;
+    if (src.size() > 0) {
+      parts.emplace(part, Shape{src.size() * 2}, src.buffer());
+      inputs[in.input] = &*parts;
+    }
+  }
+  auto result = [&](Block b) {
+    if (!is_complex(want_dtype)) return Value(std::move(b));
+    if (!b.buffer()) return Value(device_block(want_dtype, want_shape, ctx.device, ctx.stream));
+    return Value(Block(want_dtype, want_shape, b.buffer()));
+  };
   const auto enc = std::make_unique<EncodedProgram>(encode_program(program, inputs));
   Block out = device_block(enc->out_dtype, enc->out_shape, ctx.device, ctx.stream);
-  if (enc->out_elements == 0) return Value(std::move(out));
+  if (enc->out_elements == 0) return result(std::move(out));
   const LaunchPlan plan = plan_launch(enc->dev, ctx.device);
   const auto stream = static_cast<cudaStream_t>(ctx.stream);
   // The block partials are freed on the stream, after the kernels that use them.
@@ -516,7 +608,7 @@ Value blockwise_device(const OpContext& ctx, std::span<const Value> args) {
     check(cudaStreamSynchronize(stream), "cudaStreamSynchronize", ctx.device);
     if (error == detail::elem::kNegativePowerError) throw Error(std::string("power: ") + detail::elem::kNegativePowerMessage);
   }
-  return Value(std::move(out));
+  return result(std::move(out));
 }
 
 const bool registered = [] {

@@ -46,6 +46,8 @@ Array make_generator(GenKind gen, DType dtype, Shape shape, const ChunkSpec& chu
 }  // namespace detail
 
 Array full(Shape shape, double value, ChunkSpec chunks, DType dtype) {
+  // Generators are real: a complex constant is the real one converted.
+  if (is_complex(dtype)) return full(std::move(shape), value, std::move(chunks), real_dtype(dtype)).astype(dtype);
   // A constant of an integer dtype keeps its exact value in i0 (lowering reads it there).
   const std::int64_t exact = is_floating(dtype) ? 0 : elem::float_to_int(value, dtype);
   return make_generator(GenKind::Full, dtype, std::move(shape), chunks, value, 0, exact, 0, 0, "full");
@@ -68,6 +70,7 @@ Array scalar(Scalar value, std::optional<DType> dtype) {
   if (dtype) t = *dtype;
   else if (value.kind() == Scalar::Kind::Bool) t = DType::Bool;
   else if (value.kind() == Scalar::Kind::Int) t = DType::Int64;
+  if (is_complex(t)) return scalar(value, real_dtype(t)).astype(t);
   std::int64_t exact = 0;
   if (!is_floating(t)) {
     if (value.is_float()) {

@@ -131,22 +131,50 @@ TESSERA_ELEM std::int32_t to_int32(double x) {
 /** Truthiness: nonzero is true, NaN is true. */
 TESSERA_ELEM bool to_bool(double x) { return x != 0; }
 
-/** A float value converted to an integer dtype held in an int64 register (bool as 0/1). */
+/**
+ * float -> uint64 as NumPy does on x86-64: values in [0, 2**64) exactly (truncated), negative ones
+ * above -2**63 through int64 (wrapping: -1.0 gives 2**64 - 1), NaN and the rest 2**63.
+ */
+TESSERA_ELEM std::int64_t to_uint64_bits(double x) {
+  if (x >= 9223372036854775808.0 && x < 18446744073709551616.0)
+    return static_cast<std::int64_t>(static_cast<std::uint64_t>(x));
+  return to_int64(x);
+}
+
+/** A float value converted to an integer dtype held in an int64 register (bool as 0/1; uint64
+ *  as its bits). Narrow integers take NumPy's x86-64 path: through int32 or int64, then wrap. */
 TESSERA_ELEM std::int64_t float_to_int(double x, DType to) {
   switch (to) {
     case DType::Bool: return to_bool(x) ? 1 : 0;
     case DType::Int32: return to_int32(x);
+    case DType::Int8: return static_cast<std::int8_t>(static_cast<std::uint8_t>(to_int32(x)));
+    case DType::Int16: return static_cast<std::int16_t>(static_cast<std::uint16_t>(to_int32(x)));
+    case DType::UInt8: return static_cast<std::uint8_t>(to_int32(x));
+    case DType::UInt16: return static_cast<std::uint16_t>(to_int32(x));
+    case DType::UInt32: return static_cast<std::uint32_t>(to_int64(x));
+    case DType::UInt64: return to_uint64_bits(x);
     default: return to_int64(x);
   }
 }
 
-/** An int64 register wrapped to an integer dtype (int32 wraps, bool is 0/1). */
+/** An int64 register wrapped to an integer dtype (narrow integers wrap, bool is 0/1). */
 TESSERA_ELEM std::int64_t wrap_int(std::int64_t x, DType to) {
+  const auto u = static_cast<std::uint64_t>(x);
   switch (to) {
     case DType::Bool: return x != 0;
-    case DType::Int32: return static_cast<std::int32_t>(static_cast<std::uint32_t>(x));
+    case DType::Int8: return static_cast<std::int8_t>(static_cast<std::uint8_t>(u));
+    case DType::Int16: return static_cast<std::int16_t>(static_cast<std::uint16_t>(u));
+    case DType::Int32: return static_cast<std::int32_t>(static_cast<std::uint32_t>(u));
+    case DType::UInt8: return static_cast<std::uint8_t>(u);
+    case DType::UInt16: return static_cast<std::uint16_t>(u);
+    case DType::UInt32: return static_cast<std::uint32_t>(u);
     default: return x;
   }
+}
+
+/** An int64 register of dtype `from` as a double (uint64 registers hold the value's bits). */
+TESSERA_ELEM double int_to_double(std::int64_t x, DType from) {
+  return from == DType::UInt64 ? static_cast<double>(static_cast<std::uint64_t>(x)) : static_cast<double>(x);
 }
 
 // ---- promotion with Python-like scalars (NEP 50) -------------------------------------------------
@@ -160,7 +188,9 @@ constexpr DType weak_scalar_dtype(ScalarKind kind, DType array) {
   switch (kind) {
     case ScalarKind::Bool: return array;  // True + int32 array: int32; True + bool array: bool
     case ScalarKind::Int: return array == DType::Bool ? DType::Int64 : array;
-    case ScalarKind::Float: return array == DType::Float32 ? DType::Float32 : DType::Float64;
+    case ScalarKind::Float:
+      return (array == DType::Float16 || array == DType::Float32 || array == DType::Complex64 ||
+              array == DType::Complex128) ? array : DType::Float64;
   }
   return DType::Float64;
 }
@@ -169,7 +199,13 @@ constexpr DType weak_scalar_dtype(ScalarKind kind, DType array) {
 constexpr bool int_fits(std::int64_t v, DType t) {
   switch (t) {
     case DType::Bool: return v == 0 || v == 1;
+    case DType::Int8: return v >= -128 && v <= 127;
+    case DType::Int16: return v >= -32768 && v <= 32767;
     case DType::Int32: return v >= -2147483648LL && v <= 2147483647LL;
+    case DType::UInt8: return v >= 0 && v <= 255;
+    case DType::UInt16: return v >= 0 && v <= 65535;
+    case DType::UInt32: return v >= 0 && v <= 4294967295LL;
+    case DType::UInt64: return v >= 0;
     default: return true;
   }
 }

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "complex_ops.hpp"
 #include "element_semantics.hpp"
 #include "expr.hpp"
 #include "tessera/core/error.hpp"
@@ -44,11 +45,11 @@ DType result_dtype(EwOp op, const std::vector<const Expr*>& in) {
   else
     for (std::size_t i = 1; i < in.size(); ++i) t = promote_types(t, in[i]->dtype);
   switch (op) {
-    case EwOp::Div:
-      return t == DType::Float32 ? DType::Float32 : DType::Float64;
+    case EwOp::Div:  // true division of integers is float64 whatever their size (NumPy)
+      return is_floating(t) ? t : DType::Float64;
     case EwOp::Exp: case EwOp::Log: case EwOp::Log1p: case EwOp::Sqrt: case EwOp::Sin: case EwOp::Cos:
     case EwOp::Tan: case EwOp::Tanh:
-      return t == DType::Float32 ? t : DType::Float64;
+      return is_floating(t) ? t : DType::Float64;
     case EwOp::Add: case EwOp::Sub: case EwOp::Mul: case EwOp::FloorDiv: case EwOp::Mod: case EwOp::Pow:
     case EwOp::Neg: case EwOp::Square: case EwOp::Abs: case EwOp::Sign:
       if (t == DType::Bool && op != EwOp::Abs && op != EwOp::Add && op != EwOp::Mul && op != EwOp::Minimum &&
@@ -88,6 +89,8 @@ Chunks broadcast_chunks(const Shape& out, const std::vector<const Expr*>& in) {
 Array elementwise(EwOp op, const std::vector<Array>& args, std::optional<DType> dtype = std::nullopt) {
   std::vector<const Expr*> in;
   for (auto& a : args) in.push_back(&expr_of(a));
+  if ((dtype && is_complex(*dtype)) || std::any_of(in.begin(), in.end(), [](auto* e) { return is_complex(e->dtype); }))
+    return complex_elementwise(op, args, dtype);
   if (op == EwOp::Where && in[0]->dtype != DType::Bool)  // truthiness, as NumPy
     return elementwise(op, {args[0].astype(DType::Bool), args[1], args[2]}, dtype);
   if (op == EwOp::Sub && in[0]->dtype == DType::Bool && in[1]->dtype == DType::Bool)
@@ -141,7 +144,8 @@ Array with_scalar(EwOp op, const Scalar& v, const Array& b) { return elementwise
 // NumPy 2 compares an integer with an integer or bool array exactly, even where the value is
 // out of the array's range (int32 x < 2**40 is all true), so the value is not cast down.
 Array compare_scalar(EwOp op, const Array& a, const Scalar& v) {
-  if (v.kind() != Scalar::Kind::Int || is_floating(expr_of(a).dtype)) return with_scalar(op, a, v);
+  if (v.kind() != Scalar::Kind::Int || is_floating(expr_of(a).dtype) || is_complex(expr_of(a).dtype))
+    return with_scalar(op, a, v);
   if (v.above_int64()) {  // beyond every int64: x < v, x <= v, x != v hold everywhere, the rest nowhere
     const bool below = op == EwOp::Lt || op == EwOp::Le || op == EwOp::Ne;
     return elementwise(below ? EwOp::Le : EwOp::Gt, {a, scalar(std::numeric_limits<std::int64_t>::max())});
@@ -199,10 +203,19 @@ Array maximum(const Array& a, const Array& b) { return elementwise(EwOp::Maximum
 Array where(const Array& c, const Array& a, const Array& b) { return elementwise(EwOp::Where, {c, a, b}); }
 
 namespace {
+// The float type NumPy's transcendental loops pick for an integer dtype: the smallest float that
+// holds it (int8/uint8 float16, int16/uint16 float32, wider float64). Bools compute in float64
+// here (NumPy would use float16).
+DType float_for_unary(DType t) {
+  if (is_floating(t) || is_complex(t)) return t;
+  if (is_integer(t) && itemsize(t) == 1) return DType::Float16;
+  if (is_integer(t) && itemsize(t) == 2) return DType::Float32;
+  return DType::Float64;
+}
 Array float_unary(EwOp op, const Array& a) {
-  // Transcendentals of integers and bools compute in float64 (NumPy).
   const DType t = expr_of(a).dtype;
-  return elementwise(op, {is_floating(t) ? a : a.astype(DType::Float64)});
+  const DType f = float_for_unary(t);
+  return elementwise(op, {f == t ? a : a.astype(f)});
 }
 }  // namespace
 Array abs(const Array& a) { return elementwise(EwOp::Abs, {a}); }

@@ -2,6 +2,7 @@
 // Internal: the expression tree behind tessera::Array, and what lowering needs of it.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -125,7 +126,8 @@ struct ReshapeExpr : Expr {
 
 struct MapBlocksExpr : Expr {
   std::string op;
-  std::vector<ExprPtr> inputs;  // same chunk grid as the output
+  std::vector<ExprPtr> inputs;  // same chunk grid as the output, or one chunk (read by every task)
+  std::optional<Value> params;  // when set, each task's first argument (the op's parameters)
   // When not empty, one literal first argument per chunk (row-major): what a reader with no
   // input array (from_raw, from_hdf5) reads for that chunk.
   std::vector<Value> chunk_args;

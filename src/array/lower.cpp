@@ -196,6 +196,7 @@ class ProgramBuilder {
       // Constants fill their registers unrounded, so store the value as its dtype holds it:
       // a float32 0.1 must act as 0.1f in arithmetic (as NumPy's float32 scalar does).
       if (g.dtype == DType::Float32) in.p0 = static_cast<double>(static_cast<float>(g.p0));
+      if (g.dtype == DType::Float16) in.p0 = static_cast<double>(float16(g.p0));
       // Integer constants are exact in i0 (GeneratorExpr), never rounded through a double.
       in.i0 = elem::wrap_int(g.i0, g.dtype);
       in.coef.assign(shape_.size(), 0);

@@ -2,8 +2,10 @@
 #include "tessera/array/reductions.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
+#include "complex_ops.hpp"
 #include "expr.hpp"
 #include "tessera/core/error.hpp"
 
@@ -22,6 +24,16 @@ ReduceOptions with_axes(std::optional<int> axis, int split_every) {
 
 Array reduce(const Array& in, ReduceKind kind, ReduceOptions o, const char* name) {
   const Expr& e = expr_of(in);
+  if (is_complex(e.dtype)) return complex_reduce(in, kind, o, name);
+  if (e.dtype == DType::UInt64 && (kind == ReduceKind::Min || kind == ReduceKind::Max || kind == ReduceKind::ArgMin ||
+                                   kind == ReduceKind::ArgMax)) {
+    // Partials compare as int64, where uint64 values above 2**63 are negative. Shifting by
+    // -2**63 (wrapping) maps uint64 order onto int64 order; the extreme is shifted back. Arg
+    // reductions compare doubles: there the values' float64 conversion keeps their order.
+    if (kind == ReduceKind::ArgMin || kind == ReduceKind::ArgMax) return reduce(in.astype(DType::Float64), kind, o, name);
+    const Array low = scalar(std::numeric_limits<std::int64_t>::min());
+    return (reduce(in.astype(DType::Int64) + low, kind, o, name) + low).astype(DType::UInt64);
+  }
   const int nd = static_cast<int>(e.shape.size());
   std::vector<int> axes;
   if (o.axes.empty()) {
@@ -46,10 +58,11 @@ Array reduce(const Array& in, ReduceKind kind, ReduceOptions o, const char* name
   DType t = e.dtype;
   switch (kind) {
     case ReduceKind::Sum: case ReduceKind::Prod:
-      t = is_floating(e.dtype) ? e.dtype : DType::Int64;
+      // NumPy: integers narrower than int64 sum as int64, unsigned ones as uint64.
+      t = is_floating(e.dtype) ? e.dtype : is_unsigned(e.dtype) ? DType::UInt64 : DType::Int64;
       break;
     case ReduceKind::Mean: case ReduceKind::Var: case ReduceKind::Std:
-      t = e.dtype == DType::Float32 ? DType::Float32 : DType::Float64;
+      t = (e.dtype == DType::Float32 || e.dtype == DType::Float16) ? e.dtype : DType::Float64;
       break;
     case ReduceKind::Any: case ReduceKind::All: t = DType::Bool; break;
     case ReduceKind::ArgMin: case ReduceKind::ArgMax: t = DType::Int64; break;

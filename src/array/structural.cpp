@@ -5,6 +5,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <complex>
 #include <cstring>
 #include <numeric>
 #include <unordered_map>
@@ -410,8 +411,9 @@ void Lowering::lower_map_blocks(const MapBlocksExpr& e, std::vector<Key>& keys) 
     Task t;
     t.key = chunk_key(e.name, chunk_coords(e.chunks, f));
     t.op = e.op;
+    if (e.params) t.args.emplace_back(*e.params);
     if (!e.chunk_args.empty()) t.args.emplace_back(e.chunk_args[f]);
-    for (const auto* k : in) t.args.emplace_back(KeyRef{(*k)[f]});
+    for (const auto* k : in) t.args.emplace_back(KeyRef{(*k)[k->size() == 1 ? 0 : f]});
     keys.push_back(t.key);
     add_task(std::move(t));
   }
@@ -433,6 +435,22 @@ void gemm_acc(const Block& a, const Block& b, Block& c) {
   } else if constexpr (std::is_same_v<T, float>) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a.data<float>(), std::max<std::int64_t>(k, 1),
                 b.data<float>(), std::max<std::int64_t>(n, 1), 1.0f, c.data<float>(), std::max<std::int64_t>(n, 1));
+  } else if constexpr (std::is_same_v<T, std::complex<double>> || std::is_same_v<T, std::complex<float>>) {
+    const T one(1);
+    const auto gemm = std::is_same_v<T, std::complex<double>> ? cblas_zgemm : cblas_cgemm;
+    gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, &one, a.data<T>(), std::max<std::int64_t>(k, 1),
+         b.data<T>(), std::max<std::int64_t>(n, 1), &one, c.data<T>(), std::max<std::int64_t>(n, 1));
+  } else if constexpr (std::is_same_v<T, float16>) {
+    // float16 is storage only: each output element sums in double and is rounded once per chunk.
+    const float16* A = a.data<float16>();
+    const float16* B = b.data<float16>();
+    float16* C = c.data<float16>();
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        double acc = static_cast<double>(C[i * n + j]);
+        for (std::int64_t p = 0; p < k; ++p) acc += static_cast<double>(A[i * k + p]) * static_cast<double>(B[p * n + j]);
+        C[i * n + j] = float16(acc);
+      }
   } else {
     const T* A = a.data<T>();
     const T* B = b.data<T>();
@@ -456,7 +474,7 @@ Value matmul_op(const OpContext&, std::span<const Value> args) {
     const Block& a = args[1 + k].block();
     const Block& b = args[1 + nk + k].block();
     if (a.shape()[1] != b.shape()[0]) throw ShapeError("matmul: misaligned chunks");
-    dispatch_dtype(c.dtype(), [&](auto tag) {
+    dispatch_any_dtype(c.dtype(), [&](auto tag) {
       using T = decltype(tag);
       if constexpr (!std::is_same_v<T, bool>) gemm_acc<T>(a, b, c);
     });

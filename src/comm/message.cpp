@@ -58,7 +58,7 @@ Block Message::get_block(const std::string& key) const {
   if (static_cast<std::size_t>(ref.frame) >= frames.size() || !frames[ref.frame])
     throw_bad_field(key, "refers to frame " + std::to_string(ref.frame) + " of " +
                              std::to_string(frames.size()));
-  if (ref.dtype > static_cast<std::uint8_t>(DType::Float64))
+  if (!valid_dtype_code(ref.dtype))
     throw_bad_field(key, "unknown dtype code " + std::to_string(ref.dtype));
   try {
     Block b(static_cast<DType>(ref.dtype), ref.shape, frames[ref.frame]);

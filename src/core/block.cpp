@@ -1,6 +1,8 @@
 #include "tessera/core/block.hpp"
 
+#include <complex>
 #include <cstring>
+#include <type_traits>
 
 namespace tessera {
 
@@ -52,16 +54,40 @@ Block Block::reshaped(Shape shape) const {
   return b;
 }
 
+namespace {
+template <typename T>
+struct is_std_complex : std::false_type {};
+template <typename T>
+struct is_std_complex<std::complex<T>> : std::true_type {};
+
+// One element converted as NumPy's astype does: a complex value to a real dtype keeps its real
+// part; float16 converts through double.
+template <typename To, typename From>
+To convert_element(const From& x) {
+  if constexpr (is_std_complex<From>::value && is_std_complex<To>::value) {
+    return To(static_cast<typename To::value_type>(x.real()), static_cast<typename To::value_type>(x.imag()));
+  } else if constexpr (is_std_complex<From>::value) {
+    return convert_element<To>(x.real());
+  } else if constexpr (is_std_complex<To>::value) {
+    return To(static_cast<typename To::value_type>(static_cast<double>(x)), 0);
+  } else if constexpr (std::is_same_v<From, float16> && !std::is_same_v<To, float16>) {
+    return static_cast<To>(static_cast<double>(x));
+  } else {
+    return static_cast<To>(x);
+  }
+}
+}  // namespace
+
 Block Block::astype(DType dtype) const {
   Block out(dtype, shape_);
   const std::size_t n = static_cast<std::size_t>(size());
-  dispatch_dtype(dtype_, [&](auto from_tag) {
+  dispatch_any_dtype(dtype_, [&](auto from_tag) {
     using From = decltype(from_tag);
     const From* src = static_cast<const From*>(raw());
-    dispatch_dtype(dtype, [&](auto to_tag) {
+    dispatch_any_dtype(dtype, [&](auto to_tag) {
       using To = decltype(to_tag);
       To* dst = static_cast<To*>(out.raw());
-      for (std::size_t i = 0; i < n; ++i) dst[i] = static_cast<To>(src[i]);
+      for (std::size_t i = 0; i < n; ++i) dst[i] = convert_element<To>(src[i]);
     });
   });
   return out;

@@ -300,7 +300,7 @@ struct Operand {
       case DType::Int32: return static_cast<C>(static_cast<const std::int32_t*>(p)[i]);
       case DType::Int64: return static_cast<C>(static_cast<const std::int64_t*>(p)[i]);
       case DType::Float32: return static_cast<C>(static_cast<const float*>(p)[i]);
-      case DType::Float64: break;
+      default: break;
     }
     return static_cast<C>(static_cast<const double*>(p)[i]);
   }
@@ -369,7 +369,17 @@ struct BinaryElement {
 /** C++ type of a dtype in a template context (Bool is bool). */
 template <class F>
 decltype(auto) with_type(DType t, F&& f) {
-  return dispatch_dtype(t, std::forward<F>(f));
+  // Columns hold the five dtypes Arrow columns convert to (frame_from_table widens the rest).
+  switch (t) {
+    case DType::Bool: return f(bool{});
+    case DType::Int32: return f(std::int32_t{});
+    case DType::Int64: return f(std::int64_t{});
+    case DType::Float32: return f(float{});
+    case DType::Float64: return f(double{});
+    default: break;
+  }
+  throw DTypeError(std::string("dataframe column of dtype ") + std::string(dtype_name(t)) +
+                   " (columns are bool, int32, int64, float32 or float64)");
 }
 
 /** The dtype a scalar takes beside a column of `col` (NEP 50); an int that does not fit widens to int64. */

@@ -70,6 +70,26 @@ class BlockBuffer final : public arrow::Buffer {
   std::shared_ptr<tessera::Buffer> keep_;
 };
 
+// The Arrow type of a column the device algorithms computed (it carries no Arrow type).
+std::shared_ptr<arrow::DataType> arrow_type_of(DType t) {
+  switch (t) {
+    case DType::Bool: return arrow::boolean();
+    case DType::Int8: return arrow::int8();
+    case DType::Int16: return arrow::int16();
+    case DType::Int32: return arrow::int32();
+    case DType::Int64: return arrow::int64();
+    case DType::UInt8: return arrow::uint8();
+    case DType::UInt16: return arrow::uint16();
+    case DType::UInt32: return arrow::uint32();
+    case DType::UInt64: return arrow::uint64();
+    case DType::Float16: return arrow::float16();
+    case DType::Float32: return arrow::float32();
+    case DType::Float64: return arrow::float64();
+    case DType::Complex64: case DType::Complex128: break;
+  }
+  throw DTypeError("to_host: a " + std::string(dtype_name(t)) + " column has no Arrow type");
+}
+
 }  // namespace
 
 DeviceFrame frame_from_table(const arrow::Table& input) {
@@ -141,8 +161,7 @@ std::shared_ptr<arrow::Table> table_from_frame(const DeviceFrame& input) {
     std::int64_t nulls = 0;
     std::shared_ptr<arrow::Buffer> validity = c.valid.empty() ? nullptr : bitmap_of(c.valid, n, &nulls);
     // Columns the device algorithms computed carry no Arrow type: their dtype's.
-    static const char* const kDtypeTypes[] = {"bool", "int32", "int64", "float32", "float64"};
-    auto type = parse_type(c.logical_type.empty() ? kDtypeTypes[static_cast<int>(c.values.dtype())] : c.logical_type);
+    auto type = c.logical_type.empty() ? arrow_type_of(c.values.dtype()) : parse_type(c.logical_type);
     std::shared_ptr<arrow::Array> array;
     if (c.dictionary) {
       arrow::StringBuilder words;
@@ -253,7 +272,7 @@ Native decode_frame(const std::string& header, std::vector<std::shared_ptr<tesse
   f->rows = layout.rows;
   for (std::size_t i = 0; i < layout.columns.size(); ++i) {
     auto& l = layout.columns[i];
-    if (l.dtype > static_cast<std::uint8_t>(DType::Float64) || l.length != layout.rows)
+    if (!valid_dtype_code(l.dtype) || l.length != layout.rows)
       throw Error("device frame: corrupt column '" + l.name + "'");
     DeviceColumn c;
     c.name = l.name;

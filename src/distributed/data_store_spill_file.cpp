@@ -179,7 +179,7 @@ Value read_spill_file(const fs::path& path, const Key& key) {
     throw fail("file size does not match its header");
 
   if (kind == kKindBlock) {
-    if (dtype > static_cast<std::uint8_t>(DType::Float64)) throw fail("corrupt header (dtype)");
+    if (!valid_dtype_code(dtype)) throw fail("corrupt header (dtype)");
     Shape shape(ndim);
     if (ndim) read_or_throw(shape.data(), 8ull * ndim);
     for (std::int64_t d : shape)

@@ -95,7 +95,7 @@ std::vector<Value> get_values(const comm::Message& m) {
         throw comm::ProtocolError("message '" + m.op + "': bad native value '" + w.native_type + "': " + e.what());
       }
     } else if (w.kind == 1) {
-      if (w.dtype > static_cast<std::uint8_t>(DType::Float64))
+      if (!valid_dtype_code(w.dtype))
         throw comm::ProtocolError("message '" + m.op + "': unknown dtype code " + std::to_string(w.dtype));
       if (w.frame < 0) {
         out.emplace_back(Block());

@@ -46,7 +46,7 @@ void load(Archive& ar, Block& b) {
   std::uint8_t dt = 0;
   Shape shape;
   ar(dt, shape);
-  if (dt > static_cast<std::uint8_t>(DType::Float64))
+  if (!valid_dtype_code(dt))
     throw SerializationError("corrupt block: unknown dtype code " + std::to_string(dt));
   // Reject shapes whose byte size is negative or absurd before allocating anything.
   constexpr std::int64_t kMaxBytes = std::int64_t{1} << 48;

@@ -66,6 +66,7 @@ inline Block block_of(DType t, const std::vector<std::string>& vals) {
       case DType::Int64: b.data<std::int64_t>()[i] = std::strtoll(s, nullptr, 10); break;
       case DType::Float32: b.data<float>()[i] = static_cast<float>(std::strtod(s, nullptr)); break;
       case DType::Float64: b.data<double>()[i] = std::strtod(s, nullptr); break;
+      default: throw Error("element semantics tables hold bool, int32, int64, float32 and float64 only");
     }
   }
   return b;
@@ -181,6 +182,7 @@ inline ::testing::AssertionResult matches_numpy(const Case& c, const Operands& o
         shown = s.str();
         break;
       }
+      default: break;
     }
     if (ok) continue;
     if (++bad <= 8)

@@ -68,7 +68,9 @@ const Tol kFloat32{1e-6, 1e-30};
 
 template <typename T>
 bool close(T h, T d, const Tol& tol) {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (std::is_same_v<T, float16>) {  // storage only: compare the values
+    return close<double>(static_cast<double>(h), static_cast<double>(d), tol);
+  } else if constexpr (std::is_floating_point_v<T>) {
     if (std::isnan(h) || std::isnan(d)) return std::isnan(h) && std::isnan(d);
     if (tol.rel == 0 && tol.abs == 0) return h == d;
     if (std::isinf(h) || std::isinf(d)) return h == d;

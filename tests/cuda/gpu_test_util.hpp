@@ -74,10 +74,14 @@ inline void expect_same_block(const tessera::Block& host_result, const tessera::
     const T* h = static_cast<const T*>(host_result.raw());
     const T* g = static_cast<const T*>(d.raw());
     for (std::int64_t i = 0; i < n; ++i) {
-      if constexpr (std::is_floating_point_v<T>) {
-        if (std::isnan(h[i]) && std::isnan(g[i])) continue;
+      if constexpr (std::is_same_v<T, float16>) {  // the same bits
+        ASSERT_EQ(h[i].bits, g[i].bits) << what << ": element " << i;
+      } else {
+        if constexpr (std::is_floating_point_v<T>) {
+          if (std::isnan(h[i]) && std::isnan(g[i])) continue;
+        }
+        ASSERT_EQ(h[i], g[i]) << what << ": element " << i;
       }
-      ASSERT_EQ(h[i], g[i]) << what << ": element " << i;
     }
   });
 }

@@ -51,7 +51,7 @@ inline double cast_to(DType t, double x) {
     case DType::Int32: return static_cast<double>(static_cast<std::int32_t>(x));
     case DType::Int64: return static_cast<double>(static_cast<std::int64_t>(x));
     case DType::Float32: return static_cast<double>(static_cast<float>(x));
-    case DType::Float64: break;
+    default: break;
   }
   return x;
 }
@@ -75,6 +75,7 @@ inline LColumn random_value_column(const std::string& name, DType t, std::int64_
       case DType::Int64: v = static_cast<double>(static_cast<std::int64_t>(gen() % 2001) - 1000); break;
       case DType::Float32: v = static_cast<double>(static_cast<std::int64_t>(gen() % 161) - 80) / 4.0; break;
       case DType::Float64: v = normal(gen); break;
+      default: break;  // frames hold the five dtypes above
     }
     if (is_floating(t)) {
       const auto u = gen() % 40;

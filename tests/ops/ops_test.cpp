@@ -139,7 +139,7 @@ TEST(Serialize, CorruptBlocksAndDeviceBlocksThrow) {
   Object cut{o.type, std::make_shared<const std::string>(o.bytes->substr(0, o.bytes->size() - 8))};
   EXPECT_THROW(from_object<Block>(cut), SerializationError);
   std::string bad = *o.bytes;
-  bad[1] = 9;  // dtype code after the "present" flag
+  bad[1] = static_cast<char>(kNumDTypes);  // dtype code after the "present" flag: the first unused one
   EXPECT_THROW(from_object<Block>(Object{o.type, std::make_shared<const std::string>(bad)}), SerializationError);
 
   static double fake[4];

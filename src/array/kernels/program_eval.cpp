@@ -5,6 +5,7 @@
 // allocated besides the output.
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -33,6 +34,13 @@ void round_to_dtype(const Instr& in, Registers& R, int r, std::int64_t n) {
   if (in.ctype == CType::F64 && in.dtype == DType::Float32) {
     double* x = R.f(r);
     for (std::int64_t j = 0; j < n; ++j) x[j] = static_cast<double>(static_cast<float>(x[j]));
+  } else if (in.ctype == CType::F64 && in.dtype == DType::Float16) {
+    double* x = R.f(r);
+    for (std::int64_t j = 0; j < n; ++j) x[j] = static_cast<double>(float16(x[j]));
+  } else if (in.ctype == CType::I64 && in.dtype != DType::Int32 && in.dtype != DType::Bool &&
+             in.dtype != DType::Int64 && in.dtype != DType::UInt64) {
+    std::int64_t* x = R.i(r);
+    for (std::int64_t j = 0; j < n; ++j) x[j] = elem::wrap_int(x[j], in.dtype);
   } else if (in.ctype == CType::I64 && in.dtype == DType::Int32) {
     std::int64_t* x = R.i(r);
     for (std::int64_t j = 0; j < n; ++j) x[j] = static_cast<std::int32_t>(static_cast<std::uint32_t>(x[j]));
@@ -52,7 +60,7 @@ void load_input(const T* base, std::int64_t start, std::int64_t delta, std::int6
 }
 template <typename T>
 std::int64_t to_i64(T x) {
-  if constexpr (std::is_floating_point_v<T>) return elem::to_int64(static_cast<double>(x));
+  if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, float16>) return elem::to_int64(static_cast<double>(x));
   else return static_cast<std::int64_t>(x);
 }
 template <typename T>
@@ -86,7 +94,11 @@ void eval_unary_f(EwOp op, const double* a, double* o, std::int64_t n) {
   }
 }
 
-void eval_unary_i(EwOp op, const std::int64_t* a, std::int64_t* o, std::int64_t n) {
+void eval_unary_i(EwOp op, const std::int64_t* a, std::int64_t* o, std::int64_t n, bool is_unsigned) {
+  if (is_unsigned && (op == EwOp::Abs || op == EwOp::Sign)) {  // uint64 registers hold bits above 2**63
+    for (std::int64_t j = 0; j < n; ++j) o[j] = op == EwOp::Abs ? a[j] : a[j] != 0;
+    return;
+  }
   switch (op) {
     case EwOp::Neg: for (std::int64_t j = 0; j < n; ++j) o[j] = static_cast<std::int64_t>(0ULL - static_cast<std::uint64_t>(a[j])); break;
     case EwOp::Abs: for (std::int64_t j = 0; j < n; ++j) o[j] = a[j] < 0 ? -a[j] : a[j]; break;
@@ -133,6 +145,21 @@ void eval_binary_f(EwOp op, const double* a, const double* b, double* o, std::in
   }
 }
 
+// uint64: the registers hold the bits; + - * ** wrap alike, the rest compare or divide unsigned.
+void eval_binary_u64(EwOp op, const std::int64_t* a, const std::int64_t* b, std::int64_t* o, std::int64_t n) {
+  using U = std::uint64_t;
+  switch (op) {
+    case EwOp::FloorDiv: for (std::int64_t j = 0; j < n; ++j) o[j] = U(b[j]) ? static_cast<std::int64_t>(U(a[j]) / U(b[j])) : 0; break;
+    case EwOp::Mod: for (std::int64_t j = 0; j < n; ++j) o[j] = U(b[j]) ? static_cast<std::int64_t>(U(a[j]) % U(b[j])) : 0; break;
+    case EwOp::Minimum: for (std::int64_t j = 0; j < n; ++j) o[j] = U(a[j]) < U(b[j]) ? a[j] : b[j]; break;
+    case EwOp::Maximum: for (std::int64_t j = 0; j < n; ++j) o[j] = U(a[j]) > U(b[j]) ? a[j] : b[j]; break;
+    default: throw Error(std::string("binary op ") + ew_name(op) + " has no uint64 kernel");
+  }
+}
+bool unsigned_differs(EwOp op) {
+  return op == EwOp::FloorDiv || op == EwOp::Mod || op == EwOp::Minimum || op == EwOp::Maximum;
+}
+
 void eval_binary_i(EwOp op, const std::int64_t* a, const std::int64_t* b, std::int64_t* o, std::int64_t n) {
   using U = std::uint64_t;  // wrap-around arithmetic, as NumPy integers do
   switch (op) {
@@ -168,6 +195,29 @@ void eval_compare(EwOp op, const T* a, const T* b, std::int64_t* o, std::int64_t
 }
 
 bool is_comparison(EwOp op) { return op >= EwOp::Lt && op <= EwOp::Ne; }
+
+// Exact comparison of integer registers where one side (or both) is uint64, whose registers hold
+// the bits: a negative signed value is below every unsigned one (NumPy 2 compares them exactly).
+void eval_compare_unsigned(EwOp op, const std::int64_t* a, bool a_u64, const std::int64_t* b, bool b_u64,
+                           std::int64_t* o, std::int64_t n) {
+  for (std::int64_t j = 0; j < n; ++j) {
+    int c;  // -1, 0, 1: a against b
+    if (!a_u64 && a[j] < 0) c = -1;
+    else if (!b_u64 && b[j] < 0) c = 1;
+    else {
+      const auto x = static_cast<std::uint64_t>(a[j]), y = static_cast<std::uint64_t>(b[j]);
+      c = x < y ? -1 : x > y ? 1 : 0;
+    }
+    switch (op) {
+      case EwOp::Lt: o[j] = c < 0; break;
+      case EwOp::Le: o[j] = c <= 0; break;
+      case EwOp::Gt: o[j] = c > 0; break;
+      case EwOp::Ge: o[j] = c >= 0; break;
+      case EwOp::Eq: o[j] = c == 0; break;
+      default: o[j] = c != 0; break;
+    }
+  }
+}
 
 /** Accumulates a tile into partial reduction slots. */
 class Reducer {
@@ -294,6 +344,30 @@ void store(const std::int64_t* x, std::int64_t n, T* out) {
 
 }  // namespace
 
+namespace {
+// A complex chunk read through a view (slice, transpose, broadcast, rechunk): the program is one
+// Input leaf, copied element by element. Complex arithmetic has its own op (src/array/complex.cpp).
+template <typename T>
+void copy_view(const Instr& in, const Block& src, const Shape& shape, Block& out) {
+  const int d = static_cast<int>(shape.size());
+  const std::int64_t L = d ? shape[d - 1] : 1;
+  const std::int64_t rows = d ? shape_size(Shape(shape.begin(), shape.end() - 1)) : 1;
+  const std::int64_t delta = d ? in.coef[d - 1] : 0;
+  const T* s = static_cast<const T*>(src.raw());
+  T* o = static_cast<T*>(out.raw());
+  std::vector<std::int64_t> coord(std::max(d - 1, 0), 0);
+  for (std::int64_t row = 0; row < rows && L > 0; ++row) {
+    std::int64_t start = in.base;
+    for (int a = 0; a + 1 < d; ++a) start += coord[a] * in.coef[a];
+    for (std::int64_t j = 0; j < L; ++j) o[row * L + j] = s[start + j * delta];
+    for (int a = d - 2; a >= 0; --a) {
+      if (++coord[a] < shape[a]) break;
+      coord[a] = 0;
+    }
+  }
+}
+}  // namespace
+
 Block run_program(const Program& p, const std::vector<const Block*>& inputs) {
   const int ninstr = static_cast<int>(p.instrs.size());
   if (ninstr == 0) throw Error("empty blockwise program");
@@ -301,6 +375,16 @@ Block run_program(const Program& p, const std::vector<const Block*>& inputs) {
     if (in.code == InstrCode::Input && (in.input < 0 || in.input >= static_cast<int>(inputs.size())))
       throw Error("blockwise program reads input " + std::to_string(in.input) + " of " +
                   std::to_string(inputs.size()));
+  if (is_complex(p.out_dtype) || std::any_of(p.instrs.begin(), p.instrs.end(), [](const Instr& in) { return is_complex(in.dtype); })) {
+    const Instr& leaf = p.instrs.back();
+    if (ninstr != 1 || leaf.code != InstrCode::Input || p.reduce.enabled || leaf.dtype != p.out_dtype ||
+        inputs[leaf.input]->dtype() != p.out_dtype)
+      detail::throw_complex_unsupported(p.out_dtype, "a fused element-wise program");
+    Block out(p.out_dtype, p.shape);
+    if (p.out_dtype == DType::Complex64) copy_view<std::complex<float>>(leaf, *inputs[leaf.input], p.shape, out);
+    else copy_view<std::complex<double>>(leaf, *inputs[leaf.input], p.shape, out);
+    return out;
+  }
 
   const int d = static_cast<int>(p.shape.size());
   const std::int64_t L = d ? p.shape[d - 1] : 1;
@@ -397,7 +481,12 @@ Block run_program(const Program& p, const std::vector<const Block*>& inputs) {
             if (op == EwOp::Cast || op == EwOp::IsNan || op == EwOp::IsFinite) {
               if (A.ctype == CType::F64 && in.ctype == CType::F64) std::memcpy(R.f(r), R.f(in.a), n * sizeof(double));
               else if (A.ctype == CType::I64 && in.ctype == CType::I64) std::memcpy(R.i(r), R.i(in.a), n * sizeof(std::int64_t));
-              else if (A.ctype == CType::I64) { const auto* a = R.i(in.a); double* o = R.f(r); for (std::int64_t j = 0; j < n; ++j) o[j] = static_cast<double>(a[j]); }
+              else if (A.ctype == CType::I64) {
+                const auto* a = R.i(in.a);
+                double* o = R.f(r);
+                if (A.dtype == DType::UInt64) for (std::int64_t j = 0; j < n; ++j) o[j] = elem::int_to_double(a[j], DType::UInt64);
+                else for (std::int64_t j = 0; j < n; ++j) o[j] = static_cast<double>(a[j]);
+              }
               else {
                 const double* a = R.f(in.a);
                 std::int64_t* o = R.i(r);
@@ -411,12 +500,16 @@ Block run_program(const Program& p, const std::vector<const Block*>& inputs) {
               }
             } else if (is_unary(op)) {
               if (in.ctype == CType::F64) eval_unary_f(op, R.f(in.a), R.f(r), n);
-              else eval_unary_i(op, R.i(in.a), R.i(r), n);
+              else eval_unary_i(op, R.i(in.a), R.i(r), n, is_unsigned(in.dtype));
             } else if (is_comparison(op)) {
+              const Instr& B = p.instrs[in.b];
               if (A.ctype == CType::F64) eval_compare(op, R.f(in.a), R.f(in.b), R.i(r), n);
+              else if (A.dtype == DType::UInt64 || B.dtype == DType::UInt64)
+                eval_compare_unsigned(op, R.i(in.a), A.dtype == DType::UInt64, R.i(in.b), B.dtype == DType::UInt64, R.i(r), n);
               else eval_compare(op, R.i(in.a), R.i(in.b), R.i(r), n);
             } else if (is_binary(op)) {
-              if (in.ctype == CType::F64) eval_binary_f(op, R.f(in.a), R.f(in.b), R.f(r), n, in.dtype == DType::Float32);
+              if (in.ctype == CType::F64) eval_binary_f(op, R.f(in.a), R.f(in.b), R.f(r), n, in.dtype == DType::Float32 || in.dtype == DType::Float16);
+              else if (in.dtype == DType::UInt64 && unsigned_differs(op)) eval_binary_u64(op, R.i(in.a), R.i(in.b), R.i(r), n);
               else eval_binary_i(op, R.i(in.a), R.i(in.b), R.i(r), n);
             } else if (op == EwOp::Where) {
               const std::int64_t* c = R.i(in.a);
