@@ -257,7 +257,7 @@ Array real(const Array& a) {
 }
 
 Array imag(const Array& a) {
-  if (!is_complex(a.dtype())) return rechunked_to(zeros(a.shape(), ChunkSpec(a.ndim(), -1), a.dtype()), a.chunks());
+  if (!is_complex(a.dtype())) return rechunked_to(zeros(a.shape(), ChunkSpec(std::vector<std::int64_t>(a.ndim(), -1)), a.dtype()), a.chunks());
   return complex_map(static_cast<std::uint8_t>(ComplexCode::Imag), {a}, real_dtype(a.dtype()), "imag");
 }
 

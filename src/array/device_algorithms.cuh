@@ -50,7 +50,9 @@ namespace tessera::detail::array_algo {
 
 using Index = std::int64_t;
 
-/** f(T{}) for the element type of t (bool, int32, int64, float32, float64). */
+/** f(T{}) for the element type of t: bool, int32, int64, float32, float64. Each type is a set of
+ *  Thrust sort/scan instantiations (minutes of nvcc), so the narrow, unsigned, float16 and
+ *  complex dtypes are refused with a clear error instead (astype first). */
 template <class F>
 void for_dtype(DType t, F&& f) {
   switch (t) {
@@ -59,8 +61,10 @@ void for_dtype(DType t, F&& f) {
     case DType::Int64: f(std::int64_t{}); return;
     case DType::Float32: f(float{}); return;
     case DType::Float64: f(double{}); return;
+    default: break;
   }
-  throw std::invalid_argument("array algorithms: unknown dtype");
+  throw std::invalid_argument("array algorithms: dtype " + std::string(dtype_name(t)) +
+                              " is not supported on the device (astype to int64 or float64 first)");
 }
 
 template <class T, class Sys>

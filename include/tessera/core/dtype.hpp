@@ -84,6 +84,14 @@ struct float16 {
   }
   static std::uint16_t from_double(double v) noexcept;
   static double to_double(std::uint16_t bits) noexcept;
+  // Comparisons are exact on the values (NaN unordered, -0 == +0), as NumPy's float16 ones:
+  // sorting, searching and gathering code compares elements of any dtype.
+  friend bool operator==(float16 a, float16 b) { return to_double(a.bits) == to_double(b.bits); }
+  friend bool operator!=(float16 a, float16 b) { return !(a == b); }
+  friend bool operator<(float16 a, float16 b) { return to_double(a.bits) < to_double(b.bits); }
+  friend bool operator>(float16 a, float16 b) { return b < a; }
+  friend bool operator<=(float16 a, float16 b) { return to_double(a.bits) <= to_double(b.bits); }
+  friend bool operator>=(float16 a, float16 b) { return b <= a; }
 };
 
 /** @brief Maps a C++ type to its DType. */
