@@ -25,6 +25,7 @@ enum class ExprKind : std::uint8_t {
   Concatenate,
   Reshape,
   MapBlocks,
+  Tasks,  // an explicit task list (linear algebra: src/array/linalg_tasks.hpp)
 };
 
 struct Expr {
@@ -157,6 +158,7 @@ class Lowering {
   void lower_concatenate(const ConcatenateExpr& e, std::vector<Key>& keys);
   void lower_reshape(const ReshapeExpr& e, std::vector<Key>& keys);
   void lower_map_blocks(const MapBlocksExpr& e, std::vector<Key>& keys);
+  void lower_tasks(const Expr& e, std::vector<Key>& keys);  // a TasksExpr (linalg_tasks.cpp)
   /** Chunk offsets of every axis of e (chunk_offsets per axis), computed once per expression. */
   const std::vector<std::vector<std::int64_t>>& offsets(const Expr& e);
   /** Adds a task of the expression being lowered, annotated with that expression's target. */

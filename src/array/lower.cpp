@@ -376,6 +376,7 @@ const std::vector<Key>& Lowering::lower(const ExprPtr& e) {
     case ExprKind::Concatenate: lower_concatenate(static_cast<const ConcatenateExpr&>(*e), keys); break;
     case ExprKind::Reshape: lower_reshape(static_cast<const ReshapeExpr&>(*e), keys); break;
     case ExprKind::MapBlocks: lower_map_blocks(static_cast<const MapBlocksExpr&>(*e), keys); break;
+    case ExprKind::Tasks: lower_tasks(*e, keys); break;
   }
   return memo_[e.get()] = std::move(keys);
 }
