@@ -259,7 +259,6 @@ Array kron(const Array& a, const Array& b) {
   return (a[ia] * b[ib]).reshape(out);
 }
 
-#if TESSERA_LINALG_DOT
 Array dot(const Array& a, const Array& b) {
   // NumPy's dot: matmul's for vectors and matrices; beyond, the last axis of a with the
   // second-to-last of b (every pair of stacks, not broadcast).
@@ -267,7 +266,6 @@ Array dot(const Array& a, const Array& b) {
   if (a.ndim() == 0 || b.ndim() == 0) return a * b;
   return tensordot(a, b, {-1}, {b.ndim() == 1 ? 0 : -2});
 }
-#endif
 
 // ---- einsum ----------------------------------------------------------------------------------
 

@@ -129,6 +129,13 @@ struct ZerosParams {
 /** Converts LAPACK's getrf swaps (1-based ipiv) to the permutation perm with C[perm] = L U. */
 std::vector<std::int64_t> pivots_to_perm(const std::vector<std::int32_t>& ipiv, std::int64_t rows);
 
+/**
+ * The batched product of a (batch, free_a, contracted) and b (batch, contracted, free_b) in
+ * dtype t (numeric, not bool): per output chunk, groups of contracted chunk pairs then a tree
+ * sum (linalg.cpp). matmul's stacks of matrices and every tensordot and einsum come here.
+ */
+Array contract(Array a, Array b, int nbatch, int nfa, int nc, int nfb, DType t);
+
 /** The dtype linear algebra computes in: float32 stays, anything else is float64 (NumPy's). */
 DType linalg_dtype(DType t);
 

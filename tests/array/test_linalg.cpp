@@ -164,6 +164,43 @@ TEST(ArrayLinalg, ContractionSumsManyChunksInATree) {
   for (const auto& e : executors()) EXPECT_TRUE(block_matches(c.compute(*e.ex), tensordot_ref(a, b, {1}, {0}, DType::Float64)));
 }
 
+TEST(ArrayLinalg, DotOfStacksIsTensordotOverTheLastAndSecondToLastAxes) {
+  const Ref a = sample(DType::Float64, {2, 3, 4}, 1), b = sample(DType::Float64, {5, 4, 2}, 2);
+  check_expr({a, b}, [](auto& x) { return dot(x[0], x[1]); }, tensordot_ref(a, b, {2}, {1}, DType::Float64));
+  const Ref v = sample(DType::Float64, {4}, 3);
+  check_expr({a, v}, [](auto& x) { return dot(x[0], x[1]); }, tensordot_ref(a, v, {2}, {0}, DType::Float64));
+  // Vectors and matrices are matmul's.
+  const Ref m = sample(DType::Float64, {3, 4}, 4);
+  check_expr({m, v}, [](auto& x) { return dot(x[0], x[1]); }, tensordot_ref(m, v, {1}, {0}, DType::Float64));
+}
+
+TEST(ArrayLinalg, MatmulOfStacksIsOneBatchedProductPerChunk) {
+  // 50 matrices in one chunk: one contract task, not 50 products stacked back together.
+  const Ref a = sample(DType::Float64, {50, 3, 4}, 1), b = sample(DType::Float64, {50, 4, 2}, 2);
+  const Ref want = make_ref(DType::Float64, {50, 3, 2}, [&](auto& i) {
+    double acc = 0;
+    for (std::int64_t k = 0; k < 4; ++k) acc += a.at({i[0], i[1], k}) * b.at({i[0], k, i[2]});
+    return acc;
+  });
+  const Array c = matmul(to_array(a, {-1}), to_array(b, {-1}));
+  std::vector<Key> keys;
+  const Graph g = c.to_graph(&keys);
+  int products = 0;
+  for (const auto& [k, t] : g.tasks()) products += t.op == detail::kContractOp || t.op == "tessera.array.matmul";
+  EXPECT_EQ(products, 1);
+  EXPECT_EQ(keys.size(), 1u);
+  for (const auto& e : executors()) EXPECT_TRUE(block_matches(c.compute(*e.ex), want));
+  // Chunked batch axes, and a broadcast batch axis.
+  check_expr({a, b}, [](auto& x) { return matmul(x[0], x[1]); }, want);
+  const Ref b1 = sample(DType::Float32, {1, 4, 2}, 3), a32 = sample(DType::Float32, {6, 3, 4}, 4);
+  check_expr({a32, b1}, [](auto& x) { return matmul(x[0], x[1]); }, make_ref(DType::Float32, {6, 3, 2}, [&](auto& i) {
+               double acc = 0;
+               for (std::int64_t k = 0; k < 4; ++k) acc += a32.at({i[0], i[1], k}) * b1.at({0, k, i[2]});
+               return acc;
+             }),
+             {1e-5, 1e-5});
+}
+
 TEST(ArrayLinalg, EinsumCommonForms) {
   const Ref m = sample(DType::Float64, {4, 5}, 1), n = sample(DType::Float64, {5, 3}, 2), s = sample(DType::Float64, {4, 4}, 3);
   const Ref v = sample(DType::Float64, {5}, 4), w = sample(DType::Float64, {3}, 5), m2 = sample(DType::Float64, {4, 5}, 6);
