@@ -125,5 +125,6 @@ class Array {
 #include "tessera/array/creation.hpp"     // IWYU pragma: export
 #include "tessera/array/elementwise.hpp"  // IWYU pragma: export
 #include "tessera/array/linalg.hpp"       // IWYU pragma: export
+#include "tessera/array/numpy_names.hpp"  // IWYU pragma: export
 #include "tessera/array/random.hpp"       // IWYU pragma: export
 #include "tessera/array/structural.hpp"   // IWYU pragma: export
