@@ -1,4 +1,4 @@
-// Products and norms: tensordot, einsum, outer, inner, vdot, kron, trace, diagonal, norm, dot.
+// Products and norms: tensordot, einsum, outer, inner, vdot, kron, trace, norm, dot.
 //
 // Every product lowers to one contraction: operands transposed to (batch, free, contracted)
 // and (batch, contracted, free), the contracted and batch axes chunked alike on both sides,
@@ -176,7 +176,9 @@ Array tensordot(const Array& a, const Array& b, int n) {
   return tensordot(a, b, axa, axb);
 }
 
-Array diagonal(const Array& a, int offset, int axis1, int axis2) {
+namespace detail {
+
+Array diagonal_view(const Array& a, int offset, int axis1, int axis2) {
   const Expr& e = expr_of(a);
   const int nd = a.ndim();
   if (nd < 2) throw ShapeError("diagonal: needs at least 2 dimensions");
@@ -217,10 +219,12 @@ Array diagonal(const Array& a, int offset, int axis1, int axis2) {
   return Array(v);
 }
 
+}  // namespace detail
+
 Array trace(const Array& a, int offset, int axis1, int axis2) {
   ReduceOptions o;
   o.axes = {-1};
-  return diagonal(a, offset, axis1, axis2).sum(o);
+  return diagonal_view(a, offset, axis1, axis2).sum(o);
 }
 
 namespace {
@@ -276,14 +280,14 @@ struct Term {
   std::string labels;
 };
 
-// Repeated labels become one diagonal axis; labels in `drop` are summed away.
+// Repeated labels become one diagonal axis; labels not in `keep` are summed away.
 Term simplify(Term t, const std::set<char>& keep) {
   for (std::size_t i = 0; i < t.labels.size(); ++i)
     for (std::size_t j = i + 1; j < t.labels.size(); ++j)
       if (t.labels[i] == t.labels[j]) {
         if (t.a.shape()[i] != t.a.shape()[j]) throw ShapeError("einsum: repeated subscript with different extents");
         const char c = t.labels[i];
-        t.a = diagonal(t.a, 0, static_cast<int>(i), static_cast<int>(j));
+        t.a = diagonal_view(t.a, 0, static_cast<int>(i), static_cast<int>(j));
         std::string l;
         for (std::size_t k = 0; k < t.labels.size(); ++k)
           if (k != i && k != j) l.push_back(t.labels[k]);

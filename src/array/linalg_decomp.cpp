@@ -366,7 +366,8 @@ Lstsq lstsq(const Array& a_in, const Array& b_in) {
   const Array residuals = (res * res).sum(o);
   const Array s = svd(f.r).s;
   const double eps = t == DType::Float32 ? std::numeric_limits<float>::epsilon() : std::numeric_limits<double>::epsilon();
-  const Array rank = (s > s.max() * (static_cast<double>(std::max(m, n)) * eps)).sum();
+  // int32, as NumPy's (LAPACK's integer).
+  const Array rank = (s > s.max() * (static_cast<double>(std::max(m, n)) * eps)).sum().astype(DType::Int32);
   return {x, residuals, rank, s};
 }
 

@@ -92,6 +92,7 @@ void Lowering::lower_tasks(const Expr& expr, std::vector<Key>& keys) {
       if (a.input == TaskArg::kSelf) {
         task.args.emplace_back(KeyRef{e.keys.at(i)});
       } else if (a.task) {
+        if (e.inputs.at(a.input)->kind != ExprKind::Tasks) throw Error("lower_tasks: a task of an input without tasks");
         const auto& other = static_cast<const TasksExpr&>(*e.inputs.at(a.input));
         task.args.emplace_back(KeyRef{other.keys.at(i)});
       } else {

@@ -41,8 +41,6 @@ Array vdot(const Array& a, const Array& b);
 Array kron(const Array& a, const Array& b);
 /** @brief Sum along a diagonal (offset above the main one when positive) of axes axis1, axis2. */
 Array trace(const Array& a, int offset = 0, int axis1 = 0, int axis2 = 1);
-/** @brief The diagonal of axes axis1, axis2, as NumPy's diagonal: those axes replaced by one at the end. */
-Array diagonal(const Array& a, int offset = 0, int axis1 = 0, int axis2 = 1);
 
 /** @brief The order of a norm: a number (including +-inf) or "fro" / "nuc". */
 class NormOrd {
