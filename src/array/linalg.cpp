@@ -337,6 +337,14 @@ Term pair(const Term& x, const Term& y, const std::set<char>& needed) {
     out.a = xa[ix] * ya[iy];
     return out;
   }
+  if (fa.empty() && fb.empty()) {
+    // Only batch and summed labels ('ij,ij->i'): a product per batch element would be a 1 x 1
+    // GEMM, so multiply element-wise and sum instead.
+    ReduceOptions o;
+    for (std::size_t i = 0; i < con.size(); ++i) o.axes.push_back(static_cast<int>(batch.size() + i));
+    out.a = (permuted(x.a, order(x, batch + con)) * permuted(y.a, order(y, batch + con))).sum(o);
+    return out;
+  }
   out.a = contract_promoted(permuted(x.a, order(x, batch + fa + con)), permuted(y.a, order(y, batch + con + fb)),
                             static_cast<int>(batch.size()), static_cast<int>(fa.size()), static_cast<int>(con.size()),
                             static_cast<int>(fb.size()));

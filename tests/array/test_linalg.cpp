@@ -222,6 +222,11 @@ TEST(ArrayLinalg, EinsumCommonForms) {
   check_expr({v, w}, [](auto& x) { return einsum("i,j->ij", {x[0], x[1]}); },
              make_ref(DType::Float64, {5, 3}, [&](auto& i) { return v.v[i[0]] * w.v[i[1]]; }));
   check_expr({m, v}, [](auto& x) { return einsum("ij,j->i", {x[0], x[1]}); }, tensordot_ref(m, v, {1}, {0}, DType::Float64));
+  check_expr({m, m2}, [](auto& x) { return einsum("ij,ij->i", {x[0], x[1]}); }, make_ref(DType::Float64, {4}, [&](auto& i) {
+               double acc = 0;
+               for (std::int64_t j = 0; j < 5; ++j) acc += m.at({i[0], j}) * m2.at({i[0], j});
+               return acc;
+             }));
   // Batched products, and the batch axis moved in the output.
   const Ref ba = sample(DType::Float64, {3, 4, 5}, 7), bb = sample(DType::Float64, {3, 5, 2}, 8);
   const Ref bwant = make_ref(DType::Float64, {3, 4, 2}, [&](auto& i) {

@@ -46,7 +46,7 @@ for subscripts, inputs in [("ij,jk->ik", [A, B]), ("ij->ji", [A]), ("ii->i", [S]
                            ("ij,ij->ij", [A, A]), ("bij,bjk->bik", [BATCH_A, BATCH_B]), ("i,j->ij", [V, W]),
                            ("ij,jk", [A, B]), ("ii", [S]), ("ij,j->i", [A.T, rand(7, salt=20)]),
                            ("ij,jk,kl->il", [A, B, rand(4, 2, salt=21)]), ("bij,bjk->ikb", [BATCH_A, BATCH_B]),
-                           ("ij,jk->ik", [I, J])]:
+                           ("ij,jk->ik", [I, J]), ("ij,ij->i", [A, rand(7, 5, salt=30)]), ("ij,ij->", [I, I])]:
     CASES.append(case("einsum", inputs, lambda *xs, subscripts: np.einsum(subscripts, *xs), {"subscripts": subscripts}))
 CASES.append(case("linalg_product", [T3, T4], lambda a, b, op: np.dot(a, b), {"op": "dot"}))
 CASES.append(case("linalg_product", [A, V], lambda a, b, op: np.dot(a, b), {"op": "dot"}))
