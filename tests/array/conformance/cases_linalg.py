@@ -41,6 +41,8 @@ CASES.append(case("tensordot", [T3, B], lambda a, b, axes_a, axes_b: np.tensordo
                   {"axes_a": [-1], "axes_b": [0]}))
 CASES.append(case("tensordot", [A, B], lambda a, b, n: np.tensordot(a, b, n), {"n": 1}))
 CASES.append(case("tensordot", [V, W], lambda a, b, n: np.tensordot(a, b, n), {"n": 0}))
+CASES.append(case("tensordot", [F32, rand(4, 3, dtype="float32", salt=31)], lambda a, b, n: np.tensordot(a, b, n), {"n": 1}))
+CASES.append(case("tensordot", [I, rand(5, 3, salt=32)], lambda a, b, n: np.tensordot(a, b, n), {"n": 1}))
 CASES.append(case("tensordot", [I, J], lambda a, b, n: np.tensordot(a, b, n), {"n": 1}))
 for subscripts, inputs in [("ij,jk->ik", [A, B]), ("ij->ji", [A]), ("ii->i", [S]), ("ij->", [A]), ("i,i->", [V, V]),
                            ("ij,ij->ij", [A, A]), ("bij,bjk->bik", [BATCH_A, BATCH_B]), ("i,j->ij", [V, W]),
@@ -77,6 +79,8 @@ for o in ("none", "1", "2", "3", "0", "inf", "-inf", "0.5"):
 for o in ("none", "fro", "nuc", "1", "-1", "2", "-2", "inf", "-inf"):
     CASES.append(case("norm", [A], norm_expect, {"ord": o}, api="linalg.norm"))
 CASES.append(case("norm", [A], norm_expect, {"ord": "2", "axis": [1], "keepdims": True}, api="linalg.norm"))
+CASES.append(case("norm", [A], norm_expect, {"ord": "inf", "axis": [0, 1], "keepdims": True}, api="linalg.norm"))
+CASES.append(case("norm", [A], norm_expect, {"ord": "nuc", "keepdims": True}, api="linalg.norm"))
 CASES.append(case("norm", [T3], norm_expect, {"ord": "fro", "axis": [0, 2]}, api="linalg.norm"))
 CASES.append(case("norm", [T3], norm_expect, {}, api="linalg.norm"))
 CASES.append(case("norm", [F32], norm_expect, {"ord": "1"}, api="linalg.norm"))
