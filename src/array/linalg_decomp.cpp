@@ -139,16 +139,22 @@ QR tsqr(const Array& a_in) {
   return {p3.finish(qs), second[{slice(sum_k, sum_k + k2), all()}]};
 }
 
-QR qr(const Array& a_in) {
-  check_matrix(a_in, "qr");
+QR sfqr(const Array& a_in) {
+  check_matrix(a_in, "sfqr");
   const std::int64_t m = a_in.shape()[0], n = a_in.shape()[1];
-  if (m >= n) return tsqr(a_in);
-  // Short and fat (Dask's sfqr): Q and R's leading block from the leading m x m block, the rest
-  // of R is Q^T times the remaining columns.
+  if (m > n) throw ShapeError("sfqr: needs a short-and-fat matrix (rows <= columns), got " + shape_to_string(a_in.shape()));
   const DType t = linalg_dtype(a_in.dtype());
   const Array a = as_float(a_in, t);
+  // Q and R's leading block from the leading m x m block; the rest of R is Q^T times the other
+  // columns (Dask's sfqr).
   const QR lead = tsqr(rechunk_exact(a[{all(), slice(0, m)}], {{m}, {m}}));
+  if (m == n) return lead;
   return {lead.q, concatenate({lead.r, matmul(lead.q.T(), a[{all(), slice(m, n)}])}, 1)};
+}
+
+QR qr(const Array& a) {
+  check_matrix(a, "qr");
+  return a.shape()[0] >= a.shape()[1] ? tsqr(a) : sfqr(a);
 }
 
 SVD svd(const Array& a_in) {

@@ -389,7 +389,9 @@ TEST(ArrayLinalg, QrShortAndFat) {
   for (const ChunkSpec& c : {ChunkSpec{-1}, ChunkSpec{4, 3}, ChunkSpec{2, 5}}) {
     SCOPED_TRACE(shape_to_string(c));
     check_qr(a, linalg::qr(to_array(a, c)), 1e-10);
+    check_qr(a, linalg::sfqr(to_array(a, c)), 1e-10);
   }
+  EXPECT_THROW(linalg::sfqr(to_array(a, {2}).T()), ShapeError);
 }
 
 void check_svd(const Ref& a, const linalg::SVD& f, double tol) {

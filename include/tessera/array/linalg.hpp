@@ -89,7 +89,12 @@ struct Lstsq {
  * chunk): each row block is QR'd, the stacked R factors QR'd again, and Q_i = Q_block_i Q_small_i.
  */
 QR tsqr(const Array& a);
-/** @brief tsqr for tall matrices; for short-and-fat ones Q from the leading square and R = Q^T a. */
+/**
+ * @brief QR of a short-and-fat matrix (rows <= columns; rows are rechunked to one chunk): Q and
+ * R's leading block from the leading square block, the rest of R is Q^T times the other columns.
+ */
+QR sfqr(const Array& a);
+/** @brief tsqr for tall matrices, sfqr for short-and-fat ones. */
 QR qr(const Array& a);
 /** @brief Reduced SVD: tall-and-skinny through tsqr then one small SVD; wide ones through a^T. */
 SVD svd(const Array& a);

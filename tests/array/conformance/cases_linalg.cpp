@@ -51,7 +51,8 @@ TESSERA_CONFORMANCE_CASE(norm) {
 }
 
 TESSERA_CONFORMANCE_CASE(qr) {
-  const auto f = p.b("tsqr") ? linalg::tsqr(in[0]) : linalg::qr(in[0]);
+  const std::string how = p.s("how", "qr");
+  const auto f = how == "tsqr" ? linalg::tsqr(in[0]) : how == "sfqr" ? linalg::sfqr(in[0]) : linalg::qr(in[0]);
   return {f.q, f.r};
 }
 

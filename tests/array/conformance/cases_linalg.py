@@ -149,7 +149,10 @@ def lu_compare(got, exp, inputs, params):
 
 for m, chunks in [(TALL, None), (F32, None), (WIDE, None), (rand(9, 3, dtype="int64", low=-4, high=5, salt=27), None)]:
     CASES.append(case("qr", [m], lambda x: np.linalg.qr(x), compare=qr_compare, api="linalg.qr"))
-CASES.append(case("qr", [TALL], lambda x, tsqr: np.linalg.qr(x), {"tsqr": True}, compare=qr_compare, api="linalg.tsqr"))
+CASES.append(case("qr", [TALL], lambda x, how: np.linalg.qr(x), {"how": "tsqr"}, compare=qr_compare, api="linalg.tsqr"))
+CASES.append(case("qr", [WIDE], lambda x, how: np.linalg.qr(x), {"how": "sfqr"}, compare=qr_compare, api="linalg.sfqr"))
+CASES.append(case("qr", [TALL], None, {"how": "sfqr"}, name="sfqr[tall]", raises="ShapeError", api=(),
+                  executors=(("threads", "host"),)))
 for m in (TALL, WIDE, F32):
     CASES.append(case("svd", [m], lambda x: np.linalg.svd(x, full_matrices=False), compare=svd_compare, api="linalg.svd"))
 CASES.append(case("svd_compressed", [LOW_RANK], lambda x, k, n_power_iter, seed: np.linalg.svd(x, full_matrices=False),
