@@ -30,6 +30,7 @@ enum class ExprKind : std::uint8_t {
   MapBlocks,
   Custom,       // lowered by the node itself (CustomExpr::lower_custom): scans, sorts, statistics
   TaskList,     // one explicitly described task per output chunk (gathers, halos, blockwise)
+  Tasks,  // an explicit task list (linear algebra: src/array/linalg_tasks.hpp)
 };
 
 struct Expr {
@@ -198,6 +199,7 @@ class Lowering {
   void lower_reshape(const ReshapeExpr& e, std::vector<Key>& keys);
   void lower_map_blocks(const MapBlocksExpr& e, std::vector<Key>& keys);
   void lower_task_list(const TaskListExpr& e, std::vector<Key>& keys);
+  void lower_tasks(const Expr& e, std::vector<Key>& keys);  // a TasksExpr (linalg_tasks.cpp)
   /** Chunk offsets of every axis of e (chunk_offsets per axis), computed once per expression. */
   const std::vector<std::vector<std::int64_t>>& offsets(const Expr& e);
   /** Adds a task of the expression being lowered, annotated with that expression's target. */

@@ -458,6 +458,7 @@ const std::vector<Key>& Lowering::lower(const ExprPtr& e) {
     case ExprKind::MapBlocks: lower_map_blocks(static_cast<const MapBlocksExpr&>(*e), keys); break;
     case ExprKind::Custom: static_cast<const CustomExpr&>(*e).lower_custom(*this, keys); break;
     case ExprKind::TaskList: lower_task_list(static_cast<const TaskListExpr&>(*e), keys); break;
+    case ExprKind::Tasks: lower_tasks(*e, keys); break;
   }
   return memo_[e.get()] = std::move(keys);
 }

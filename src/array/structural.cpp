@@ -13,6 +13,7 @@
 #include "array_ops.hpp"
 #include "expr.hpp"
 #include "generator.hpp"
+#include "linalg_tasks.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/ops/registry.hpp"
 #include "tessera/ops/serialize.hpp"
@@ -152,16 +153,6 @@ Array matmul_2d(Array a, Array b, DType t) {
   return Array(e);
 }
 
-// Stacks of matrices with the same batch shape: one 2-d product per matrix, stacked back along
-// the batch axes (each batch axis ends up in chunks of one matrix).
-Array matmul_batched(const Array& a, const Array& b, DType t) {
-  if (a.ndim() == 2) return matmul_2d(a, b, t);
-  const std::int64_t n = a.shape()[0];
-  std::vector<Array> parts;
-  for (std::int64_t i = 0; i < n; ++i) parts.push_back(matmul_batched(a[i], b[i], t));
-  return stack(parts, 0);
-}
-
 }  // namespace
 
 Array matmul(const Array& a_in, const Array& b_in) {
@@ -203,7 +194,7 @@ Array matmul(const Array& a_in, const Array& b_in) {
     full_b.insert(full_b.end(), {b.shape()[nb - 2], p});
     out_shape.insert(out_shape.end(), {m, p});
     if (shape_size(batch) == 0) out = zeros(out_shape, ChunkSpec{-1}, t);
-    else out = matmul_batched(a.broadcast_to(full_a), b.broadcast_to(full_b), t);
+    else out = contract(a.broadcast_to(full_a), b.broadcast_to(full_b), nbatch, 1, 1, 1, t);
   }
   if (boolean) out = out != 0;
   const int nd = out.ndim();

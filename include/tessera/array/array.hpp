@@ -147,6 +147,7 @@ class Array {
 #include "tessera/array/complex.hpp"      // IWYU pragma: export
 #include "tessera/array/elementwise.hpp"  // IWYU pragma: export
 #include "tessera/array/io.hpp"           // IWYU pragma: export
+#include "tessera/array/linalg.hpp"       // IWYU pragma: export
 #include "tessera/array/numpy_names.hpp"  // IWYU pragma: export
 #include "tessera/array/random.hpp"       // IWYU pragma: export
 #include "tessera/array/scan.hpp"         // IWYU pragma: export

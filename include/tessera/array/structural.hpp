@@ -15,7 +15,11 @@ namespace tessera {
  * matrices whose leading (batch) axes broadcast; bools give a bool result (any a_ik && b_kj).
  */
 Array matmul(const Array& a, const Array& b);
-inline Array dot(const Array& a, const Array& b) { return matmul(a, b); }
+/**
+ * @brief NumPy's dot: matmul for vectors and matrices; for n-d operands the sum over the last
+ * axis of a and the second-to-last of b (as tensordot, tessera/array/linalg.hpp).
+ */
+Array dot(const Array& a, const Array& b);
 Array concatenate(const std::vector<Array>& arrays, int axis = 0);
 Array stack(const std::vector<Array>& arrays, int axis = 0);
 /**
