@@ -15,13 +15,24 @@
 //   slice_sum        x[::3, 100:-100].sum(),                    x uniform(0, 1)   [20000, 2000]
 //   elementwise_exp  (exp(-x*x) / (1 + abs(x))).sum(),          x uniform(-1, 1)  [20000, 2000]
 // "value" is the scalar result, or the sum of the vector for mean_axis0 and rechunk_sum.
+//
+// --impl limit runs the workload's limit on this machine instead: a hand-written loop that does
+// the same arithmetic once per element (each random element drawn once with the same Philox
+// kernels, row by row, on --threads threads, nothing materialised), or for matmul_sum OpenBLAS on
+// the whole arrays in memory. "Within 2x of the limit" compares Tessera with it.
+#include <cblas.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <map>
 #include <string>
+#include <thread>
+#include <vector>
 
+#include "array/program.hpp"
 #include "bench_cluster.hpp"
 
 namespace {
@@ -93,6 +104,123 @@ const std::map<std::string, Workload>& workloads() {
   return all;
 }
 
+// ---- limits: the same arithmetic once, by hand ----------------------------------------------
+
+constexpr std::uint64_t kLimitKey = 0x5eed;
+const auto kNormal = static_cast<std::uint8_t>(tessera::detail::GenKind::Normal);
+const auto kUniform = static_cast<std::uint8_t>(tessera::detail::GenKind::Uniform);
+
+/** Runs per_row(row, state) over rows [0, rows) split into `threads` contiguous ranges, each
+ *  with its own State, and returns the states for the caller to combine. */
+template <typename State, typename PerRow>
+std::vector<State> parallel_rows(std::int64_t rows, int threads, const State& init, PerRow per_row) {
+  std::vector<State> states(threads, init);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      const std::int64_t lo = rows * t / threads, hi = rows * (t + 1) / threads;
+      for (std::int64_t r = lo; r < hi; ++r) per_row(r, states[t]);
+    });
+  for (auto& th : pool) th.join();
+  return states;
+}
+
+/** Sums f(x) over every element of an n x n array drawn from `gen`, one row at a time. */
+template <typename F>
+double limit_sum(std::uint8_t gen, double p0, double p1, std::int64_t n, int threads, F f) {
+  thread_local std::vector<double> row;
+  auto states = parallel_rows<double>(n, threads, 0.0, [&](std::int64_t r, double& acc) {
+    row.resize(n);
+    tessera::detail::generate_f64(gen, kLimitKey, p0, p1, r * n, 1, n, row.data());
+    double s = 0;
+    for (std::int64_t j = 0; j < n; ++j) s += f(row[j]);
+    acc += s;
+  });
+  double total = 0;
+  for (double v : states) total += v;
+  return total;
+}
+
+double run_limit(const std::string& w, std::int64_t n, int threads) {
+  if (w == "transpose_sum") return 2 * limit_sum(kUniform, 0, 1, n, threads, [](double x) { return x; });
+  if (w == "rechunk_sum") return limit_sum(kUniform, 0, 1, n, threads, [](double x) { return x; });
+  if (w == "elementwise_exp")
+    return limit_sum(kUniform, -1, 1, n, threads, [](double x) { return std::exp(-x * x) / (1 + std::abs(x)); });
+  if (w == "trig_chain") {
+    thread_local std::vector<double> row;
+    auto states = parallel_rows<double>(n, threads, -1e300, [&](std::int64_t r, double& m) {
+      row.resize(n);
+      tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, r * n, 1, n, row.data());
+      for (double x : row) {
+        const double s = std::sin(x), c = std::cos(x);
+        m = std::max(m, (s * s + c * c) * 3 - 2);
+      }
+    });
+    return *std::max_element(states.begin(), states.end());
+  }
+  if (w == "slice_sum") {
+    // x[::3, 100:-100]: only the kept elements are drawn.
+    thread_local std::vector<double> row;
+    const std::int64_t kept = std::max<std::int64_t>(0, n - 200);
+    auto states = parallel_rows<double>((n + 2) / 3, threads, 0.0, [&](std::int64_t r, double& acc) {
+      row.resize(kept);
+      tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, 3 * r * n + 100, 1, kept, row.data());
+      for (double x : row) acc += x;
+    });
+    double total = 0;
+    for (double v : states) total += v;
+    return total;
+  }
+  if (w == "mean_axis0") {
+    thread_local std::vector<double> row;
+    auto states = parallel_rows<std::vector<double>>(n, threads, std::vector<double>(n, 0.0),
+                                                     [&](std::int64_t r, std::vector<double>& cols) {
+                                                       row.resize(n);
+                                                       tessera::detail::generate_f64(kNormal, kLimitKey, 10, 1, r * n, 1, n, row.data());
+                                                       for (std::int64_t j = 0; j < n; ++j) cols[j] += row[j];
+                                                     });
+    double total = 0;
+    for (std::int64_t j = 0; j < n; ++j) {
+      double c = 0;
+      for (auto& s : states) c += s[j];
+      total += c / static_cast<double>(n);
+    }
+    return total;
+  }
+  if (w == "std_all") {
+    thread_local std::vector<double> row;
+    struct Moments {
+      double sum = 0, sumsq = 0;
+    };
+    auto states = parallel_rows<Moments>(n, threads, Moments{}, [&](std::int64_t r, Moments& m) {
+      row.resize(n);
+      tessera::detail::generate_f64(kNormal, kLimitKey, 10, 1, r * n, 1, n, row.data());
+      for (double x : row) {
+        m.sum += x;
+        m.sumsq += x * x;
+      }
+    });
+    double s = 0, ss = 0;
+    for (auto& m : states) {
+      s += m.sum;
+      ss += m.sumsq;
+    }
+    const double count = static_cast<double>(n) * static_cast<double>(n), mean = s / count;
+    return std::sqrt(ss / count - mean * mean);
+  }
+  if (w == "matmul_sum") {
+    // OpenBLAS on the whole arrays in memory, with its own threads.
+    std::vector<double> x(n * n), y(n * n), z(n * n);
+    tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, 0, 1, n * n, x.data());
+    tessera::detail::generate_f64(kUniform, kLimitKey + 1, 0, 1, 0, 1, n * n, y.data());
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, x.data(), n, y.data(), n, 0.0, z.data(), n);
+    double total = 0;
+    for (double v : z) total += v;
+    return total;
+  }
+  throw std::invalid_argument("no limit for workload " + w);
+}
+
 // The checksum: the scalar itself, or the sum of a vector result.
 double checksum(const tessera::Block& result) {
   if (result.ndim() == 0) return result.item();
@@ -107,6 +235,8 @@ int run(int argc, char** argv) {
   std::int64_t n = 0, chunk = 0;
   std::string scheduler = "threads";
   int repeat = 1;
+  std::string impl = "tessera";
+  int limit_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bench::ClusterArgs cluster;
   CLI::App app{"array_workloads benchmark"};
   std::vector<std::string> names;
@@ -116,12 +246,28 @@ int run(int argc, char** argv) {
   app.add_option("--chunk", chunk, "chunks are chunk x chunk (default: the workload's)");
   app.add_option("--scheduler", scheduler, "sync, threads, distributed (a local cluster) or a scheduler address");
   app.add_option("--repeat", repeat, "runs; the best time is reported");
+  app.add_option("--impl", impl, "tessera, or limit: the same arithmetic once by hand (see the top of the file)")
+      ->check(CLI::IsMember({"tessera", "limit"}));
+  app.add_option("--limit-threads", limit_threads, "threads of the limit loops (default: one per core)");
   bench::add_cluster_options(app, cluster);
   CLI11_PARSE(app, argc, argv);
 
   const Workload& w = workloads().at(workload);
   if (n <= 0) n = w.n;
   if (chunk <= 0) chunk = w.chunk;
+  if (impl == "limit") {
+    double best = 1e300, value = 0;
+    for (int r = 0; r < std::max(1, repeat); ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      value = run_limit(workload, n, limit_threads);
+      best = std::min(best, bench::seconds_since(t0));
+    }
+    std::printf(
+        "{\"benchmark\": \"array_workloads\", \"workload\": \"%s\", \"impl\": \"limit\", \"threads\": %d, "
+        "\"n\": %lld, \"seconds\": %.6f, \"value\": %.17g}\n",
+        workload.c_str(), limit_threads, static_cast<long long>(n), best, value);
+    return 0;
+  }
   // The cluster (if any) starts here, outside the timed region.
   auto execution = bench::open_execution("array_workloads", scheduler, "host", cluster);
   if (!execution.executor) return 2;

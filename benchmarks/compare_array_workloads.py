@@ -10,6 +10,9 @@ runs $TESSERA_BUILD_DIR/benchmarks/array_workloads (default build/) and
 benchmarks/dask/array_workloads.py, prints their JSON lines and a ratio line
   {"benchmark": "array_workloads_ratio", ..., "ratio": dask_seconds / tessera_seconds}
 and writes a markdown table to FILE. --scale small divides n and the chunk size by 10.
+Each workload's limit runs too (array_workloads --impl limit: the same arithmetic once per
+element by hand on one thread per core, or OpenBLAS on the whole arrays for matmul_sum): the
+table gives Tessera threads / limit, whose goal is at most 2.
 
 Values: Tessera and Dask draw different random numbers, so their results cannot agree to 1e-6.
 Each value is checked instead against the EXPECTED value of its statistic for the data it was
@@ -147,6 +150,12 @@ def main() -> int:
             n, c = n // 10, max(1, c // 10)
         common = ["--workload", w, "--n", str(n), "--chunk", str(c), "--repeat", str(args.repeat)]
         row = {"workload": w, "n": n, "chunk": c}
+        lim = run_json([str(tessera_bin), "--workload", w, "--n", str(n), "--repeat", str(args.repeat),
+                        "--impl", "limit"], args.timeout)
+        print(json.dumps(lim), flush=True)
+        lim_ok, lim_check = check(w, n, lim.get("value"))
+        all_ok = all_ok and lim_ok
+        row["limit"] = lim
         for s in schedulers:
             t = run_json([str(tessera_bin), *common, "--scheduler", s], args.timeout)
             d = run_json([python, str(ROOT / "benchmarks/dask/array_workloads.py"), *common, "--scheduler", s],
@@ -174,7 +183,7 @@ def main() -> int:
     header = ["workload", "n", "chunk"]
     for s in schedulers:
         header += [f"Tessera {s} (s)", f"Dask {s} (s)", f"Dask / Tessera ({s})"]
-    header += ["value check (Tessera; Dask)"]
+    header += ["limit (s)", "Tessera threads / limit", "value check (Tessera; Dask)"]
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "|".join(["---"] + ["---:"] * (len(header) - 2) + ["---"]) + "|")
     for row in rows:
@@ -184,6 +193,10 @@ def main() -> int:
             t, d, ratio, tc, dc = row[s]
             cells += [fmt_seconds(t), fmt_seconds(d), "n/a" if ratio is None else f"{ratio:.2f}x"]
             checks.append(f"{s}: {tc[1]}{'' if tc[0] else ' FAIL'}; {dc[1]}{'' if dc[0] else ' FAIL'}")
+        lim = row["limit"]
+        cells.append(fmt_seconds(lim))
+        tt = row.get("threads", (None,))[0]
+        cells.append(f"{tt['seconds'] / lim['seconds']:.2f}" if tt and "seconds" in tt and "seconds" in lim else "n/a")
         cells.append("<br>".join(checks))
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")

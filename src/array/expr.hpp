@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "tessera/array/array.hpp"
@@ -161,13 +162,25 @@ class Lowering {
   const std::vector<std::vector<std::int64_t>>& offsets(const Expr& e);
   /** Adds a task of the expression being lowered, annotated with that expression's target. */
   void add_task(Task t);
+  /**
+   * Nodes of the fused tree under `root` that are computed once, as their own tasks, and read
+   * as inputs, instead of being fused into every program that reads them (shared_nodes.cpp).
+   */
+  const std::unordered_set<const Expr*>& shared_nodes(const Expr& root);
   friend class ProgramBuilder;
   const Executor* executor_;
   Target target_ = Target::Host;  // of the expression whose tasks are being emitted
   Graph graph_;
   std::unordered_map<const Expr*, std::vector<Key>> memo_;
   std::unordered_map<const Expr*, std::vector<std::vector<std::int64_t>>> offsets_;
+  std::unordered_map<const Expr*, std::unordered_set<const Expr*>> shared_;
 };
+
+/** How a fused program reads one input of an element-wise node (broadcast axes read element 0),
+ *  given the map through which the node itself is read. */
+AffineMap elementwise_input_map(const Expr& node, const Expr& input, const AffineMap& m);
+/** How a fused program reads a view's input, given the map through which the view is read. */
+AffineMap view_input_map(const ViewExpr& v, const AffineMap& m);
 
 /** Array::to_graph for a graph that `executor` will run (nullptr: a self-contained graph). */
 Graph graph_for(const Array& a, const Executor* executor, std::vector<Key>* chunk_keys);

@@ -68,6 +68,36 @@ std::int64_t find_chunk(const std::vector<std::int64_t>& offsets, std::int64_t x
 
 }  // namespace
 
+AffineMap elementwise_input_map(const Expr& node, const Expr& input, const AffineMap& m) {
+  const int nd = static_cast<int>(node.shape.size());
+  const int id = static_cast<int>(input.shape.size());
+  AffineMap im{std::vector<int>(id, -1), std::vector<std::int64_t>(id, 0), std::vector<std::int64_t>(id, 0)};
+  for (int q = 0; q < id; ++q) {
+    const int a = q + (nd - id);
+    if (input.shape[q] == 1 && node.shape[a] != 1) continue;  // broadcast: always element 0
+    im.src[q] = m.src[a];
+    im.offset[q] = m.offset[a];
+    im.stride[q] = m.stride[a];
+  }
+  return im;
+}
+
+AffineMap view_input_map(const ViewExpr& v, const AffineMap& m) {
+  const int id = static_cast<int>(v.input->shape.size());
+  AffineMap im{std::vector<int>(id, -1), std::vector<std::int64_t>(id, 0), std::vector<std::int64_t>(id, 0)};
+  for (int k = 0; k < id; ++k) {
+    const int vs = v.map.src[k];
+    if (vs < 0) {
+      im.offset[k] = v.map.offset[k];
+      continue;
+    }
+    im.src[k] = m.src[vs];
+    im.offset[k] = v.map.offset[k] + v.map.stride[k] * m.offset[vs];
+    im.stride[k] = m.src[vs] >= 0 ? v.map.stride[k] * m.stride[vs] : 0;
+  }
+  return im;
+}
+
 /** Compiles the blockwise sub-tree under a root into one Program for one output region. */
 class ProgramBuilder {
  public:
@@ -75,6 +105,10 @@ class ProgramBuilder {
       : low_(low), off_(region_offset), shape_(region_shape) {}
 
   int compile(const Expr* e, const AffineMap& m) {
+    if (root_ == nullptr) {
+      root_ = e;
+      shared_ = &low_.shared_nodes(*e);
+    }
     // The same node read through the same map is computed once: exp(-x*x) / (1 + abs(x))
     // draws x once, not three times (registers stay live for the whole program).
     MemoKey key{e, m.src, m.offset, m.stride};
@@ -99,6 +133,8 @@ class ProgramBuilder {
     // its own tasks (on its own target) and is read as an input, which run_op moves. Generators
     // (random, full, arange, scalars) are pure functions of the index: they fuse anywhere.
     if (e->kind != ExprKind::Generator && e->blockwise() && e->target != low_.target_) return compile_input(e, m);
+    // A node the cost model chose to compute once (read through several maps, e.g. x and x.T).
+    if (e != root_ && shared_->count(e)) return compile_input(e, m);
     switch (e->kind) {
       case ExprKind::Generator: return compile_generator(static_cast<const GeneratorExpr&>(*e), m);
       case ExprKind::Elementwise: return compile_elementwise(static_cast<const ElementwiseExpr&>(*e), m);
@@ -165,20 +201,8 @@ class ProgramBuilder {
   }
 
   int compile_elementwise(const ElementwiseExpr& e, const AffineMap& m) {
-    const int nd = static_cast<int>(e.shape.size());
     std::vector<int> regs;
-    for (const auto& input : e.inputs) {
-      const int id = static_cast<int>(input->shape.size());
-      AffineMap im{std::vector<int>(id, -1), std::vector<std::int64_t>(id, 0), std::vector<std::int64_t>(id, 0)};
-      for (int q = 0; q < id; ++q) {
-        const int a = q + (nd - id);
-        if (input->shape[q] == 1 && e.shape[a] != 1) continue;  // broadcast: always element 0
-        im.src[q] = m.src[a];
-        im.offset[q] = m.offset[a];
-        im.stride[q] = m.stride[a];
-      }
-      regs.push_back(compile(input.get(), im));
-    }
+    for (const auto& input : e.inputs) regs.push_back(compile(input.get(), elementwise_input_map(e, *input, m)));
     Instr in;
     in.code = InstrCode::Op;
     in.sub = static_cast<std::uint8_t>(e.op);
@@ -203,21 +227,7 @@ class ProgramBuilder {
     return emit(in);
   }
 
-  int compile_view(const ViewExpr& v, const AffineMap& m) {
-    const int id = static_cast<int>(v.input->shape.size());
-    AffineMap im{std::vector<int>(id, -1), std::vector<std::int64_t>(id, 0), std::vector<std::int64_t>(id, 0)};
-    for (int k = 0; k < id; ++k) {
-      const int vs = v.map.src[k];
-      if (vs < 0) {
-        im.offset[k] = v.map.offset[k];
-        continue;
-      }
-      im.src[k] = m.src[vs];
-      im.offset[k] = v.map.offset[k] + v.map.stride[k] * m.offset[vs];
-      im.stride[k] = m.src[vs] >= 0 ? v.map.stride[k] * m.stride[vs] : 0;
-    }
-    return compile(v.input.get(), im);
-  }
+  int compile_view(const ViewExpr& v, const AffineMap& m) { return compile(v.input.get(), view_input_map(v, m)); }
 
   int add_arg(const Key& k) {
     auto it = arg_index_.find(k);
@@ -272,6 +282,8 @@ class ProgramBuilder {
   }
 
   Lowering& low_;
+  const Expr* root_ = nullptr;
+  const std::unordered_set<const Expr*>* shared_ = nullptr;
   std::vector<std::int64_t> off_;
   Shape shape_;
   Program prog_;

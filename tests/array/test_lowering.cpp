@@ -128,6 +128,40 @@ TEST(ArrayLowering, ANodeUsedSeveralTimesInAChunkIsComputedOnce) {
   for (std::size_t i = 0; i < xv.size(); ++i) EXPECT_EQ(yv[i], std::exp(-(xv[i] * xv[i])) / (std::abs(xv[i]) + 1.0));
 }
 
+TEST(ArrayLowering, AnExpensiveNodeReadThroughSeveralMapsIsComputedOnce) {
+  // The cost model (shared_nodes.cpp): exp(u) read as itself and transposed is cheaper computed
+  // once and read twice than evaluated twice per element; a plain uniform is cheaper drawn
+  // twice; maps that read different elements (two halves) recompute nothing.
+  Array u = random::uniform(5, -1, 1, {8, 8}, {4, 4});
+  Array e = exp(u);
+  auto program_inputs = [](const Array& a) {
+    std::vector<Key> keys;
+    Graph g = a.to_graph(&keys);
+    const auto p = from_value<tessera::detail::Program>(std::get<Value>(g.at(keys.at(0)).args.at(0)));
+    int inputs = 0, generators = 0;
+    for (const auto& in : p.instrs) {
+      inputs += in.code == tessera::detail::InstrCode::Input;
+      generators += in.code == tessera::detail::InstrCode::Generator;
+    }
+    return std::pair{inputs, generators};
+  };
+  EXPECT_EQ(program_inputs(e + e.T()), (std::pair{2, 0}));  // e's chunks (0,0) as itself and transposed
+  EXPECT_EQ(program_inputs(u + u.T()), (std::pair{0, 2}));
+  Array halves = e[{all(), slice(0, 4)}] + e[{all(), slice(4, 8)}];
+  EXPECT_EQ(program_inputs(halves), (std::pair{0, 2}));
+  // The shared form gives the values of the fused one, also with a reduction fused on top.
+  const Block eb = e.compute(local_executor("sync"));
+  const auto ev = eb.to_doubles();
+  const auto got = (e + e.T()).compute(local_executor("threads")).to_doubles();
+  double total = 0;
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 8; ++j) {
+      EXPECT_EQ(got[i * 8 + j], ev[i * 8 + j] + ev[j * 8 + i]);
+      total += ev[i * 8 + j] + ev[j * 8 + i];
+    }
+  EXPECT_NEAR((e + e.T()).sum().compute().item(), total, 1e-12 * std::abs(total));
+}
+
 TEST(ArrayLowering, PowerOfTwoIsASquare) {
   // x ** 2 (a float or an integer 2) runs as x * x: no pow per element, the same values.
   auto ops_of = [](const Array& a) {

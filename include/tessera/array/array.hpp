@@ -124,5 +124,6 @@ class Array {
 // The operations on arrays, one header per kind; including array.hpp gives all of them.
 #include "tessera/array/creation.hpp"     // IWYU pragma: export
 #include "tessera/array/elementwise.hpp"  // IWYU pragma: export
+#include "tessera/array/numpy_names.hpp"  // IWYU pragma: export
 #include "tessera/array/random.hpp"       // IWYU pragma: export
 #include "tessera/array/structural.hpp"   // IWYU pragma: export

@@ -88,11 +88,11 @@ TESSERA_CUDA_RANDOM_FN double normal_at(std::uint64_t key, double mean, double s
   return mean + stddev * (r * cos(6.283185307179586476925286766559 * u2 - shift));
 }
 
-/** Element i of uniform(low, high). */
+/** Element i of uniform(low, high): the low (even i) or high (odd i) word of Philox call i >> 1. */
 TESSERA_CUDA_RANDOM_FN double uniform_at(std::uint64_t key, double low, double high, std::uint64_t i) {
   std::uint64_t lo, hi;
-  philox_bits(key, 2u, i, lo, hi);
-  return low + (high - low) * (one_to_two(lo) - 1.0);
+  philox_bits(key, 2u, i >> 1, lo, hi);
+  return low + (high - low) * (one_to_two((i & 1u) ? hi : lo) - 1.0);
 }
 
 /** Element i of integers(low, high): low + ((x1:x0) * (high - low)) >> 64. */

@@ -8,8 +8,9 @@
 //             u2 = as_double(0x3ff0000000000000 | (x3:x2 >> 12)) - 1 in [0, 1)
 //             value = mean + std * sqrt(-2 ln u1) * cos(2 pi u2 - (i & 1) * pi / 2)
 //             (even i takes the cosine of the Box-Muller pair, odd i the sine)
-//   uniform:  x = philox({i.lo, i.hi, 2, 0}, key), value = low + (high - low) * u with
-//             u = as_double(0x3ff0000000000000 | (x1:x0 >> 12)) - 1 in [0, 1)
+//   uniform:  c = i >> 1, x = philox({c.lo, c.hi, 2, 0}, key), w = (i even ? x1:x0 : x3:x2),
+//             value = low + (high - low) * u with u = as_double(0x3ff0000000000000 | (w >> 12)) - 1
+//             in [0, 1)
 // (52-bit uniforms made from the exponent bits: exact, and vectorisable without AVX-512.)
 //   integers: x = philox({i.lo, i.hi, 3, 0}, key), value = low + ((x1:x0) * (high - low)) >> 64
 //
@@ -98,15 +99,34 @@ void normal_block(std::uint64_t key, double mean, double stddev, std::int64_t st
   }
 }
 
+// Each Philox call gives 128 bits: two uniforms, elements 2c and 2c + 1 (low and high words).
 void uniform_block(std::uint64_t key, double low, double high, std::int64_t start, std::int64_t delta, int n,
                    double* out) {
-  alignas(64) std::uint64_t counters[kLanes];
-  alignas(64) std::uint64_t lo[kLanes];
-  alignas(64) std::uint64_t hi[kLanes];
-  for (int j = 0; j < n; ++j) counters[j] = static_cast<std::uint64_t>(start + delta * j);
-  philox_block(key, 2u, counters, n, lo, hi);
+  alignas(64) std::uint64_t counters[kLanes + 1];
+  alignas(64) std::uint64_t lo[kLanes + 1];
+  alignas(64) std::uint64_t hi[kLanes + 1];
   const double span = high - low;
-  for (int j = 0; j < n; ++j) out[j] = low + span * (one_to_two(lo[j]) - 1.0);
+  if (delta == 1) {
+    // Contiguous: one call per pair of elements.
+    const std::uint64_t first = static_cast<std::uint64_t>(start) >> 1;
+    const int pairs = static_cast<int>(((static_cast<std::uint64_t>(start) + n - 1) >> 1) - first + 1);
+    for (int k = 0; k < pairs; ++k) counters[k] = first + k;
+    philox_block(key, 2u, counters, pairs, lo, hi);
+    alignas(64) std::uint64_t both[2 * kLanes + 2];
+    for (int k = 0; k < pairs; ++k) {
+      both[2 * k] = lo[k];
+      both[2 * k + 1] = hi[k];
+    }
+    const std::uint64_t* bits = both + (start & 1);
+    for (int j = 0; j < n; ++j) out[j] = low + span * (one_to_two(bits[j]) - 1.0);
+    return;
+  }
+  for (int j = 0; j < n; ++j) counters[j] = static_cast<std::uint64_t>(start + delta * j) >> 1;
+  philox_block(key, 2u, counters, n, lo, hi);
+  for (int j = 0; j < n; ++j) {
+    const bool odd = (static_cast<std::uint64_t>(start + delta * j) & 1u) != 0;
+    out[j] = low + span * (one_to_two(odd ? hi[j] : lo[j]) - 1.0);
+  }
 }
 
 void integers_block(std::uint64_t key, std::int64_t low, std::int64_t high, std::int64_t start, std::int64_t delta,

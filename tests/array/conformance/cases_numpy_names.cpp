@@ -1,0 +1,139 @@
+// Conformance cases of numpy_names.hpp (aliases and compositions), and of existing operations
+// under their NumPy names.
+#include "conformance.hpp"
+#include "tessera/ops/function.hpp"
+
+namespace {
+
+using namespace tessera;
+
+// A map_blocks op: 2 * x + 1 per chunk.
+Block twice_plus_one(Block x) {
+  Block out(DType::Float64, x.shape());
+  const auto in = x.astype(DType::Float64);
+  for (std::int64_t i = 0; i < x.size(); ++i) out.data<double>()[i] = 2 * in.data<double>()[i] + 1;
+  return out;
+}
+TESSERA_REGISTER_FUNCTION_AS("conformance.twice_plus_one", twice_plus_one);
+
+CoarsenKind coarsen_kind(const std::string& k) {
+  if (k == "sum") return CoarsenKind::Sum;
+  if (k == "mean") return CoarsenKind::Mean;
+  if (k == "min") return CoarsenKind::Min;
+  if (k == "max") return CoarsenKind::Max;
+  return CoarsenKind::Prod;
+}
+
+}  // namespace
+
+TESSERA_CONFORMANCE_CASE(names_binary) {
+  const std::string& op = p.s("op");
+  const Array &a = in[0], &b = in[1];
+  if (op == "true_divide") return {true_divide(a, b)};
+  if (op == "remainder") return {remainder(a, b)};
+  if (op == "divmod") {
+    auto [q, r] = divmod(a, b);
+    return {q, r};
+  }
+  if (op == "ldexp") return {ldexp(a, b)};
+  if (op == "logical_and") return {a && b};
+  if (op == "logical_or") return {a || b};
+  if (op == "greater") return {a > b};
+  if (op == "greater_equal") return {a >= b};
+  if (op == "less_equal") return {a <= b};
+  if (op == "not_equal") return {a != b};
+  throw std::invalid_argument("names_binary: unknown op " + op);
+}
+
+TESSERA_CONFORMANCE_CASE(names_unary) {
+  const std::string& op = p.s("op");
+  const Array& x = in[0];
+  if (op == "fabs") return {fabs(x)};
+  if (op == "fix") return {fix(x)};
+  if (op == "isnull") return {isnull(x)};
+  if (op == "notnull") return {notnull(x)};
+  if (op == "isfinite") return {isfinite(x)};
+  if (op == "logical_not") return {!x};
+  if (op == "modf") {
+    auto [f, w] = modf(x);
+    return {f, w};
+  }
+  throw std::invalid_argument("names_unary: unknown op " + op);
+}
+
+TESSERA_CONFORMANCE_CASE(select_case) {
+  // inputs: x; conditions x < lo, x > hi; choices -x, 2x.
+  const Array& x = in[0];
+  return {select({x < p.d("lo"), x > p.d("hi")}, {-x, x * 2.0}, p.d("default", 0))};
+}
+
+TESSERA_CONFORMANCE_CASE(choose_case) {
+  return {choose(in[0], {in[1], in[2], in[3]}, p.s("mode", "clip"))};
+}
+
+TESSERA_CONFORMANCE_CASE(piecewise_case) {
+  const Array& x = in[0];
+  std::vector<std::function<Array(const Array&)>> funcs = {[](const Array& v) { return -v; },
+                                                           [](const Array& v) { return v * v; }};
+  if (p.b("with_default")) funcs.push_back([](const Array& v) { return v + 100.0; });
+  return {piecewise(x, {x < 0.0, x > 1.0}, funcs)};
+}
+
+TESSERA_CONFORMANCE_CASE(ravel_multi_index_case) {
+  return {ravel_multi_index({in[0], in[1]}, p.ints("dims"), p.s("mode", "clip"))};
+}
+
+TESSERA_CONFORMANCE_CASE(unravel_index_case) { return unravel_index(in[0], p.ints("dims")); }
+
+TESSERA_CONFORMANCE_CASE(triangle_indices) {
+  const bool lower = p.s("which") == "tril";
+  auto [r, c] = lower ? tril_indices(p.i("n"), p.i("k", 0), p.i("m", -1), p.i("chunk", -1))
+                      : triu_indices(p.i("n"), p.i("k", 0), p.i("m", -1), p.i("chunk", -1));
+  return {r, c};
+}
+
+TESSERA_CONFORMANCE_CASE(triangle_indices_from) {
+  auto [r, c] = p.s("which") == "tril" ? tril_indices_from(in[0], p.i("k", 0)) : triu_indices_from(in[0], p.i("k", 0));
+  return {r, c};
+}
+
+TESSERA_CONFORMANCE_CASE(moment_case) {
+  return {moment(in[0], static_cast<int>(p.i("order")), p.has("axis") ? p.axes("axis") : std::vector<int>{},
+                 static_cast<int>(p.i("ddof", 0)))};
+}
+
+TESSERA_CONFORMANCE_CASE(apply_over_axes_case) {
+  return {apply_over_axes([](const Array& a, int axis) { return a.sum({.axes = {axis}}); }, in[0], p.axes("axes"))};
+}
+
+TESSERA_CONFORMANCE_CASE(coarsen_case) {
+  std::map<int, std::int64_t> factors;
+  const auto f = p.ints("factors");
+  for (std::size_t a = 0; a < f.size(); ++a) factors[static_cast<int>(a)] = f[a];
+  return {coarsen(coarsen_kind(p.s("kind")), in[0], factors, p.b("trim"))};
+}
+
+TESSERA_CONFORMANCE_CASE(map_blocks_case) {
+  return {map_blocks("conformance.twice_plus_one", {in[0]}, DType::Float64)};
+}
+
+TESSERA_CONFORMANCE_CASE(result_type_case) {
+  // The promoted dtype, as a 0-d array of that dtype holding 0.
+  return {scalar(0, result_type(in))};
+}
+
+TESSERA_CONFORMANCE_CASE(dot_case) { return {dot(in[0], in[1])}; }
+TESSERA_CONFORMANCE_CASE(broadcast_to_case) { return {in[0].broadcast_to(p.ints("shape"))}; }
+
+TESSERA_CONFORMANCE_CASE(insert_case) {
+  const int axis = static_cast<int>(p.i("axis"));
+  if (in.size() > 1) return {insert(in[0], p.ints("indices"), in[1], axis)};
+  return {insert(in[0], p.ints("indices"), p.d("value"), axis)};
+}
+TESSERA_CONFORMANCE_CASE(delete_case) { return {delete_(in[0], p.ints("indices"), static_cast<int>(p.i("axis")))}; }
+TESSERA_CONFORMANCE_CASE(append_case) { return {append(in[0], in[1], static_cast<int>(p.i("axis")))}; }
+TESSERA_CONFORMANCE_CASE(gradient_case) {
+  std::vector<double> spacing;
+  if (p.has("h")) spacing.push_back(p.d("h"));
+  return gradient(in[0], p.has("axes") ? p.axes("axes") : std::vector<int>{}, spacing);
+}
