@@ -130,6 +130,10 @@ TEST(ArrayElementwiseMore, UnaryFunctionsAtSpecialValues) {
   check_expr({edge}, [](auto& x) { return log2(x[0]); }, ref_of(F64, {6}, {0, kNaN, -1, 1, -kInf, -kInf}), kUlp);
   check_expr({edge}, [](auto& x) { return arcsin(x[0] * 2.0); },
              ref_of(F64, {6}, {kNaN, kNaN, std::asin(1.0), kNaN, 0, 0}), kUlp);
+  // sinh and cosh stay finite up to 710.47 (SLEEF's overflowed past 709.78): libm's values.
+  const Ref edge_exp = ref_of(F64, {6}, {709.5, 709.9, 710.0, -710.4, 710.47, 710.5});
+  check_expr({edge_exp}, [](auto& x) { return sinh(x[0]); }, unary_ref(edge_exp, F64, [](double x) { return std::sinh(x); }), kUlp);
+  check_expr({edge_exp}, [](auto& x) { return cosh(x[0]); }, unary_ref(edge_exp, F64, [](double x) { return std::cosh(x); }), kUlp);
   // Large arguments where SLEEF's asinh, acosh and log1p overflow (x * x): libm's values.
   const Ref huge = ref_of(F64, {4}, {1e150, 1e200, 1.7e308, -1e300});
   check_expr({huge}, [](auto& x) { return arcsinh(x[0]); }, unary_ref(huge, F64, [](double x) { return std::asinh(x); }), kUlp);

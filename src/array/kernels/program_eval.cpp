@@ -76,8 +76,9 @@ void vmap2(const double* a, const double* b, double* o, std::int64_t n) {
     std::copy(out, out + (n - j), o + j);
   }
 }
-// SLEEF's asinh and acosh overflow to inf beyond |x| ~ 1.3e154 (x * x does) and its log1p beyond
-// 1e307; libm's are finite there, so those elements are recomputed with it.
+// SLEEF's asinh and acosh overflow to inf beyond |x| ~ 1.3e154 (x * x does), its log1p beyond
+// 1e307, and its sinh and cosh between 709.78 and 710.48 (exp(x) does, x / 2 would not); libm's
+// are finite there, so those elements are recomputed with it.
 template <typename Scalar>
 void beyond(double limit, Scalar scalar, const double* a, double* o, std::int64_t n) {
   for (std::int64_t j = 0; j < n; ++j)
@@ -164,8 +165,14 @@ void eval_unary_f(EwOp op, const double* a, double* o, std::int64_t n) {
       TESSERA_BEYOND(1e150, elem::arccosh_f);
       break;
     case EwOp::Arctanh: TESSERA_VMAP1(atanh, u10, elem::arctanh_f); break;
-    case EwOp::Sinh: TESSERA_VMAP1(sinh, u10, elem::sinh_f); break;
-    case EwOp::Cosh: TESSERA_VMAP1(cosh, u10, elem::cosh_f); break;
+    case EwOp::Sinh:
+      TESSERA_VMAP1(sinh, u10, elem::sinh_f);
+      TESSERA_BEYOND(709.0, elem::sinh_f);
+      break;
+    case EwOp::Cosh:
+      TESSERA_VMAP1(cosh, u10, elem::cosh_f);
+      TESSERA_BEYOND(709.0, elem::cosh_f);
+      break;
     case EwOp::Log2: TESSERA_VMAP1(log2, u10, elem::log2_f); break;
     case EwOp::Log10: TESSERA_VMAP1(log10, u10, elem::log10_f); break;
     case EwOp::Exp2: TESSERA_VMAP1(exp2, u10, elem::exp2_f); break;
