@@ -140,9 +140,14 @@ TESSERA_ELEM double cbrt_f(double x) { return ::cbrt(x); }
 TESSERA_ELEM double arctan2_f(double y, double x) { return ::atan2(y, x); }
 TESSERA_ELEM double hypot_f(double a, double b) { return ::hypot(a, b); }
 TESSERA_ELEM double copysign_f(double a, double b) { return ::copysign(a, b); }
-/** NaN-ignoring minimum and maximum (C's fmin / fmax): NaN only where both are NaN. */
-TESSERA_ELEM double fmin_f(double a, double b) { return ::fmin(a, b); }
-TESSERA_ELEM double fmax_f(double a, double b) { return ::fmax(a, b); }
+/**
+ * NaN-ignoring minimum and maximum (NumPy's fmin / fmax): NaN only where both are NaN, and a where
+ * a and b compare equal, so fmin(-0.0, 0.0) is -0.0, as NumPy's scalar loop (its SIMD loops give
+ * +0.0 or b there). C's fmin leaves the zero's sign open, and glibc's call and GCC's vectorised
+ * loop answered differently, so host and device could differ: it is spelled out.
+ */
+TESSERA_ELEM double fmin_f(double a, double b) { return (a <= b || b != b) ? a : b; }
+TESSERA_ELEM double fmax_f(double a, double b) { return (a >= b || b != b) ? a : b; }
 /** C's remainder with the sign of a (NumPy's fmod), unlike mod_f's Python convention. */
 TESSERA_ELEM double fmod_f(double a, double b) { return ::fmod(a, b); }
 

@@ -243,6 +243,10 @@ TEST(ArrayElementwiseMore, BinaryFloatFunctionsHandValues) {
              ref_of(F64, {6}, {kInf, -kInf, kNaN, 800 + std::log(2.0), kNaN, std::log(2.0)}), kUlp);
   check_expr({a, b}, [](auto& x) { return fmin(x[0], x[1]); }, ref_of(F64, {6}, {kInf, -kInf, 1, 800, 1, 0}));
   check_expr({a, b}, [](auto& x) { return fmax(x[0], x[1]); }, ref_of(F64, {6}, {kInf, -kInf, 1, 800, 1, 0}));
+  // Equal arguments give the first (NumPy's scalar loop), host and device alike: fmin(-0.0, 0.0) is -0.0.
+  const Ref z = ref_of(F64, {4}, {-0.0, 0.0, -0.0, 0.0}), w = ref_of(F64, {4}, {0.0, -0.0, -0.0, 0.0});
+  check_expr({z, w}, [](auto& x) { return signbit(fmin(x[0], x[1])); }, ref_of(B, {4}, {1, 0, 1, 0}));
+  check_expr({z, w}, [](auto& x) { return signbit(fmax(x[0], x[1])); }, ref_of(B, {4}, {1, 0, 1, 0}));
   // fmod takes the sign of a (C), mod the sign of b (Python).
   const Ref p = ref_of(F64, {4}, {-7.5, 7.5, -7.5, 7.5});
   const Ref q = ref_of(F64, {4}, {2, -2, -2, 2});
@@ -360,8 +364,10 @@ TEST(ArrayElementwiseMore, RoundHalfToEven) {
   check_expr({d}, [](auto& x) { return round(x[0], 2); }, ref_of(F64, {7}, {1.25, 1.35, 2.68, -0.12, 1234.57, 0.05, 1.0}));
   check_expr({d}, [](auto& x) { return round(x[0], -2); }, ref_of(F64, {7}, {0, 0, 0, -0.0, 1200, 0, 0}));
   check_expr({d}, [](auto& x) { return round(x[0], -1); }, ref_of(F64, {7}, {0, 0, 0, -0.0, 1230, 0, 0}));
-  // 10**400 overflows: inf * x / inf is NaN, as in NumPy.
+  // 10**400 overflows: inf * x / inf is NaN, as in NumPy; x / inf * inf too.
   check_expr({d}, [](auto& x) { return round(x[0], 400); }, ref_of(F64, {7}, {kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN}));
+  check_expr({d}, [](auto& x) { return round(x[0], std::numeric_limits<int>::min()); },
+             ref_of(F64, {7}, {kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN}));
   // Integers: unchanged for decimals >= 0, rounded half to even to tens for -1.
   const Ref i = ref_of(I32, {6}, {15, 25, -15, 14, 16, 5});
   check_expr({i}, [](auto& x) { return round(x[0], 2); }, i);
