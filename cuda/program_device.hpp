@@ -67,6 +67,12 @@ enum XOp : std::uint16_t {
   // F64 registers holding float32 values: floor division, modulo and power computed in float.
   kFloorDivF32, kModF32, kPowF32,
   kF2I32,  // cast of an F64 register to int32 (NaN and out of range: INT32_MIN, as NumPy on x86-64)
+  // Appended later: more unary and binary float functions, integer fmod, bitwise ops and shifts.
+  kTruncF, kRintF, kArcsinF, kArccosF, kArctanF, kArcsinhF, kArccoshF, kArctanhF, kSinhF, kCoshF, kLog2F,
+  kLog10F, kExp2F, kExpm1F, kCbrtF,
+  kInvertI,
+  kArctan2F, kHypotF, kLogAddExpF, kLogAddExp2F, kCopySignF, kFMinF, kFMaxF, kFModF,
+  kFModI, kBitAndI, kBitOrI, kBitXorI, kLeftShiftI, kRightShiftI,
   kNumXOps
 };
 
