@@ -244,10 +244,11 @@ Array nan_ignoring(EwOp op, const Array& a, const Array& b) {
   return elementwise(op == EwOp::FMin ? EwOp::Minimum : EwOp::Maximum, {a, b});
 }
 
-// 10**n for n >= 0 by repeated multiplication, as NumPy's round computes its factor (exact to 1e22).
-double power_of_ten(int n) {
+// 10**n for n >= 0 by repeated multiplication, as NumPy's round computes its factor (exact to
+// 1e22); inf from n = 309 on.
+double power_of_ten(std::int64_t n) {
   double f = 1;
-  for (int i = 0; i < n; ++i) f *= 10;
+  for (std::int64_t i = 0; i < n && f != std::numeric_limits<double>::infinity(); ++i) f *= 10;
   return f;
 }
 
@@ -265,11 +266,11 @@ Array round(const Array& a, int decimals) {
   if (!is_floating(t)) {
     if (decimals >= 0) return a;
     // Integers round through float64 and back, as in NumPy: round(25, -1) is 20 (half to even).
-    const double f = power_of_ten(-decimals);
+    const double f = power_of_ten(-static_cast<std::int64_t>(decimals));
     return (rint(a.astype(DType::Float64) / f) * f).astype(t);
   }
   if (decimals == 0) return elementwise(EwOp::Rint, {a});
-  const double f = power_of_ten(decimals < 0 ? -decimals : decimals);
+  const double f = power_of_ten(decimals < 0 ? -static_cast<std::int64_t>(decimals) : decimals);
   return decimals > 0 ? rint(a * f) / f : rint(a / f) * f;
 }
 Array around(const Array& a, int decimals) { return round(a, decimals); }
