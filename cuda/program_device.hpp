@@ -77,6 +77,12 @@ enum XOp : std::uint16_t {
   kU2F, kF2U64,
   kFloorDivU, kModU, kMinU, kMaxU, kAbsU, kSignU,
   kCmpU,
+  // Appended later: more unary and binary float functions, integer fmod, bitwise ops and shifts.
+  kTruncF, kRintF, kArcsinF, kArccosF, kArctanF, kArcsinhF, kArccoshF, kArctanhF, kSinhF, kCoshF, kLog2F,
+  kLog10F, kExp2F, kExpm1F, kCbrtF,
+  kInvertI,
+  kArctan2F, kHypotF, kLogAddExpF, kLogAddExp2F, kCopySignF, kFMinF, kFMaxF, kFModF,
+  kFModI, kBitAndI, kBitOrI, kBitXorI, kLeftShiftI, kRightShiftI,
   kNumXOps
 };
 

@@ -258,6 +258,37 @@ TESSERA_PK_NO_UNROLL
         }
         break;
       }
+      // Appended ops: their element semantics are element_semantics.hpp's, shared with the host.
+      case kTruncF: r = as_u(elem::trunc_f(FA)); break;
+      case kRintF: r = as_u(elem::rint_f(FA)); break;
+      case kArcsinF: r = as_u(elem::arcsin_f(FA)); break;
+      case kArccosF: r = as_u(elem::arccos_f(FA)); break;
+      case kArctanF: r = as_u(elem::arctan_f(FA)); break;
+      case kArcsinhF: r = as_u(elem::arcsinh_f(FA)); break;
+      case kArccoshF: r = as_u(elem::arccosh_f(FA)); break;
+      case kArctanhF: r = as_u(elem::arctanh_f(FA)); break;
+      case kSinhF: r = as_u(elem::sinh_f(FA)); break;
+      case kCoshF: r = as_u(elem::cosh_f(FA)); break;
+      case kLog2F: r = as_u(elem::log2_f(FA)); break;
+      case kLog10F: r = as_u(elem::log10_f(FA)); break;
+      case kExp2F: r = as_u(elem::exp2_f(FA)); break;
+      case kExpm1F: r = as_u(elem::expm1_f(FA)); break;
+      case kCbrtF: r = as_u(elem::cbrt_f(FA)); break;
+      case kInvertI: r = ~reg[I.a]; break;
+      case kArctan2F: r = as_u(elem::arctan2_f(FA, FB)); break;
+      case kHypotF: r = as_u(elem::hypot_f(FA, FB)); break;
+      case kLogAddExpF: r = as_u(elem::logaddexp_f(FA, FB)); break;
+      case kLogAddExp2F: r = as_u(elem::logaddexp2_f(FA, FB)); break;
+      case kCopySignF: r = as_u(elem::copysign_f(FA, FB)); break;
+      case kFMinF: r = as_u(elem::fmin_f(FA, FB)); break;
+      case kFMaxF: r = as_u(elem::fmax_f(FA, FB)); break;
+      case kFModF: r = as_u(elem::fmod_f(FA, FB)); break;
+      case kFModI: r = as_u(elem::fmod_i(IA, IB)); break;
+      case kBitAndI: r = reg[I.a] & reg[I.b]; break;
+      case kBitOrI: r = reg[I.a] | reg[I.b]; break;
+      case kBitXorI: r = reg[I.a] ^ reg[I.b]; break;
+      case kLeftShiftI: r = as_u(elem::left_shift(IA, IB)); break;
+      case kRightShiftI: r = as_u(elem::right_shift(IA, IB)); break;
       default: break;
     }
 #undef FA

@@ -84,6 +84,21 @@ std::uint16_t unary_xop(EwOp op, CType t) {
       case EwOp::Floor: return kFloorF;
       case EwOp::Ceil: return kCeilF;
       case EwOp::Sign: return kSignF;
+      case EwOp::Trunc: return kTruncF;
+      case EwOp::Rint: return kRintF;
+      case EwOp::Arcsin: return kArcsinF;
+      case EwOp::Arccos: return kArccosF;
+      case EwOp::Arctan: return kArctanF;
+      case EwOp::Arcsinh: return kArcsinhF;
+      case EwOp::Arccosh: return kArccoshF;
+      case EwOp::Arctanh: return kArctanhF;
+      case EwOp::Sinh: return kSinhF;
+      case EwOp::Cosh: return kCoshF;
+      case EwOp::Log2: return kLog2F;
+      case EwOp::Log10: return kLog10F;
+      case EwOp::Exp2: return kExp2F;
+      case EwOp::Expm1: return kExpm1F;
+      case EwOp::Cbrt: return kCbrtF;
       default: throw Error(std::string("unary op ") + detail::ew_name(op) + " has no float kernel");
     }
   }
@@ -93,7 +108,8 @@ std::uint16_t unary_xop(EwOp op, CType t) {
     case EwOp::Square: return kSquareI;
     case EwOp::Sign: return kSignI;
     case EwOp::LogicalNot: return kNotI;
-    case EwOp::Floor: case EwOp::Ceil: return kCopy;
+    case EwOp::Floor: case EwOp::Ceil: case EwOp::Trunc: return kCopy;
+    case EwOp::Invert: return kInvertI;
     default: throw Error(std::string("unary op ") + detail::ew_name(op) + " has no integer kernel");
   }
 }
@@ -110,6 +126,14 @@ std::uint16_t binary_xop(EwOp op, CType t) {
       case EwOp::Pow: return kPowF;
       case EwOp::Minimum: return kMinF;
       case EwOp::Maximum: return kMaxF;
+      case EwOp::Arctan2: return kArctan2F;
+      case EwOp::Hypot: return kHypotF;
+      case EwOp::LogAddExp: return kLogAddExpF;
+      case EwOp::LogAddExp2: return kLogAddExp2F;
+      case EwOp::CopySign: return kCopySignF;
+      case EwOp::FMin: return kFMinF;
+      case EwOp::FMax: return kFMaxF;
+      case EwOp::FMod: return kFModF;
       default: throw Error(std::string("binary op ") + detail::ew_name(op) + " has no float kernel");
     }
   }
@@ -124,6 +148,12 @@ std::uint16_t binary_xop(EwOp op, CType t) {
     case EwOp::Maximum: return kMaxI;
     case EwOp::LogicalAnd: return kAndI;
     case EwOp::LogicalOr: return kOrI;
+    case EwOp::FMod: return kFModI;
+    case EwOp::BitAnd: return kBitAndI;
+    case EwOp::BitOr: return kBitOrI;
+    case EwOp::BitXor: return kBitXorI;
+    case EwOp::LeftShift: return kLeftShiftI;
+    case EwOp::RightShift: return kRightShiftI;
     default: throw Error(std::string("binary op ") + detail::ew_name(op) + " has no integer kernel");
   }
 }

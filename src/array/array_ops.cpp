@@ -15,7 +15,11 @@ const char* ew_name(EwOp op) {
                                 "tan", "tanh", "floor", "ceil", "sign", "isnan", "isfinite", "logical_not",
                                 "astype", "add", "subtract", "multiply", "divide", "floor_divide", "mod",
                                 "power", "minimum", "maximum", "less", "less_equal", "greater",
-                                "greater_equal", "equal", "not_equal", "logical_and", "logical_or", "where"};
+                                "greater_equal", "equal", "not_equal", "logical_and", "logical_or", "where",
+                                "trunc", "rint", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh",
+                                "sinh", "cosh", "log2", "log10", "exp2", "expm1", "cbrt", "invert", "arctan2",
+                                "hypot", "logaddexp", "logaddexp2", "copysign", "fmin", "fmax", "fmod",
+                                "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"};
   const auto i = static_cast<std::size_t>(op);
   return i < sizeof(names) / sizeof(names[0]) ? names[i] : "unknown";
 }

@@ -115,6 +115,80 @@ TESSERA_ELEM T mod_f(T a, T b) {
   return b == 0 ? fmod_t(a, b) : divmod(a, b).mod;
 }
 
+// ---- more float functions (NumPy's ufuncs of the same names) -------------------------------------
+// Computed in double: a float32 result is the double result rounded (as every host and device
+// program register is). The host evaluator replaces the transcendental ones by SLEEF's 1-ULP
+// vector functions where it has them; these are the reference and the device's definitions.
+
+TESSERA_ELEM double log1p_f(double x) { return ::log1p(x); }
+TESSERA_ELEM double trunc_f(double x) { return ::trunc(x); }
+/** Round half to even (NumPy's rint and round), in the default rounding mode. */
+TESSERA_ELEM double rint_f(double x) { return ::rint(x); }
+TESSERA_ELEM double arcsin_f(double x) { return ::asin(x); }
+TESSERA_ELEM double arccos_f(double x) { return ::acos(x); }
+TESSERA_ELEM double arctan_f(double x) { return ::atan(x); }
+TESSERA_ELEM double arcsinh_f(double x) { return ::asinh(x); }
+TESSERA_ELEM double arccosh_f(double x) { return ::acosh(x); }
+TESSERA_ELEM double arctanh_f(double x) { return ::atanh(x); }
+TESSERA_ELEM double sinh_f(double x) { return ::sinh(x); }
+TESSERA_ELEM double cosh_f(double x) { return ::cosh(x); }
+TESSERA_ELEM double log2_f(double x) { return ::log2(x); }
+TESSERA_ELEM double log10_f(double x) { return ::log10(x); }
+TESSERA_ELEM double exp2_f(double x) { return ::exp2(x); }
+TESSERA_ELEM double expm1_f(double x) { return ::expm1(x); }
+TESSERA_ELEM double cbrt_f(double x) { return ::cbrt(x); }
+TESSERA_ELEM double arctan2_f(double y, double x) { return ::atan2(y, x); }
+TESSERA_ELEM double hypot_f(double a, double b) { return ::hypot(a, b); }
+TESSERA_ELEM double copysign_f(double a, double b) { return ::copysign(a, b); }
+/**
+ * NaN-ignoring minimum and maximum (NumPy's fmin / fmax): NaN only where both are NaN, and a where
+ * a and b compare equal, so fmin(-0.0, 0.0) is -0.0, as NumPy's scalar loop (its SIMD loops give
+ * +0.0 or b there). C's fmin leaves the zero's sign open, and glibc's call and GCC's vectorised
+ * loop answered differently, so host and device could differ: it is spelled out.
+ */
+TESSERA_ELEM double fmin_f(double a, double b) { return (a <= b || b != b) ? a : b; }
+TESSERA_ELEM double fmax_f(double a, double b) { return (a >= b || b != b) ? a : b; }
+/** C's remainder with the sign of a (NumPy's fmod), unlike mod_f's Python convention. */
+TESSERA_ELEM double fmod_f(double a, double b) { return ::fmod(a, b); }
+
+/**
+ * log(exp(a) + exp(b)) without overflow (npy_logaddexp): equal arguments (infinities of one
+ * sign included) give a + log(2); NaN in either gives NaN.
+ */
+TESSERA_ELEM double logaddexp_f(double a, double b) {
+  if (a == b) return a + 0.693147180559945309417232121458176568;  // log(2)
+  const double d = a - b;
+  if (d > 0) return a + ::log1p(::exp(-d));
+  if (d <= 0) return b + ::log1p(::exp(d));
+  return d;  // NaN
+}
+/** log2(2**a + 2**b) (npy_logaddexp2). */
+TESSERA_ELEM double logaddexp2_f(double a, double b) {
+  constexpr double kLog2e = 1.442695040888963407359924681001892137;
+  if (a == b) return a + 1;
+  const double d = a - b;
+  if (d > 0) return a + kLog2e * ::log1p(::exp2(-d));
+  if (d <= 0) return b + kLog2e * ::log1p(::exp2(d));
+  return d;
+}
+
+// ---- more integer functions ------------------------------------------------------------------------
+
+/** C's a % b, sign of a (NumPy's fmod of integers); 0 where b is 0 (NumPy warns) or -1. */
+TESSERA_ELEM std::int64_t fmod_i(std::int64_t a, std::int64_t b) { return (b == 0 || b == -1) ? 0 : a % b; }
+/** a << b; 0 once b reaches the width or is negative (npy_lshift). */
+TESSERA_ELEM std::int64_t left_shift(std::int64_t a, std::int64_t b) {
+  return static_cast<std::uint64_t>(b) < 64 ? static_cast<std::int64_t>(static_cast<std::uint64_t>(a) << b) : 0;
+}
+/**
+ * a >> b, arithmetic; the sign (0 or -1) once b reaches the width or is negative (npy_rshift).
+ * int32 values held in 64 bits shift to the same results: the low 32 bits of the wider shift are
+ * the narrow one's, and past 31 both give 0 / the sign.
+ */
+TESSERA_ELEM std::int64_t right_shift(std::int64_t a, std::int64_t b) {
+  return static_cast<std::uint64_t>(b) < 64 ? (a >> b) : (a < 0 ? -1 : 0);
+}
+
 // ---- conversions -------------------------------------------------------------------------------------
 // float -> integer as NumPy's astype does on x86-64 (cvttsd2si): truncation toward zero; NaN and
 // values out of range give the "integer indefinite" INT64_MIN / INT32_MIN. C++'s static_cast is

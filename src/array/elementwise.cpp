@@ -47,6 +47,8 @@ DType result_dtype(EwOp op, const std::vector<const Expr*>& in) {
   switch (op) {
     case EwOp::Div:  // true division of integers is float64 whatever their size (NumPy)
       return is_floating(t) ? t : DType::Float64;
+    case EwOp::FMod: case EwOp::LeftShift: case EwOp::RightShift:
+      return t == DType::Bool ? DType::Int64 : t;  // NumPy gives int8 for bools; int64 kept
     case EwOp::Exp: case EwOp::Log: case EwOp::Log1p: case EwOp::Sqrt: case EwOp::Sin: case EwOp::Cos:
     case EwOp::Tan: case EwOp::Tanh:
       return is_floating(t) ? t : DType::Float64;
@@ -86,6 +88,9 @@ Chunks broadcast_chunks(const Shape& out, const std::vector<const Expr*>& in) {
   return c;
 }
 
+// Bitwise operations and shifts: NumPy has no loops for floats.
+bool integer_only(EwOp op) { return op == EwOp::Invert || (op >= EwOp::BitAnd && op <= EwOp::RightShift); }
+
 Array elementwise(EwOp op, const std::vector<Array>& args, std::optional<DType> dtype = std::nullopt) {
   std::vector<const Expr*> in;
   for (auto& a : args) in.push_back(&expr_of(a));
@@ -102,6 +107,12 @@ Array elementwise(EwOp op, const std::vector<Array>& args, std::optional<DType> 
     std::vector<Array> truth;  // NumPy's logical ops take the truth of floats (NaN is true)
     for (const auto& a : args) truth.push_back(is_floating(expr_of(a).dtype) ? a.astype(DType::Bool) : a);
     return elementwise(op, truth, dtype);
+  }
+  if (integer_only(op) && std::any_of(in.begin(), in.end(), [](auto* e) { return is_floating(e->dtype); })) {
+    std::string types;
+    for (auto* e : in) types += (types.empty() ? "" : ", ") + std::string(dtype_name(e->dtype));
+    throw DTypeError(std::string(ew_name(op)) + ": not supported for " + types +
+                     " (NumPy's TypeError): integers and bools only");
   }
   Shape shape = broadcast_shapes(in, ew_name(op));
   Chunks chunks = broadcast_chunks(shape, in);
@@ -233,6 +244,197 @@ Array sin(const Array& a) { return float_unary(EwOp::Sin, a); }
 Array cos(const Array& a) { return float_unary(EwOp::Cos, a); }
 Array tan(const Array& a) { return float_unary(EwOp::Tan, a); }
 Array tanh(const Array& a) { return float_unary(EwOp::Tanh, a); }
+
+// ---- more of NumPy's element-wise functions ---------------------------------------------------------
+
+namespace {
+
+DType array_dtype(const Array& a) { return expr_of(a).dtype; }
+Array as_float(const Array& a) { return is_floating(array_dtype(a)) ? a : a.astype(DType::Float64); }
+
+// A function NumPy defines for floats only: integers and bools compute in float64.
+Array float_binary(EwOp op, const Array& a, const Array& b) {
+  if (is_floating(promote_types(array_dtype(a), array_dtype(b)))) return elementwise(op, {a, b});
+  return elementwise(op, {a.astype(DType::Float64), b.astype(DType::Float64)});
+}
+Array float_binary(EwOp op, const Array& a, const Scalar& b) { return float_binary(op, a, weak_scalar(b, a, op)); }
+Array float_binary(EwOp op, const Scalar& a, const Array& b) { return float_binary(op, weak_scalar(a, b, op), b); }
+
+// fmin/fmax: the NaN-ignoring ops for floats; integers have no NaN, so minimum/maximum.
+Array nan_ignoring(EwOp op, const Array& a, const Array& b) {
+  if (is_floating(promote_types(array_dtype(a), array_dtype(b)))) return elementwise(op, {a, b});
+  return elementwise(op == EwOp::FMin ? EwOp::Minimum : EwOp::Maximum, {a, b});
+}
+
+// 10**n for n >= 0 by repeated multiplication, as NumPy's round computes its factor (exact to
+// 1e22); inf from n = 309 on.
+double power_of_ten(std::int64_t n) {
+  double f = 1;
+  for (std::int64_t i = 0; i < n && f != std::numeric_limits<double>::infinity(); ++i) f *= 10;
+  return f;
+}
+
+}  // namespace
+
+Array clip(const Array& a, const Array& lo, const Array& hi) { return minimum(maximum(a, lo), hi); }
+Array clip(const Array& a, Scalar lo, Scalar hi) {
+  return elementwise(EwOp::Minimum, {elementwise(EwOp::Maximum, {a, weak_scalar(lo, a, EwOp::Maximum)}),
+                                     weak_scalar(hi, a, EwOp::Minimum)});
+}
+
+Array round(const Array& a, int decimals) {
+  const DType t = array_dtype(a);
+  if (t == DType::Bool) return round(a.astype(DType::Float64), decimals);
+  if (!is_floating(t)) {
+    if (decimals >= 0) return a;
+    // Integers round through float64 and back, as in NumPy: round(25, -1) is 20 (half to even).
+    const double f = power_of_ten(-static_cast<std::int64_t>(decimals));
+    return (rint(a.astype(DType::Float64) / f) * f).astype(t);
+  }
+  if (decimals == 0) return elementwise(EwOp::Rint, {a});
+  const double f = power_of_ten(decimals < 0 ? -static_cast<std::int64_t>(decimals) : decimals);
+  return decimals > 0 ? rint(a * f) / f : rint(a / f) * f;
+}
+Array around(const Array& a, int decimals) { return round(a, decimals); }
+Array trunc(const Array& a) { return elementwise(EwOp::Trunc, {a}); }
+Array rint(const Array& a) { return float_unary(EwOp::Rint, a); }
+
+// Integers have no infinities: isnan of an integer is a constant false.
+Array isinf(const Array& a) { return is_floating(array_dtype(a)) ? abs(a) == std::numeric_limits<double>::infinity() : isnan(a); }
+Array isposinf(const Array& a) { return is_floating(array_dtype(a)) ? a == std::numeric_limits<double>::infinity() : isnan(a); }
+Array isneginf(const Array& a) { return is_floating(array_dtype(a)) ? a == -std::numeric_limits<double>::infinity() : isnan(a); }
+// copysign(1, x) is -1 exactly where x's sign bit is set, -0.0 and negative NaNs included.
+Array signbit(const Array& a) { return is_floating(array_dtype(a)) ? copysign(1.0, a) < 0 : a < 0; }
+
+namespace {
+// numpy.isclose: (|x - y| <= atol + rtol * |y|) & isfinite(y) | (x == y), y as float.
+Array isclose_of(const Array& x, const Array& y, double rtol, double atol, bool equal_nan) {
+  Array r = ((abs(x - y) <= atol + rtol * abs(y)) && isfinite(y)) || (x == y);
+  return equal_nan ? r || (isnan(x) && isnan(y)) : r;
+}
+}  // namespace
+Array isclose(const Array& a, const Array& b, double rtol, double atol, bool equal_nan) {
+  return isclose_of(a, as_float(b), rtol, atol, equal_nan);
+}
+Array isclose(const Array& a, Scalar b, double rtol, double atol, bool equal_nan) {
+  return isclose_of(a, weak_scalar(Scalar(b.as_double()), a, EwOp::Sub), rtol, atol, equal_nan);
+}
+Array allclose(const Array& a, const Array& b, double rtol, double atol, bool equal_nan) {
+  return isclose(a, b, rtol, atol, equal_nan).all();
+}
+
+Array nan_to_num(const Array& a, double nan, std::optional<double> posinf, std::optional<double> neginf) {
+  const DType t = array_dtype(a);
+  if (!is_floating(t)) return a;
+  const double big = t == DType::Float32 ? std::numeric_limits<float>::max() : std::numeric_limits<double>::max();
+  // Replacements take a's dtype (weak scalars), so 1e300 for a float32 array is inf, as in NumPy.
+  auto value = [&](double v) { return weak_scalar(Scalar(v), a, EwOp::Where); };
+  const double inf = std::numeric_limits<double>::infinity();
+  return where(isnan(a), value(nan),
+               where(a == inf, value(posinf.value_or(big)), where(a == -inf, value(neginf.value_or(-big)), a)));
+}
+
+Array arcsin(const Array& a) { return float_unary(EwOp::Arcsin, a); }
+Array arccos(const Array& a) { return float_unary(EwOp::Arccos, a); }
+Array arctan(const Array& a) { return float_unary(EwOp::Arctan, a); }
+Array arcsinh(const Array& a) { return float_unary(EwOp::Arcsinh, a); }
+Array arccosh(const Array& a) { return float_unary(EwOp::Arccosh, a); }
+Array arctanh(const Array& a) { return float_unary(EwOp::Arctanh, a); }
+Array sinh(const Array& a) { return float_unary(EwOp::Sinh, a); }
+Array cosh(const Array& a) { return float_unary(EwOp::Cosh, a); }
+Array log2(const Array& a) { return float_unary(EwOp::Log2, a); }
+Array log10(const Array& a) { return float_unary(EwOp::Log10, a); }
+Array exp2(const Array& a) { return float_unary(EwOp::Exp2, a); }
+Array expm1(const Array& a) { return float_unary(EwOp::Expm1, a); }
+Array cbrt(const Array& a) { return float_unary(EwOp::Cbrt, a); }
+
+// NumPy multiplies by pi/180 (180/pi), the factor computed in the array's precision: for float32
+// 180.0f / (float)pi is not (float)(180 / pi).
+Array deg2rad(const Array& a) {
+  const Array x = as_float(a);
+  constexpr double kPi = 3.141592653589793238462643383279502884;
+  return array_dtype(x) == DType::Float32 ? x * static_cast<double>(static_cast<float>(kPi) / 180.0f) : x * (kPi / 180.0);
+}
+Array rad2deg(const Array& a) {
+  const Array x = as_float(a);
+  constexpr double kPi = 3.141592653589793238462643383279502884;
+  return array_dtype(x) == DType::Float32 ? x * static_cast<double>(180.0f / static_cast<float>(kPi)) : x * (180.0 / kPi);
+}
+Array radians(const Array& a) { return deg2rad(a); }
+Array degrees(const Array& a) { return rad2deg(a); }
+// numpy.sinc: y = pi * where(x == 0, 1e-20, x); sin(y) / y.
+Array sinc(const Array& a) {
+  const Array x = as_float(a);
+  const Array y = 3.141592653589793238462643383279502884 * where(x == 0, weak_scalar(Scalar(1.0e-20), x, EwOp::Where), x);
+  return sin(y) / y;
+}
+
+Array reciprocal(const Array& a) {
+  const DType t = array_dtype(a);
+  if (is_floating(t)) return 1.0 / a;
+  if (t == DType::Bool) return a.astype(DType::Int64);  // 1 / True is 1; NumPy's int8 1 / False is 0 too
+  // Integers: 1.0 / x converted back (NumPy's loop), so 1 / 0 is the "integer indefinite" minimum.
+  return (1.0 / a.astype(DType::Float64)).astype(t);
+}
+Array positive(const Array& a) {
+  if (array_dtype(a) == DType::Bool)
+    throw DTypeError("positive: +x of a bool array is not supported (NumPy's TypeError)");
+  return a;
+}
+Array negative(const Array& a) { return -a; }
+
+#define TESSERA_FLOAT_BINARY(opname, code)                                                                \
+  Array opname(const Array& a, const Array& b) { return float_binary(EwOp::code, a, b); }                 \
+  Array opname(const Array& a, Scalar b) { return float_binary(EwOp::code, a, b); }                       \
+  Array opname(Scalar a, const Array& b) { return float_binary(EwOp::code, a, b); }
+TESSERA_FLOAT_BINARY(arctan2, Arctan2)
+TESSERA_FLOAT_BINARY(hypot, Hypot)
+TESSERA_FLOAT_BINARY(logaddexp, LogAddExp)
+TESSERA_FLOAT_BINARY(logaddexp2, LogAddExp2)
+TESSERA_FLOAT_BINARY(copysign, CopySign)
+#undef TESSERA_FLOAT_BINARY
+
+Array float_power(const Array& a, const Array& b) {
+  return power(a.astype(DType::Float64), b.astype(DType::Float64));
+}
+Array float_power(const Array& a, Scalar b) { return power(a.astype(DType::Float64), b.as_double()); }
+Array float_power(Scalar a, const Array& b) { return power(a.as_double(), b.astype(DType::Float64)); }
+
+// npy_heaviside: 0 below zero, h at zero, 1 above, and NaN (x itself) where x is NaN.
+Array heaviside(const Array& x, const Array& h) {
+  DType t = promote_types(array_dtype(x), array_dtype(h));
+  if (!is_floating(t)) t = DType::Float64;
+  const Array xf = x.astype(t);
+  const Array zero = scalar(0.0, t), one = scalar(1.0, t);
+  return where(xf < 0, zero, where(xf > 0, one, where(xf == 0, h.astype(t), xf)));
+}
+Array heaviside(const Array& x, Scalar h) { return heaviside(x, weak_scalar(h, x, EwOp::Where)); }
+
+Array fmin(const Array& a, const Array& b) { return nan_ignoring(EwOp::FMin, a, b); }
+Array fmin(const Array& a, Scalar b) { return nan_ignoring(EwOp::FMin, a, weak_scalar(b, a, EwOp::FMin)); }
+Array fmin(Scalar a, const Array& b) { return nan_ignoring(EwOp::FMin, weak_scalar(a, b, EwOp::FMin), b); }
+Array fmax(const Array& a, const Array& b) { return nan_ignoring(EwOp::FMax, a, b); }
+Array fmax(const Array& a, Scalar b) { return nan_ignoring(EwOp::FMax, a, weak_scalar(b, a, EwOp::FMax)); }
+Array fmax(Scalar a, const Array& b) { return nan_ignoring(EwOp::FMax, weak_scalar(a, b, EwOp::FMax), b); }
+
+Array logical_xor(const Array& a, const Array& b) { return a.astype(DType::Bool) != b.astype(DType::Bool); }
+Array logical_xor(const Array& a, Scalar b) { return logical_xor(a, weak_scalar(b, a, EwOp::Ne)); }
+
+#define TESSERA_BINARY(opname, code)                                                              \
+  Array opname(const Array& a, const Array& b) { return elementwise(EwOp::code, {a, b}); }        \
+  Array opname(const Array& a, Scalar b) { return with_scalar(EwOp::code, a, b); }                \
+  Array opname(Scalar a, const Array& b) { return with_scalar(EwOp::code, a, b); }
+TESSERA_BINARY(fmod, FMod)
+TESSERA_BINARY(bitwise_and, BitAnd)
+TESSERA_BINARY(bitwise_or, BitOr)
+TESSERA_BINARY(bitwise_xor, BitXor)
+TESSERA_BINARY(left_shift, LeftShift)
+TESSERA_BINARY(right_shift, RightShift)
+#undef TESSERA_BINARY
+Array bitwise_not(const Array& a) {
+  return elementwise(array_dtype(a) == DType::Bool ? EwOp::LogicalNot : EwOp::Invert, {a});
+}
+Array invert(const Array& a) { return bitwise_not(a); }
 
 Array Array::astype(DType t) const {
   if (t == dtype()) return *this;

@@ -29,9 +29,15 @@ enum class EwOp : std::uint8_t {
   Add, Sub, Mul, Div, FloorDiv, Mod, Pow, Minimum, Maximum,
   Lt, Le, Gt, Ge, Eq, Ne, LogicalAnd, LogicalOr,
   Where,
+  // Appended later (the codes above keep their values): unary, then binary.
+  Trunc, Rint, Arcsin, Arccos, Arctan, Arcsinh, Arccosh, Arctanh, Sinh, Cosh, Log2, Log10, Exp2, Expm1, Cbrt,
+  Invert,
+  Arctan2, Hypot, LogAddExp, LogAddExp2, CopySign, FMin, FMax, FMod, BitAnd, BitOr, BitXor, LeftShift, RightShift,
 };
-constexpr bool is_unary(EwOp op) { return op <= EwOp::Cast; }
-constexpr bool is_binary(EwOp op) { return op >= EwOp::Add && op <= EwOp::LogicalOr; }
+constexpr bool is_unary(EwOp op) { return op <= EwOp::Cast || (op >= EwOp::Trunc && op <= EwOp::Invert); }
+constexpr bool is_binary(EwOp op) {
+  return (op >= EwOp::Add && op <= EwOp::LogicalOr) || (op >= EwOp::Arctan2 && op <= EwOp::RightShift);
+}
 const char* ew_name(EwOp op);
 
 enum class ReduceKind : std::uint8_t { Sum, Prod, Min, Max, Mean, Var, Std, Any, All, ArgMin, ArgMax };

@@ -53,7 +53,12 @@ double op_cost(EwOp op) {
   switch (op) {
     case EwOp::Exp: case EwOp::Log: case EwOp::Log1p: case EwOp::Sin: case EwOp::Cos: case EwOp::Tan:
     case EwOp::Tanh: case EwOp::Pow:
+    case EwOp::Arcsin: case EwOp::Arccos: case EwOp::Arctan: case EwOp::Arcsinh: case EwOp::Arccosh:
+    case EwOp::Arctanh: case EwOp::Sinh: case EwOp::Cosh: case EwOp::Log2: case EwOp::Log10: case EwOp::Exp2:
+    case EwOp::Expm1: case EwOp::Cbrt: case EwOp::Arctan2: case EwOp::Hypot: case EwOp::LogAddExp:
+    case EwOp::LogAddExp2:
       return 8.0;
+    case EwOp::FMod: return 1.0;
     case EwOp::Div: case EwOp::FloorDiv: case EwOp::Mod: case EwOp::Sqrt: return 1.0;
     default: return 0.3;
   }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "tessera/array/array.hpp"
+#include "tessera/array/elementwise.hpp"
 
 namespace tessera_test::elem_cases {
 
@@ -48,6 +49,21 @@ inline const Tables& tables() {
 #define TESSERA_ELEM_CASE(op, a, b, r, res) \
   t.cases.push_back(Case{#op, dtype_from_name(a), dtype_from_name(b), r, split(res)});
 #include "element_semantics_tables.inc"
+#undef TESSERA_ELEM_VALUES
+#undef TESSERA_ELEM_CASE
+    return t;
+  }();
+  return t;
+}
+
+/** The same for the functions added later (element_semantics_more_tables.inc, MORE_OPS). */
+inline const Tables& more_tables() {
+  static const Tables t = [] {
+    Tables t;
+#define TESSERA_ELEM_VALUES(dtype, vals) t.values[dtype_from_name(dtype)] = split(vals);
+#define TESSERA_ELEM_CASE(op, a, b, r, res) \
+  t.cases.push_back(Case{#op, dtype_from_name(a), dtype_from_name(b), r, split(res)});
+#include "element_semantics_more_tables.inc"
 #undef TESSERA_ELEM_VALUES
 #undef TESSERA_ELEM_CASE
     return t;
@@ -115,25 +131,53 @@ inline Array apply(const std::string& op, const Array& a, const Array& b) {
       {"Ne", [](auto& x, auto& y) { return x != y; }},
       {"LogicalAnd", [](auto& x, auto& y) { return x && y; }},
       {"LogicalOr", [](auto& x, auto& y) { return x || y; }},
+      {"Arctan2", [](auto& x, auto& y) { return arctan2(x, y); }},
+      {"Hypot", [](auto& x, auto& y) { return hypot(x, y); }},
+      {"LogAddExp", [](auto& x, auto& y) { return logaddexp(x, y); }},
+      {"LogAddExp2", [](auto& x, auto& y) { return logaddexp2(x, y); }},
+      {"CopySign", [](auto& x, auto& y) { return copysign(x, y); }},
+      {"FMin", [](auto& x, auto& y) { return fmin(x, y); }},
+      {"FMax", [](auto& x, auto& y) { return fmax(x, y); }},
+      {"FMod", [](auto& x, auto& y) { return fmod(x, y); }},
+      {"BitAnd", [](auto& x, auto& y) { return bitwise_and(x, y); }},
+      {"BitOr", [](auto& x, auto& y) { return bitwise_or(x, y); }},
+      {"BitXor", [](auto& x, auto& y) { return bitwise_xor(x, y); }},
+      {"LeftShift", [](auto& x, auto& y) { return left_shift(x, y); }},
+      {"RightShift", [](auto& x, auto& y) { return right_shift(x, y); }},
+      {"LogicalXor", [](auto& x, auto& y) { return logical_xor(x, y); }},
   };
   return ops.at(op)(a, b);
 }
 
 /** Tessera's result dtype for numpy's: Tessera has no int8, which numpy gives for bool // bool,
- *  bool % bool and bool ** bool; it gives int64 there (the values are the same). */
+ *  bool % bool and bool ** bool; it gives int64 there (the values are the same). Nor float16
+ *  (arctan2 of bools, ...): float64 there (the tables hold numpy's float64 results). */
 inline DType expected_dtype(const std::string& numpy_dtype) {
+  if (numpy_dtype == "float16") return DType::Float64;
   return numpy_dtype == "int8" ? DType::Int64 : dtype_from_name(numpy_dtype);
+}
+
+/** Ops whose float results may differ from numpy's by a few ulps (pow_ulps of matches_numpy):
+ *  neither numpy's (SVML or libm) nor Tessera's (SLEEF, CUDA) are correctly rounded. */
+inline bool ulps_op(const std::string& op) {
+  return op == "Pow" || op == "Arctan2" || op == "Hypot" || op == "LogAddExp" || op == "LogAddExp2";
 }
 
 /** numpy's float power goes through SVML on AVX-512 CPUs (libm elsewhere), which is not
  *  correctly rounded: its powf(0.1f, -1.0f) is 9.999999f, glibc's 10.0f. Pow allows this many ulps. */
 inline constexpr int kNumpyPowUlps = 2;
 
+/** Ops whose sign of a zero result numpy leaves open: its fmin / fmax of -0.0 and 0.0 give the
+ *  first operand in the scalar loop (the tables' one-element arrays) but +0.0 or the second one
+ *  in its SIMD loops. */
+inline bool zero_sign_open(const std::string& op) { return op == "FMin" || op == "FMax"; }
+
 /**
  * Checks `got` (the result for operands(c, false)) against numpy: the dtype, integers exactly,
  * floats bit for bit (so -0.0 is not 0.0) except that any NaN matches any NaN (the sign and
  * payload of a NaN are not part of numpy's semantics, and CUDA makes other ones). `pow_ulps`
- * allows that many units in the last place for Pow (CUDA's pow is not glibc's).
+ * allows that many units in the last place for Pow (CUDA's pow is not glibc's) and the other
+ * ulps_op functions.
  */
 inline ::testing::AssertionResult matches_numpy(const Case& c, const Operands& o, const Block& got, int pow_ulps = 0) {
   const std::string what = c.op + "(" + std::string(dtype_name(c.a)) + ", " + std::string(dtype_name(c.b)) + ")";
@@ -161,7 +205,8 @@ inline ::testing::AssertionResult matches_numpy(const Case& c, const Operands& o
         const float w = std::bit_cast<float>(wb);
         const auto gb = std::bit_cast<std::uint32_t>(g);
         ok = std::isnan(w) ? std::isnan(g) : gb == wb;
-        if (!ok && c.op == "Pow" && pow_ulps > 0 && std::isfinite(w) && std::isfinite(g) && std::signbit(g) == std::signbit(w))
+        if (!ok && zero_sign_open(c.op)) ok = g == 0 && w == 0;
+        if (!ok && ulps_op(c.op) && pow_ulps > 0 && std::isfinite(w) && std::isfinite(g) && std::signbit(g) == std::signbit(w))
           ok = (gb > wb ? gb - wb : wb - gb) <= static_cast<std::uint32_t>(pow_ulps);
         std::ostringstream s;
         s << g;
@@ -174,7 +219,8 @@ inline ::testing::AssertionResult matches_numpy(const Case& c, const Operands& o
         const double w = std::bit_cast<double>(wb);
         const auto gb = std::bit_cast<std::uint64_t>(g);
         ok = std::isnan(w) ? std::isnan(g) : gb == wb;
-        if (!ok && c.op == "Pow" && pow_ulps > 0 && std::isfinite(w) && std::isfinite(g) && std::signbit(g) == std::signbit(w))
+        if (!ok && zero_sign_open(c.op)) ok = g == 0 && w == 0;
+        if (!ok && ulps_op(c.op) && pow_ulps > 0 && std::isfinite(w) && std::isfinite(g) && std::signbit(g) == std::signbit(w))
           ok = (gb > wb ? gb - wb : wb - gb) <= static_cast<std::uint64_t>(pow_ulps);
         std::ostringstream s;
         s.precision(17);

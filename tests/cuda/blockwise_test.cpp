@@ -608,6 +608,80 @@ BLOCKWISE_TEST(ElementSemanticsMatchNumpy) {
   EXPECT_GT(cases, 400);
 }
 
+// The same for the functions added later (element_semantics_more_tables.inc).
+BLOCKWISE_TEST(MoreElementSemanticsMatchNumpy) {
+  namespace ec = tessera_test::elem_cases;
+  int cases = 0;
+  for (const auto& c : ec::more_tables().cases) {
+    if (c.numpy_dtype == "none") continue;
+    SCOPED_TRACE(c.op + " of " + std::string(dtype_name(c.a)) + ", " + std::string(dtype_name(c.b)));
+    const auto o = ec::operands(c, false);
+    const Array r = ec::apply(c.op, from_block(o.a, {-1}), from_block(o.b, {-1}));
+    // CUDA's atan2, hypot, log1p, exp are not glibc's nor SLEEF's: a few ulps (the host's results
+    // are compared with numpy's within 2).
+    const bool gpu_ulps = g_mode == Mode::Gpu && ec::ulps_op(c.op);
+    const Outcome out = run_both(r, ec::ulps_op(c.op) ? (gpu_ulps ? kFloat32 : kUlps) : kExact);
+    ASSERT_EQ(out.device.size(), 1u);
+    EXPECT_TRUE(ec::matches_numpy(c, o, out.device[0], gpu_ulps ? 4 : 2));
+    ++cases;
+  }
+  EXPECT_GT(cases, 250);
+}
+
+BLOCKWISE_TEST(MoreUnaryFunctions) {
+  auto x = random::normal(13, 0.0, 3.0, {200, 150}, {64, 50});
+  auto unit = random::uniform(14, -1.0, 1.0, {200, 150}, {64, 50});
+  auto pos = random::uniform(15, 0.01, 40.0, {200, 150}, {64, 50});
+  check(arcsin(unit), kUlps);
+  check(arccos(unit), kUlps);
+  check(arctan(x), kUlps);
+  check(arcsinh(x), kUlps);
+  check(arccosh(pos + 1.0), kUlps);
+  check(arctanh(unit * 0.99), kUlps);
+  check(sinh(x), kUlps);
+  check(cosh(x), kUlps);
+  check(log2(pos), kUlps);
+  check(log10(pos), kUlps);
+  check(exp2(x), kUlps);
+  check(expm1(x), kUlps);
+  check(cbrt(x), kUlps);
+  check(trunc(x * 4.0), kExact);
+  check(rint(x * 4.0), kExact);
+  check(round(x, 2), kUlps);
+  check(sinc(x), kFn);  // near its zeros sin(pi x) turns the inputs' ulp into 1e-12 relative
+  check(deg2rad(x), kNormal);  // x itself differs by an ulp where the host draws with libmvec
+  check(arcsin(unit.astype(DType::Float32)), kFloat32);
+  auto i = random::integers(16, -1000, 1000, {64, 70}, {30, 32});
+  check(trunc(i));
+  check(invert(i));
+  check(bitwise_not(i > 0));
+  check(round(i, -1));
+  check(reciprocal(i));
+}
+
+BLOCKWISE_TEST(MoreSpecialValues) {
+  std::vector<double> v = {0.0, -0.0, 1.5, -2.5, kNaN, kInf, -kInf, 3.0, -7.0, 1e300, -1e-300, 2.0};
+  auto a = from_vector(v, {12}, {5});
+  check(isinf(a));
+  check(isposinf(a));
+  check(isneginf(a));
+  check(signbit(a));
+  check(nan_to_num(a));
+  check(clip(a, -1.0, 2.0));
+  check(isclose(a, a * 1.000001));
+  check(heaviside(a, 0.5));
+  // The sign of fmin/fmax of equal zeros is the first operand's on both sides (CUDA's and glibc's
+  // fmin leave it open; the emulation's glibc call gave +0.0 where the host gave -0.0).
+  const Array z = from_vector<double>({-0.0, 0.0, -0.0, 0.0}, {4}, {3});
+  const Array w = from_vector<double>({0.0, -0.0, -0.0, 0.0}, {4}, {3});
+  check(signbit(fmin(z, w)));
+  check(signbit(fmax(z, w)));
+  using Fn = Array (*)(const Array&);
+  for (Fn fn : {Fn(arcsin), Fn(arccos), Fn(arctan), Fn(arcsinh), Fn(arccosh), Fn(arctanh), Fn(sinh), Fn(cosh),
+                Fn(log2), Fn(log10), Fn(exp2), Fn(expm1), Fn(cbrt), Fn(trunc), Fn(rint)})
+    check(fn(a), kUlps);
+}
+
 // float -> int32 / int64 / bool casts as NumPy on x86-64 (NaN and out of range: the minimum;
 // NaN is true), the same helpers on both sides.
 BLOCKWISE_TEST(FloatToIntegerCasts) {

@@ -17,10 +17,83 @@
 #include "isa.hpp"
 #include "tessera/core/error.hpp"
 
+#if TESSERA_HAVE_SLEEF
+#include <sleef.h>
+#endif
+
 namespace tessera::detail::TESSERA_ISA {
 namespace {
 
 constexpr std::int64_t kTile = 1024;
+
+// ---- vectorised transcendentals ------------------------------------------------------------------
+// libm's sin, exp, ... are scalar calls; SLEEF's vector functions evaluate a whole SIMD register
+// at once, in the variant for the ISA level this file is built for (SSE2, AVX2, AVX-512F), with
+// the 1-ULP ("u10") accuracy of glibc (hypot: 0.5 ULP). Every element of a tile goes through the
+// vector function, the tail too (padded), so a value never depends on where its chunk or tile
+// starts. Without SLEEF (TESSERA_HAVE_SLEEF unset) the loops call element_semantics.hpp / libm.
+#if TESSERA_HAVE_SLEEF
+#if defined(__AVX512F__)
+using VecD = __m512d;
+constexpr int kLanes = 8;
+inline VecD vload(const double* p) { return _mm512_loadu_pd(p); }
+inline void vstore(double* p, VecD v) { _mm512_storeu_pd(p, v); }
+#define TESSERA_SLEEF(fn, acc) Sleef_##fn##d8_##acc##avx512f
+#elif defined(__AVX2__)
+using VecD = __m256d;
+constexpr int kLanes = 4;
+inline VecD vload(const double* p) { return _mm256_loadu_pd(p); }
+inline void vstore(double* p, VecD v) { _mm256_storeu_pd(p, v); }
+#define TESSERA_SLEEF(fn, acc) Sleef_##fn##d4_##acc##avx2
+#else
+using VecD = __m128d;
+constexpr int kLanes = 2;
+inline VecD vload(const double* p) { return _mm_loadu_pd(p); }
+inline void vstore(double* p, VecD v) { _mm_storeu_pd(p, v); }
+#define TESSERA_SLEEF(fn, acc) Sleef_##fn##d2_##acc##sse2
+#endif
+
+// F: a SLEEF function (declared to return a const vector, hence auto rather than a pointer type).
+template <auto F>
+void vmap1(const double* a, double* o, std::int64_t n) {
+  std::int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) vstore(o + j, F(vload(a + j)));
+  if (j < n) {
+    alignas(64) double in[kLanes] = {}, out[kLanes];
+    std::copy(a + j, a + n, in);
+    vstore(out, F(vload(in)));
+    std::copy(out, out + (n - j), o + j);
+  }
+}
+template <auto F>
+void vmap2(const double* a, const double* b, double* o, std::int64_t n) {
+  std::int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) vstore(o + j, F(vload(a + j), vload(b + j)));
+  if (j < n) {
+    alignas(64) double x[kLanes] = {}, y[kLanes] = {}, out[kLanes];
+    std::copy(a + j, a + n, x);
+    std::copy(b + j, b + n, y);
+    vstore(out, F(vload(x), vload(y)));
+    std::copy(out, out + (n - j), o + j);
+  }
+}
+// SLEEF's asinh and acosh overflow to inf beyond |x| ~ 1.3e154 (x * x does), its log1p beyond
+// 1e307, and its sinh and cosh between 709.78 and 710.48 (exp(x) does, x / 2 would not); libm's
+// are finite there, so those elements are recomputed with it.
+template <typename Scalar>
+void beyond(double limit, Scalar scalar, const double* a, double* o, std::int64_t n) {
+  for (std::int64_t j = 0; j < n; ++j)
+    if (std::fabs(a[j]) > limit) o[j] = scalar(a[j]);
+}
+// Both paths of one op in one line: SLEEF's function where it exists, else the scalar one.
+#define TESSERA_VMAP1(fn, acc, scalar) vmap1<TESSERA_SLEEF(fn, acc)>(a, o, n)
+#define TESSERA_VMAP2(fn, acc, scalar) vmap2<TESSERA_SLEEF(fn, acc)>(a, b, o, n)
+#define TESSERA_BEYOND(limit, scalar) beyond(limit, [](double x) { return scalar(x); }, a, o, n)
+#else
+#define TESSERA_BEYOND(limit, scalar)
+#define TESSERA_VMAP1(fn, acc, scalar) for (std::int64_t j = 0; j < n; ++j) o[j] = scalar(a[j])
+#define TESSERA_VMAP2(fn, acc, scalar) for (std::int64_t j = 0; j < n; ++j) o[j] = scalar(a[j], b[j])
+#endif
 
 struct Registers {
   explicit Registers(std::size_t count) : storage(new std::int64_t[count * kTile + 8]) {}
@@ -76,15 +149,45 @@ void eval_unary_f(EwOp op, const double* a, double* o, std::int64_t n) {
   switch (op) {
     case EwOp::Neg: for (std::int64_t j = 0; j < n; ++j) o[j] = -a[j]; break;
     case EwOp::Abs: for (std::int64_t j = 0; j < n; ++j) o[j] = std::fabs(a[j]); break;
-    case EwOp::Exp: for (std::int64_t j = 0; j < n; ++j) o[j] = std::exp(a[j]); break;
-    case EwOp::Log: for (std::int64_t j = 0; j < n; ++j) o[j] = std::log(a[j]); break;
-    case EwOp::Log1p: for (std::int64_t j = 0; j < n; ++j) o[j] = std::log1p(a[j]); break;
+    case EwOp::Exp: TESSERA_VMAP1(exp, u10, std::exp); break;
+    case EwOp::Log: TESSERA_VMAP1(log, u10, std::log); break;
+    case EwOp::Log1p:
+      TESSERA_VMAP1(log1p, u10, std::log1p);
+      TESSERA_BEYOND(1e307, elem::log1p_f);
+      break;
     case EwOp::Sqrt: for (std::int64_t j = 0; j < n; ++j) o[j] = std::sqrt(a[j]); break;
     case EwOp::Square: for (std::int64_t j = 0; j < n; ++j) o[j] = a[j] * a[j]; break;
-    case EwOp::Sin: for (std::int64_t j = 0; j < n; ++j) o[j] = std::sin(a[j]); break;
-    case EwOp::Cos: for (std::int64_t j = 0; j < n; ++j) o[j] = std::cos(a[j]); break;
-    case EwOp::Tan: for (std::int64_t j = 0; j < n; ++j) o[j] = std::tan(a[j]); break;
-    case EwOp::Tanh: for (std::int64_t j = 0; j < n; ++j) o[j] = std::tanh(a[j]); break;
+    case EwOp::Sin: TESSERA_VMAP1(sin, u10, std::sin); break;
+    case EwOp::Cos: TESSERA_VMAP1(cos, u10, std::cos); break;
+    case EwOp::Tan: TESSERA_VMAP1(tan, u10, std::tan); break;
+    case EwOp::Tanh: TESSERA_VMAP1(tanh, u10, std::tanh); break;
+    case EwOp::Arcsin: TESSERA_VMAP1(asin, u10, elem::arcsin_f); break;
+    case EwOp::Arccos: TESSERA_VMAP1(acos, u10, elem::arccos_f); break;
+    case EwOp::Arctan: TESSERA_VMAP1(atan, u10, elem::arctan_f); break;
+    case EwOp::Arcsinh:
+      TESSERA_VMAP1(asinh, u10, elem::arcsinh_f);
+      TESSERA_BEYOND(1e150, elem::arcsinh_f);
+      break;
+    case EwOp::Arccosh:
+      TESSERA_VMAP1(acosh, u10, elem::arccosh_f);
+      TESSERA_BEYOND(1e150, elem::arccosh_f);
+      break;
+    case EwOp::Arctanh: TESSERA_VMAP1(atanh, u10, elem::arctanh_f); break;
+    case EwOp::Sinh:
+      TESSERA_VMAP1(sinh, u10, elem::sinh_f);
+      TESSERA_BEYOND(709.0, elem::sinh_f);
+      break;
+    case EwOp::Cosh:
+      TESSERA_VMAP1(cosh, u10, elem::cosh_f);
+      TESSERA_BEYOND(709.0, elem::cosh_f);
+      break;
+    case EwOp::Log2: TESSERA_VMAP1(log2, u10, elem::log2_f); break;
+    case EwOp::Log10: TESSERA_VMAP1(log10, u10, elem::log10_f); break;
+    case EwOp::Exp2: TESSERA_VMAP1(exp2, u10, elem::exp2_f); break;
+    case EwOp::Expm1: TESSERA_VMAP1(expm1, u10, elem::expm1_f); break;
+    case EwOp::Cbrt: TESSERA_VMAP1(cbrt, u10, elem::cbrt_f); break;
+    case EwOp::Trunc: for (std::int64_t j = 0; j < n; ++j) o[j] = elem::trunc_f(a[j]); break;
+    case EwOp::Rint: for (std::int64_t j = 0; j < n; ++j) o[j] = elem::rint_f(a[j]); break;
     case EwOp::Floor: for (std::int64_t j = 0; j < n; ++j) o[j] = std::floor(a[j]); break;
     case EwOp::Ceil: for (std::int64_t j = 0; j < n; ++j) o[j] = std::ceil(a[j]); break;
     case EwOp::Sign:
@@ -106,7 +209,9 @@ void eval_unary_i(EwOp op, const std::int64_t* a, std::int64_t* o, std::int64_t 
     case EwOp::Sign: for (std::int64_t j = 0; j < n; ++j) o[j] = (a[j] > 0) - (a[j] < 0); break;
     case EwOp::LogicalNot: for (std::int64_t j = 0; j < n; ++j) o[j] = a[j] == 0; break;
     case EwOp::Floor:
-    case EwOp::Ceil: std::memcpy(o, a, sizeof(std::int64_t) * n); break;
+    case EwOp::Ceil:
+    case EwOp::Trunc: std::memcpy(o, a, sizeof(std::int64_t) * n); break;
+    case EwOp::Invert: for (std::int64_t j = 0; j < n; ++j) o[j] = ~a[j]; break;
     default: throw Error(std::string("unary op ") + ew_name(op) + " has no integer kernel");
   }
 }
@@ -141,6 +246,14 @@ void eval_binary_f(EwOp op, const double* a, const double* b, double* o, std::in
     case EwOp::Maximum:
       for (std::int64_t j = 0; j < n; ++j) o[j] = (a[j] != a[j] || a[j] > b[j]) ? a[j] : b[j];
       break;
+    case EwOp::Arctan2: TESSERA_VMAP2(atan2, u10, elem::arctan2_f); break;
+    case EwOp::Hypot: TESSERA_VMAP2(hypot, u05, elem::hypot_f); break;
+    case EwOp::LogAddExp: for (std::int64_t j = 0; j < n; ++j) o[j] = elem::logaddexp_f(a[j], b[j]); break;
+    case EwOp::LogAddExp2: for (std::int64_t j = 0; j < n; ++j) o[j] = elem::logaddexp2_f(a[j], b[j]); break;
+    case EwOp::CopySign: for (std::int64_t j = 0; j < n; ++j) o[j] = elem::copysign_f(a[j], b[j]); break;
+    case EwOp::FMin: for (std::int64_t j = 0; j < n; ++j) o[j] = elem::fmin_f(a[j], b[j]); break;
+    case EwOp::FMax: for (std::int64_t j = 0; j < n; ++j) o[j] = elem::fmax_f(a[j], b[j]); break;
+    case EwOp::FMod: for (std::int64_t j = 0; j < n; ++j) o[j] = elem::fmod_f(a[j], b[j]); break;
     default: throw Error(std::string("binary op ") + ew_name(op) + " has no float kernel");
   }
 }
@@ -177,6 +290,12 @@ void eval_binary_i(EwOp op, const std::int64_t* a, const std::int64_t* b, std::i
     case EwOp::Maximum: for (std::int64_t j = 0; j < n; ++j) o[j] = std::max(a[j], b[j]); break;
     case EwOp::LogicalAnd: for (std::int64_t j = 0; j < n; ++j) o[j] = (a[j] != 0) & (b[j] != 0); break;
     case EwOp::LogicalOr: for (std::int64_t j = 0; j < n; ++j) o[j] = (a[j] != 0) | (b[j] != 0); break;
+    case EwOp::FMod: for (std::int64_t j = 0; j < n; ++j) o[j] = elem::fmod_i(a[j], b[j]); break;
+    case EwOp::BitAnd: for (std::int64_t j = 0; j < n; ++j) o[j] = a[j] & b[j]; break;
+    case EwOp::BitOr: for (std::int64_t j = 0; j < n; ++j) o[j] = a[j] | b[j]; break;
+    case EwOp::BitXor: for (std::int64_t j = 0; j < n; ++j) o[j] = a[j] ^ b[j]; break;
+    case EwOp::LeftShift: for (std::int64_t j = 0; j < n; ++j) o[j] = elem::left_shift(a[j], b[j]); break;
+    case EwOp::RightShift: for (std::int64_t j = 0; j < n; ++j) o[j] = elem::right_shift(a[j], b[j]); break;
     default: throw Error(std::string("binary op ") + ew_name(op) + " has no integer kernel");
   }
 }
