@@ -229,8 +229,6 @@ Array trace(const Array& a, int offset, int axis1, int axis2) {
 
 namespace {
 
-Array ravel(const Array& a) { return a.ndim() == 1 ? a : a.reshape({a.size()}); }
-
 }  // namespace
 
 Array outer(const Array& a, const Array& b) {

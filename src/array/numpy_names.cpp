@@ -60,6 +60,9 @@ Array fix(const Array& x) {
   return where(f < 0, ceil(f), floor(f));
 }
 
+Array iscomplex(const Array& x) { return imag(x) != 0; }
+Array isreal(const Array& x) { return imag(x) == 0; }
+
 Array isnull(const Array& x) { return isnan(x); }
 Array notnull(const Array& x) { return !isnan(x); }
 

@@ -21,7 +21,8 @@ Array random_array(DType dtype, Shape shape, ChunkSpec chunks, std::uint64_t see
   std::mt19937_64 gen(seed);
   dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
-    for (std::int64_t i = 0; i < b.size(); ++i) static_cast<T*>(b.raw())[i] = static_cast<T>(gen() % 1000) - static_cast<T>(gen() % 3);
+    for (std::int64_t i = 0; i < b.size(); ++i)
+      static_cast<T*>(b.raw())[i] = static_cast<T>(static_cast<double>(gen() % 1000) - static_cast<double>(gen() % 3));
   });
   return from_block(b, chunks);
 }

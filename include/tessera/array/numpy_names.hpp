@@ -40,6 +40,10 @@ Array ldexp(const Array& x, const Array& n);
 /** @brief (fractional part, integral part), both with the sign of x; inf gives (0, inf). */
 std::pair<Array, Array> modf(const Array& x);
 
+/** @brief imag(x) != 0 (all false for a real dtype), and its negation (NumPy's iscomplex, isreal). */
+Array iscomplex(const Array& x);
+Array isreal(const Array& x);
+
 inline int ndim(const Array& a) { return a.ndim(); }
 inline const Shape& shape(const Array& a) { return a.shape(); }
 /** @brief The dtype NumPy's promotion gives for these arrays together. */

@@ -1,6 +1,8 @@
 // Conformance cases of numpy_names.hpp (aliases and compositions), and of existing operations
 // under their NumPy names.
 #include "conformance.hpp"
+#include <algorithm>
+
 #include "tessera/ops/function.hpp"
 
 namespace {
@@ -15,6 +17,34 @@ Block twice_plus_one(Block x) {
   return out;
 }
 TESSERA_REGISTER_FUNCTION_AS("conformance.twice_plus_one", twice_plus_one);
+
+// reduction() ops: fold the given axes of a block (keepdims or not), squaring first or not.
+Block fold_sum(const Block& b, const std::vector<int>& axes, bool keepdims, bool square) {
+  const Shape& s = b.shape();
+  Shape kept = s;
+  for (int a : axes) kept[static_cast<std::size_t>(a)] = 1;
+  std::vector<double> out(static_cast<std::size_t>(shape_size(kept)), 0.0);
+  const auto in = b.to_doubles();
+  std::vector<std::int64_t> idx(s.size(), 0);
+  for (std::size_t g = 0; g < in.size(); ++g) {
+    std::int64_t o = 0;
+    for (std::size_t k = 0; k < s.size(); ++k) o = o * kept[k] + (kept[k] == 1 ? 0 : idx[k]);
+    out[static_cast<std::size_t>(o)] += square ? in[g] * in[g] : in[g];
+    for (std::size_t k = s.size(); k-- > 0;) {
+      if (++idx[k] < s[k]) break;
+      idx[k] = 0;
+    }
+  }
+  Shape shape;
+  for (std::size_t k = 0; k < s.size(); ++k)
+    if (std::find(axes.begin(), axes.end(), static_cast<int>(k)) == axes.end()) shape.push_back(s[k]);
+    else if (keepdims) shape.push_back(1);
+  return Block::from_values(out, shape);
+}
+Block sum_of_squares(Block b, std::vector<int> axes, bool keepdims) { return fold_sum(b, axes, keepdims, true); }
+Block sum_axes(Block b, std::vector<int> axes, bool keepdims) { return fold_sum(b, axes, keepdims, false); }
+TESSERA_REGISTER_FUNCTION_AS("conformance.sum_of_squares", sum_of_squares);
+TESSERA_REGISTER_FUNCTION_AS("conformance.sum_axes", sum_axes);
 
 CoarsenKind coarsen_kind(const std::string& k) {
   if (k == "sum") return CoarsenKind::Sum;
@@ -54,6 +84,10 @@ TESSERA_CONFORMANCE_CASE(names_unary) {
   if (op == "notnull") return {notnull(x)};
   if (op == "isfinite") return {isfinite(x)};
   if (op == "logical_not") return {!x};
+  if (op == "iscomplex") return {iscomplex(x)};
+  if (op == "isreal") return {isreal(x)};
+  if (op == "shape") return {from_vector(std::vector<std::int64_t>(x.shape().begin(), x.shape().end()), {x.ndim()}, {-1})};
+  if (op == "ndim") return {scalar(static_cast<std::int64_t>(ndim(x)))};
   if (op == "modf") {
     auto [f, w] = modf(x);
     return {f, w};
@@ -136,4 +170,31 @@ TESSERA_CONFORMANCE_CASE(gradient_case) {
   std::vector<double> spacing;
   if (p.has("h")) spacing.push_back(p.d("h"));
   return gradient(in[0], p.has("axes") ? p.axes("axes") : std::vector<int>{}, spacing);
+}
+
+TESSERA_CONFORMANCE_CASE(creation_case) {
+  // Creation from parameters alone; the input only gives the chunking to use.
+  const std::string& f = p.s("f");
+  const Shape shape = p.ints("shape");
+  const ChunkSpec chunks = std::vector<std::int64_t>(in[0].chunks().size() ? std::vector<std::int64_t>{in[0].chunks()[0][0]}
+                                                                         : std::vector<std::int64_t>{-1});
+  const DType dtype = dtype_from_name(p.s("dtype", "float64"));
+  if (f == "zeros") return {zeros(shape, chunks, dtype)};
+  if (f == "ones") return {ones(shape, chunks, dtype)};
+  if (f == "full") return {full(shape, p.d("value"), chunks, dtype)};
+  if (f == "arange") return {arange(p.d("start"), p.d("stop"), p.d("step"), chunks.sizes().at(0))};
+  throw std::invalid_argument("creation_case: unknown function " + f);
+}
+
+TESSERA_CONFORMANCE_CASE(empty_case) {
+  const ChunkSpec chunks = std::vector<std::int64_t>{in[0].chunks()[0][0]};
+  return {empty(p.ints("shape"), chunks, dtype_from_name(p.s("dtype", "float64")))};
+}
+
+TESSERA_CONFORMANCE_CASE(reduction_case) {
+  ReductionOptions o;
+  if (p.has("axis")) o.axes = p.axes("axis");
+  o.keepdims = p.b("keepdims");
+  o.split_every = static_cast<int>(p.i("split_every", 0));
+  return {reduction(in[0], "conformance.sum_of_squares", "conformance.sum_axes", o)};
 }

@@ -106,3 +106,41 @@ CASES.append(case("gradient_case", [G], lambda f, axes, h: np.gradient(f, h, axi
                   api="gradient"))
 CASES.append(case("gradient_case", [rand(2, 7, salt=45)], lambda f, axes: np.gradient(f, axis=tuple(axes)), {"axes": [0, 1]},
                   api="gradient"))
+
+ONE = np.zeros(1)
+for f, extra, expect in (("zeros", {}, lambda shape, dtype: np.zeros(shape, dtype)),
+                         ("ones", {}, lambda shape, dtype: np.ones(shape, dtype)),
+                         ("full", {"value": 2.5}, lambda shape, dtype, value: np.full(shape, value, dtype))):
+    for dtype in ("float64", "int32"):
+        CASES.append(case("creation_case", [ONE], lambda _, f, f2=expect, **p: f2(**p),
+                          {"f": f, "shape": [5, 3], "dtype": dtype, **extra}, api=f, chunks=[[(1,)]],
+                          name=f"creation[{f}][{dtype}]"))
+for start, stop, step in ((0, 10, 1), (-3.5, 7.25, 0.75), (10, 0, -3)):
+    CASES.append(case("creation_case", [np.zeros(4)], lambda _, f, start, stop, step, shape: np.arange(start, stop, step),
+                      {"f": "arange", "start": start, "stop": stop, "step": step, "shape": []}, api="arange",
+                      chunks=[[(4,)]], check_dtype=False, name=f"creation[arange {start},{stop},{step}]"))
+
+
+def same_shape_and_dtype(got, exp, inputs, params):
+    if got[0].shape != exp[0].shape or got[0].dtype != exp[0].dtype:
+        return f"got {got[0].dtype}{got[0].shape}, NumPy's empty is {exp[0].dtype}{exp[0].shape}"
+    return None
+
+
+CASES.append(case("empty_case", [np.zeros(2)], lambda _, shape, dtype: np.empty(shape, dtype),
+                  {"shape": [4, 3], "dtype": "int32"}, api="empty", chunks=[[(1,)], [(2,)]],
+                  compare=same_shape_and_dtype))
+
+RX = rand(7, 6, salt=46)
+CASES.append(case("reduction_case", [RX], lambda x: np.asarray((x ** 2).sum()), api="reduction"))
+CASES.append(case("reduction_case", [RX], lambda x, axis, keepdims: (x ** 2).sum(axis=tuple(axis), keepdims=keepdims),
+                  {"axis": [1], "keepdims": True}, api="reduction"))
+CASES.append(case("reduction_case", [RX], lambda x, axis, split_every: (x ** 2).sum(axis=tuple(axis)),
+                  {"axis": [0], "split_every": 2}, api="reduction", chunks=[[(1, 3)], [(2, 2)]]))
+
+CPLX = (rand(4, 3, salt=47) + 1j * np.where(rand(4, 3, salt=48) > 0, rand(4, 3, salt=49), 0)).astype("complex128")
+for op, f in (("iscomplex", np.iscomplex), ("isreal", np.isreal)):
+    CASES.append(case("names_unary", [CPLX], lambda x, op, f=f: f(x), {"op": op}, name=f"names_unary[complex][{op}]"))
+    CASES.append(case("names_unary", [A], lambda x, op, f=f: f(x), {"op": op}, name=f"names_unary[real][{op}]"))
+CASES.append(case("names_unary", [X3], lambda x, op: np.array(np.shape(x)), {"op": "shape"}))
+CASES.append(case("names_unary", [X3], lambda x, op: np.asarray(np.ndim(x)), {"op": "ndim"}))

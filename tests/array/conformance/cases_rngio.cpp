@@ -59,7 +59,7 @@ TESSERA_CONFORMANCE_CASE(random_dist) {
   else if (d == "binomial") x = g.binomial(p.i("n"), p.d("p"), s, c);
   else if (d == "geometric") x = g.geometric(p.d("p"), s, c);
   else if (d == "choice") x = g.choice(p.i("a"), s, c, p.b("replace", true));
-  else if (d == "permutation") x = g.permutation(s.at(0), c.at(0));
+  else if (d == "permutation") x = g.permutation(s.at(0), c.sizes().at(0));
   else throw std::invalid_argument("random_dist: unknown distribution " + d);
   return {placed_like(x, like)};
 }

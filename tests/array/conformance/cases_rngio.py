@@ -183,3 +183,14 @@ for i, x in enumerate([rand(7, 5, salt=21), rand(6, 4, dtype="int32", low=-50, h
                        rand(8, 3, salt=23) > 0]):
     CASES.append(case("hdf5_roundtrip", [x], lambda x, **p: x, {"path": os.path.join(TMP, f"data{i}.h5")},
                       name=f"hdf5_roundtrip[{x.dtype}]"))
+
+# The dask.array names each case checks (run.py --api-report).
+for _c in CASES:
+    if _c.fn == "random_dist":
+        _c.api = ("random." + _c.params["dist"],)
+    elif _c.fn == "npy_stack_roundtrip":
+        _c.api = ("to_npy_stack", "from_npy_stack")
+    elif _c.fn == "npy_stack_read":
+        _c.api = ("from_npy_stack",)
+    elif _c.fn == "hdf5_roundtrip":
+        _c.api = ("to_hdf5",)

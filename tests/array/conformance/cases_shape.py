@@ -146,3 +146,14 @@ for chunks in ("2,3,1,1/4,1", "7/1,1,3", "auto"):
     CASES.append(case("rechunk_irregular", [A], lambda x, chunks: (x, x + np.flip(x)), {"chunks": chunks}))
 for axis in (0, 1):
     CASES.append(case("concat_self", [A], lambda x, axis: np.concatenate([x, x], axis), {"axis": axis}))
+
+# The dask.array names each case checks (run.py --api-report).
+for _c in CASES:
+    if _c.fn == "like":
+        _c.api = (_c.params["f"] + "_like",)
+    elif _c.fn == "atleast":
+        _c.api = (f"atleast_{_c.params['n']}d",)
+    elif _c.fn in ("block1", "block2x2"):
+        _c.api = ("block",)
+    elif _c.fn == "stack_fn":
+        _c.api = (_c.params["f"],)
