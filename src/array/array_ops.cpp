@@ -143,7 +143,7 @@ Value reduce_combine(const OpContext&, std::span<const Value> args) {
   const int comps = partial_components(p.kind);
   const Block& first = args[1].block();
   Block acc(first.dtype(), first.shape());
-  std::memcpy(acc.raw(), first.raw(), first.nbytes());
+  if (first.nbytes() != 0) std::memcpy(acc.raw(), first.raw(), first.nbytes());  // empty: no buffer
   const std::int64_t slots = first.size() / comps;
   for (std::size_t i = 2; i < args.size(); ++i) {
     const Block& b = args[i].block();

@@ -175,9 +175,12 @@ void integers_block(std::uint64_t key, std::int64_t low, std::int64_t high, std:
   alignas(64) std::uint64_t hi[kLanes];
   for (int j = 0; j < n; ++j) counters[j] = static_cast<std::uint64_t>(start + delta * j);
   philox_block(key, 3u, counters, n, lo, hi);
-  const auto range = static_cast<unsigned __int128>(static_cast<std::uint64_t>(high - low));
+  // In unsigned arithmetic (as the device's integers_at): the range of the whole int64 span
+  // (endpoint=true up to INT64_MAX) does not fit a signed difference.
+  const auto range = static_cast<unsigned __int128>(static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low));
   for (int j = 0; j < n; ++j)
-    out[j] = low + static_cast<std::int64_t>((static_cast<unsigned __int128>(lo[j]) * range) >> 64);
+    out[j] = static_cast<std::int64_t>(static_cast<std::uint64_t>(low) +
+                                       static_cast<std::uint64_t>((static_cast<unsigned __int128>(lo[j]) * range) >> 64));
 }
 
 }  // namespace
