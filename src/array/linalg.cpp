@@ -176,55 +176,11 @@ Array tensordot(const Array& a, const Array& b, int n) {
   return tensordot(a, b, axa, axb);
 }
 
-namespace detail {
-
-Array diagonal_view(const Array& a, int offset, int axis1, int axis2) {
-  const Expr& e = expr_of(a);
-  const int nd = a.ndim();
-  if (nd < 2) throw ShapeError("diagonal: needs at least 2 dimensions");
-  axis1 = normalize_axis(axis1, nd);
-  axis2 = normalize_axis(axis2, nd);
-  if (axis1 == axis2) throw ShapeError("diagonal: axis1 and axis2 cannot be the same");
-  const std::int64_t o1 = offset < 0 ? -static_cast<std::int64_t>(offset) : 0, o2 = offset > 0 ? offset : 0;
-  const std::int64_t len = std::max<std::int64_t>(0, std::min(e.shape[axis1] - o1, e.shape[axis2] - o2));
-  AffineMap map{std::vector<int>(nd), std::vector<std::int64_t>(nd, 0), std::vector<std::int64_t>(nd, 1)};
-  Shape shape;
-  Chunks chunks;
-  for (int k = 0; k < nd; ++k) {
-    if (k == axis1 || k == axis2) continue;
-    map.src[k] = static_cast<int>(shape.size());
-    shape.push_back(e.shape[k]);
-    chunks.push_back(e.chunks[k]);
-  }
-  const int d = static_cast<int>(shape.size());
-  map.src[axis1] = map.src[axis2] = d;
-  map.offset[axis1] = len ? o1 : 0;
-  map.offset[axis2] = len ? o2 : 0;
-  shape.push_back(len);
-  // The diagonal's chunks follow axis1's, so without an offset and with both axes chunked alike
-  // every diagonal chunk lies in one input chunk.
-  std::vector<std::int64_t> dc;
-  std::int64_t left = len;
-  for (auto c : refine_axis_chunks({e.chunks[axis1], e.chunks[axis2]})) {
-    if (left <= 0) break;
-    dc.push_back(std::min(c, left));
-    left -= dc.back();
-  }
-  if (dc.empty()) dc.push_back(0);
-  chunks.push_back(dc);
-  auto v = make_expr<ViewExpr>(ExprKind::View, e.dtype, std::move(shape), std::move(chunks), "diagonal");
-  v->input = a.expr();
-  v->target = e.target;
-  v->map = std::move(map);
-  return Array(v);
-}
-
-}  // namespace detail
 
 Array trace(const Array& a, int offset, int axis1, int axis2) {
   ReduceOptions o;
   o.axes = {-1};
-  return diagonal_view(a, offset, axis1, axis2).sum(o);
+  return tessera::diagonal(a, offset, axis1, axis2).sum(o);
 }
 
 namespace {
@@ -285,7 +241,7 @@ Term simplify(Term t, const std::set<char>& keep) {
       if (t.labels[i] == t.labels[j]) {
         if (t.a.shape()[i] != t.a.shape()[j]) throw ShapeError("einsum: repeated subscript with different extents");
         const char c = t.labels[i];
-        t.a = diagonal_view(t.a, 0, static_cast<int>(i), static_cast<int>(j));
+        t.a = tessera::diagonal(t.a, 0, static_cast<int>(i), static_cast<int>(j));
         std::string l;
         for (std::size_t k = 0; k < t.labels.size(); ++k)
           if (k != i && k != j) l.push_back(t.labels[k]);

@@ -78,10 +78,7 @@ Array single_block_op(const char* op, const Array& a, Shape shape) {
 
 }  // namespace
 
-Array eye(std::int64_t n, std::int64_t chunk, DType dtype) {
-  const Array r = arange(n, chunk);
-  return (r[{all(), newaxis}] == r[{newaxis, all()}]).astype(dtype);
-}
+Array eye(std::int64_t n, std::int64_t chunk, DType dtype) { return tessera::eye(n, chunk, std::nullopt, 0, dtype); }
 
 QR tsqr(const Array& a_in) {
   check_matrix(a_in, "tsqr");

@@ -136,9 +136,6 @@ std::vector<std::int64_t> pivots_to_perm(const std::vector<std::int32_t>& ipiv, 
  */
 Array contract(Array a, Array b, int nbatch, int nfa, int nc, int nfb, DType t);
 
-/** NumPy's diagonal as a view: axes axis1 and axis2 replaced by the diagonal, last (trace, einsum). */
-Array diagonal_view(const Array& a, int offset, int axis1, int axis2);
-
 /** The dtype linear algebra computes in: float32 stays, anything else is float64 (NumPy's). */
 DType linalg_dtype(DType t);
 

@@ -269,7 +269,7 @@ TEST(ArrayLinalg, OuterInnerVdotKronTrace) {
     check_expr({s}, [&](auto& x) { return trace(x[0], off); }, ref_of(DType::Float64, {}, {tr}));
   }
   const Ref t3 = sample(DType::Int64, {3, 4, 3}, 7);
-  check_expr({t3}, [](auto& x) { return detail::diagonal_view(x[0], 0, 0, 2); },
+  check_expr({t3}, [](auto& x) { return tessera::diagonal(x[0], 0, 0, 2); },
              make_ref(DType::Int64, {4, 3}, [&](auto& i) { return t3.at({i[1], i[0], i[1]}); }));
   check_expr({t3}, [](auto& x) { return trace(x[0], 0, 0, 2); },
              make_ref(DType::Int64, {4}, [&](auto& i) { return t3.at({0, i[0], 0}) + t3.at({1, i[0], 1}) + t3.at({2, i[0], 2}); }));
