@@ -7,6 +7,7 @@
 #   TESSERA_BUILD_DIR   build folder (default: build, relative to the repo root)
 #   TESSERA_BUILD_TYPE  CMAKE_BUILD_TYPE (default: Release)
 #   TESSERA_JOBS        parallel compile jobs (default: all cores, capped by memory)
+#   TESSERA_BUILD_TARGETS  space-separated ninja targets (default: all)
 #   CI                  when "true" (as in CI), warnings are errors (-DTESSERA_WERROR=ON)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -46,4 +47,5 @@ echo "build: configuring $BUILD_DIR ($BUILD_TYPE, warnings as errors: $WERROR)"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" -DTESSERA_WERROR="$WERROR" "$@"
 
 echo "build: ninja -j$JOBS"
-ninja -C "$BUILD_DIR" -j "$JOBS"
+# shellcheck disable=SC2086  # a list of target names
+ninja -C "$BUILD_DIR" -j "$JOBS" ${TESSERA_BUILD_TARGETS:-}

@@ -26,7 +26,13 @@ ARCHIVE="$BUNDLE_DIR/tessera-gpu.tar.xz"
 
 bundle() {
   local build="${TESSERA_GPU_BUILD_DIR:-build-gpu}"
-  TESSERA_BUILD_DIR="$build" bash scripts/build.sh -DTESSERA_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="90-real;90-virtual"
+  # Everything the GPU machine runs (not the NumPy conformance runner: it needs this machine's
+  # Python environment and runs on the fake device anyway).
+  local targets="tessera-scheduler tessera-worker tessera-cuda-worker tessera_cuda tessera_tests"
+  targets+=" tessera_fake_nvml_2 tessera_fake_nvml_0 tessera_fake_nvml_fail tessera_cuda_worker_tasks"
+  targets+=" seed_array gpu_arrays transfer philox_limit"
+  targets+=" tessera_example_tasks seed_workload distributed_submit dataframe_taxi dataframe_timeseries test_gpu gpu_trials mixed_pipeline cuda_kernel tessera_fake_gpu"
+  TESSERA_BUILD_TARGETS="$targets" TESSERA_BUILD_DIR="$build" bash scripts/build.sh -DTESSERA_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="90-real;90-virtual"
   local stage="$BUNDLE_DIR/tree"
   rm -rf "$BUNDLE_DIR"
   mkdir -p "$stage"/{bin,src,tests,benchmarks,examples,lib}
@@ -39,7 +45,7 @@ bundle() {
   # Strip what travels (symbols only; the tree stays runnable).
   find "$stage" -type f \( -perm -u+x -o -name '*.so*' \) -exec sh -c 'file -b "$1" | grep -q ELF && strip --strip-unneeded "$1"' _ {} \;
   # Shared libraries from Debian packages that the GPU machine's image lacks.
-  local skip='linux-vdso|ld-linux|/libc\.so|/libm\.so|/libmvec|/libpthread|/libdl\.|/librt\.|/libstdc\+\+|/libgcc_s|/libcuda\.|/libcudart|/libcublas|/libcurand|/libnvidia|libtessera'
+  local skip='linux-vdso|ld-linux|/libc\.so|/libm\.so|/libmvec|/libpthread|/libdl\.|/librt\.|/libstdc\+\+|/libgcc_s|/libcuda\.|/libcudart|/libcublas|/libcurand|/libcufft|/libcusolver|/libcusparse|/libnvJitLink|/libnvidia|libtessera'
   find "$stage" -type f -exec sh -c 'file -b "$1" | grep -q "ELF.*dynamically linked\|ELF.*shared object"' _ {} \; -print |
     xargs -r ldd 2>/dev/null | awk '/=> \// {print $3}' | sort -u | grep -Ev "$skip" | while read -r lib; do
       cp -L "$lib" "$stage/lib/"
@@ -141,16 +147,20 @@ cuda_library_dirs() {
   for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda/lib; do
     [[ -e "$d/libcublas.so.13" ]] && dirs+=("$d")
   done
-  if ((${#dirs[@]} == 0)); then
-    while read -r d; do [[ -n "$d" ]] && dirs+=("$d"); done < <(python3 - 2>/dev/null <<'PY'
+  # Then the nvidia-* Python packages' folders, for whatever the toolkit folders lack.
+  while read -r d; do [[ -n "$d" ]] && dirs+=("$d"); done < <(python3 - 2>/dev/null <<'PY'
 import glob, os, site
+seen = set()
 for root in site.getsitepackages():
-    for lib in ("libcublas.so.13", "libcudart.so.13"):
+    for lib in ("libcublas.so.13", "libcudart.so.13", "libcufft.so.12", "libcusolver.so.12",
+                "libcusparse.so.12", "libnvJitLink.so.13", "libcurand.so.10"):
         for f in glob.glob(os.path.join(root, "nvidia", "**", lib), recursive=True):
-            print(os.path.dirname(f))
+            d = os.path.dirname(f)
+            if d not in seen:
+                seen.add(d)
+                print(d)
 PY
-    )
-  fi
+  )
   local IFS=:
   echo "${dirs[*]}"
 }
@@ -162,11 +172,31 @@ with_cuda_ucx() {
   LD_LIBRARY_PATH="$u:$LD_LIBRARY_PATH" UCX_MODULE_DIR="$u/ucx" "$@"
 }
 
+# The tests that exercise the GPU (they skip where there is none): tests/cuda/, the GPU worker,
+# placement, and the blockwise device paths.
+GPU_TEST_FILTER='Cuda*:BlockwiseDevice*:BlockwiseEmulated*:BlockwiseEncode*:ClusterGpu*:ArrayPlacement*:FrameOpsDevice*:GatherDevice*'
+
+run_gpu_tests() {
+  (cd "$TREE/tests" && timeout "$(cap 120)" ./tessera_tests --gtest_brief=1 --gtest_filter="$GPU_TEST_FILTER" \
+      --gtest_output="json:$OUT/tests-gpu.json" >"$OUT/tests-gpu.log" 2>&1) && echo "gpu tests: passed" || echo "gpu tests: FAILED (rc $?)"
+  grep -E "^\[  (PASSED|FAILED|SKIPPED)|Failure|error" "$OUT/tests-gpu.log" | head -60 || true
+  grep -cE "^\[       OK|^\[  SKIPPED" "$OUT/tests-gpu.log" || true
+}
+
 run_tests() {
-  # The whole suite; the GPU tests run here instead of skipping. JSON report plus the log tail.
-  (cd "$TREE/tests" && timeout "$(cap 360)" ./tessera_tests --gtest_brief=1 --gtest_output="json:$OUT/tests.json" \
-      >"$OUT/tests.log" 2>&1) && echo "tests: passed" || echo "tests: FAILED (rc $?)"
-  grep -E "^\[  (PASSED|FAILED|SKIPPED)" "$OUT/tests.log" | tail -40 || true
+  # The whole suite with the CUDA back end loaded, in 8 shards at once (the machine has 16
+  # cores; the tests are written to run side by side, as ctest -j runs them).
+  local shards=8 i pids=()
+  for ((i = 0; i < shards; i++)); do
+    (cd "$TREE/tests" && GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i timeout "$(cap 300)" ./tessera_tests --gtest_brief=1 \
+        --gtest_output="json:$OUT/tests-shard$i.json" >"$OUT/tests-shard$i.log" 2>&1; echo "shard $i rc $?" >>"$OUT/tests-shards.txt") &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+  cat "$OUT/tests-shards.txt"
+  cat "$OUT"/tests-shard*.log >"$OUT/tests.log"
+  rm -f "$OUT"/tests-shard*.log
+  grep -E "^\[  (PASSED|FAILED)" "$OUT/tests.log" | sort | uniq -c | head -60 || true
   # The UCX and device-frame tests again with the CUDA-enabled UCX: the direct path.
   (cd "$TREE/tests" && with_cuda_ucx timeout "$(cap 90)" ./tessera_tests --gtest_brief=1 \
       --gtest_filter='CommUcx*:UcxCluster*:CudaUcx*:ClusterGpu*' --gtest_output="json:$OUT/tests-ucx-cuda.json" \
@@ -196,12 +226,12 @@ run_examples() {
   for ex in test_gpu cuda_kernel gpu_trials mixed_pipeline seed_workload; do
     [[ -x "$TREE/examples/$ex" ]] || continue
     echo "== $ex" | tee -a "$log"
-    (cd "$TREE/examples" && timeout "$(cap 90)" "./$ex" >>"$log" 2>&1) && echo "$ex: ok" || echo "$ex: FAILED (rc $?)"
+    (cd "$TREE/examples" && timeout "$(cap 30)" "./$ex" >>"$log" 2>&1) && echo "$ex: ok" || echo "$ex: FAILED (rc $?)"
   done
   # The README's main job over the bundle's binaries: its GPU step starts tessera-cuda-worker,
   # runs test_gpu and the seed workload on device arrays.
   echo "== scripts/main.sh" | tee -a "$log"
-  (TESSERA_SKIP_SETUP=1 TESSERA_SKIP_BUILD=1 TESSERA_BUILD_DIR="$TREE" timeout "$(cap 120)" bash "$ROOT/scripts/main.sh" \
+  (TESSERA_SKIP_SETUP=1 TESSERA_SKIP_BUILD=1 TESSERA_BUILD_DIR="$TREE" timeout "$(cap 60)" bash "$ROOT/scripts/main.sh" \
       >>"$log" 2>&1) && echo "main.sh: ok" || echo "main.sh: FAILED (rc $?)"
   tail -30 "$log"
 }
@@ -221,40 +251,38 @@ run_bench() {
     echo "+ $*" >&2
     echo "+ $*" >>"$OUT/bench.err"
     local rc=0
-    timeout "$(cap 240)" "$@" 2>>"$OUT/bench.err" | json_lines || rc=$?
+    timeout "$(cap "${RUN_CAP:-120}")" "$@" 2>>"$OUT/bench.err" | json_lines || rc=$?
     ((rc == 0)) || echo "{\"benchmark\": \"failed\", \"command\": \"${*//\"/}\", \"rc\": $rc}" | tee -a "$j"
     return 0
   }
-  # The seed headline at full size on one GPU, then several workers sharing it (the host on
-  # this machine's cores comes last: the slowest step).
-  run1 "$b/seed_array" --n 500000 --chunk 10000 --device gpu --scheduler threads
-  run1 "$b/seed_array" --n 500000 --chunk 10000 --device gpu --scheduler distributed --workers 4 --threads 1
-  # dask-cuda's local_cupy workloads, and CuPy alone as the limit.
-  run1 "$b/gpu_arrays" --op transpose_sum --n 40000 --chunk 10000 --device gpu --repeat 3
-  run1 "$b/gpu_arrays" --op matmul --n 20000 --chunk 5000 --device gpu --repeat 3
-  # The same with the inputs persisted first (untimed), as dask-cuda's local_cupy and the CuPy
-  # script time them; on one GPU worker of a cluster too (the chunks stay on its GPU).
-  run1 "$b/gpu_arrays" --op transpose_sum --n 40000 --chunk 10000 --device gpu --repeat 3 --persist
-  run1 "$b/gpu_arrays" --op matmul --n 20000 --chunk 5000 --device gpu --repeat 3 --persist
-  run1 "$b/gpu_arrays" --op transpose_sum --n 40000 --chunk 10000 --device gpu --repeat 3 --persist \
-    --scheduler distributed --workers 1
-  run1 python3 "$b/cupy_local.py" --n 40000 --matmul-n 20000 --seed-n 50000
-  # Device to device between two workers sharing the GPU (issue 5), over tcp and ucx.
-  run1 "$b/transfer" --device gpu --megabytes 256 --repeat 5 --protocol tcp
-  run1 "$b/transfer" --device gpu --megabytes 256 --repeat 5 --protocol ucx
-  # ... and over a CUDA-enabled UCX (direct device frames), beside UCX's own device-to-device
-  # bandwidth between two processes on this GPU as the limit.
-  # UCX_PROTO_INFO=y: bench.err shows which protocol UCX picked for the device memory.
-  UCX_PROTO_INFO=y with_cuda_ucx run1 "$b/transfer" --device gpu --megabytes 256 --repeat 5 --protocol ucx
+  # The limit first: bare Philox and seed kernels (benchmarks/gpu/philox_limit.cu).
+  RUN_CAP=30 run1 "$b/philox_limit" --n 100000 --repeat 3
+  # The seed headline: a 1/25 size first (a rate even if the full size overruns its cap), then
+  # the full 500,000 x 500,000 on one GPU.
+  RUN_CAP=40 run1 "$b/seed_array" --n 100000 --chunk 10000 --device gpu --scheduler threads
+  RUN_CAP=90 run1 "$b/seed_array" --n 500000 --chunk 10000 --device gpu --scheduler threads
+  # dask-cuda's local_cupy workloads against CuPy alone on the same GPU, inputs persisted first
+  # (untimed) as both scripts time them, then generated inside the timed graph.
+  RUN_CAP=60 run1 env -u LD_LIBRARY_PATH -u UCX_MODULE_DIR python3 "$b/cupy_local.py" --n 40000 --matmul-n 20000 --seed-n 50000
+  RUN_CAP=40 run1 "$b/gpu_arrays" --op transpose_sum --n 40000 --chunk 10000 --device gpu --repeat 3 --persist
+  RUN_CAP=40 run1 "$b/gpu_arrays" --op matmul --n 20000 --chunk 5000 --device gpu --repeat 3 --persist
+  RUN_CAP=40 run1 "$b/gpu_arrays" --op transpose_sum --n 40000 --chunk 10000 --device gpu --repeat 3
+  RUN_CAP=40 run1 "$b/gpu_arrays" --op matmul --n 20000 --chunk 5000 --device gpu --repeat 3
+  # A run needing about twice its device memory limit: matmul inputs and outputs are held on
+  # the device (3 x 40000^2 x 8 B = 38 GB) by one worker limited to 16 GB, so it must spill.
+  RUN_CAP=90 run1 "$b/gpu_arrays" --op matmul --n 40000 --chunk 10000 --device gpu --scheduler distributed --workers 1 \
+    --device-memory-limit 16GB
+  # Device to device between two workers sharing the GPU (issue 5): staged over tcp and ucx,
+  # then direct over a CUDA-enabled UCX, beside UCX's own device-to-device bandwidth between
+  # two processes on this GPU as the limit (UCX_PROTO_INFO=y: bench.err shows UCX's protocol).
+  RUN_CAP=30 run1 "$b/transfer" --device gpu --megabytes 256 --repeat 5 --protocol tcp
+  RUN_CAP=30 run1 "$b/transfer" --device gpu --megabytes 256 --repeat 5 --protocol ucx
+  RUN_CAP=30 UCX_PROTO_INFO=y with_cuda_ucx run1 "$b/transfer" --device gpu --megabytes 256 --repeat 5 --protocol ucx
   with_cuda_ucx bash -c 'p="$1"; m="$2"; "$p" -t ucp_put_bw -m cuda,cuda -s 268435456 -n 20 -p 13377 >/dev/null 2>&1 &
       srv=$!; sleep 2; timeout 30 "$p" 127.0.0.1 -t ucp_put_bw -m cuda,cuda -s 268435456 -n 20 -p 13377 -f 2>&1 | tail -3 >>"$m";
       kill $srv 2>/dev/null; wait $srv 2>/dev/null; true' _ "$TREE/ucx-cuda/libucx/bin/ucx_perftest" "$OUT/ucx_perftest_cuda.txt"
-  # A run needing about twice its device memory limit: matmul inputs and outputs are held on
-  # the device (3 x 40000^2 x 8 B = 38 GB) by one worker limited to 16 GB, so it must spill.
-  run1 "$b/gpu_arrays" --op matmul --n 40000 --chunk 10000 --device gpu --scheduler distributed --workers 1 \
-    --device-memory-limit 16GB
-  # The seed headline on the host, all cores, for host vs GPU in the same run.
-  run1 "$b/seed_array" --n 500000 --chunk 10000 --device host --scheduler threads
+  # The seed headline on several workers sharing the GPU.
+  RUN_CAP=60 run1 "$b/seed_array" --n 500000 --chunk 10000 --device gpu --scheduler distributed --workers 4 --threads 1
 }
 
 case "${1:-}" in
@@ -265,11 +293,12 @@ case "${1:-}" in
     # Parts run in the order given, under one deadline.
     for part in "${@:-tests}"; do
       case "$part" in
+        gputests) run_gpu_tests ;;
         tests) run_tests ;;
         examples) run_examples ;;
         memcheck) run_memcheck ;;
         bench) run_bench ;;
-        *) echo "usage: gpu_suite.sh run [tests] [examples] [memcheck] [bench]" >&2; exit 2 ;;
+        *) echo "usage: gpu_suite.sh run [gputests] [tests] [examples] [memcheck] [bench]" >&2; exit 2 ;;
       esac
     done ;;
   *) echo "usage: gpu_suite.sh bundle | run [tests] [examples] [memcheck] [bench]" >&2; exit 2 ;;
