@@ -133,9 +133,16 @@ Value fft_device(const OpContext& ctx, std::span<const Value> args) {
       if (s.to_half) type = single ? CUFFT_R2C : CUFFT_D2Z;
       else if (s.from_half) type = single ? CUFFT_C2R : CUFFT_Z2D;
       else type = single ? CUFFT_C2C : CUFFT_Z2Z;
+      // The batch walks the `inner` positions after the axis, interleaved (distance 1, the
+      // axis strided by inner). With one batch the distance is one whole transform: batches
+      // that would overlap (distance 1 < n) are not a layout every cuFFT accepts.
+      const int in_dist = stride == 1 ? in_embed : 1, out_dist = stride == 1 ? out_embed : 1;
+      const std::string layout = " (n " + std::to_string(nn) + ", embed " + std::to_string(in_embed) + "/" +
+                                 std::to_string(out_embed) + ", stride and batch " + std::to_string(stride) +
+                                 ", type " + std::to_string(static_cast<int>(type)) + ")";
       Plan plan;
-      cufft_check(cufftPlanMany(&plan.h, 1, &nn, &in_embed, stride, 1, &out_embed, stride, 1, type, stride),
-                  "cufftPlanMany", device);
+      cufft_check(cufftPlanMany(&plan.h, 1, &nn, &in_embed, stride, in_dist, &out_embed, stride, out_dist, type, stride),
+                  ("cufftPlanMany" + layout).c_str(), device);
       plan.made = true;
       cufft_check(cufftSetStream(plan.h, stream), "cufftSetStream", device);
       const int dir = s.inverse ? CUFFT_INVERSE : CUFFT_FORWARD;
@@ -152,7 +159,7 @@ Value fft_device(const OpContext& ctx, std::span<const Value> args) {
           case CUFFT_Z2D: r = cufftExecZ2D(plan.h, reinterpret_cast<cufftDoubleComplex*>(ip), reinterpret_cast<cufftDoubleReal*>(op)); break;
           default: r = cufftExecC2R(plan.h, reinterpret_cast<cufftComplex*>(ip), reinterpret_cast<cufftReal*>(op)); break;
         }
-        cufft_check(r, "cufftExec", device);
+        cufft_check(r, ("cufftExec" + layout).c_str(), device);
       }
       if (s.scale != 1.0) {
         cublasHandle_t h = scal_handle(device);

@@ -634,17 +634,20 @@ BLOCKWISE_TEST(MoreUnaryFunctions) {
   auto pos = random::uniform(15, 0.01, 40.0, {200, 150}, {64, 50});
   check(arcsin(unit), kUlps);
   check(arccos(unit), kUlps);
-  check(arctan(x), kUlps);
-  check(arcsinh(x), kUlps);
+  // Where x is near zero (cos near its zeros), the host's x (libmvec's cos) and the device's
+  // (CUDA's) differ by about 1e-16 absolute, so functions that behave like x there (arctan,
+  // arcsinh, sinh, expm1, cbrt) differ by up to 1e-12 relative: seen on an H200.
+  check(arctan(x), kFn);
+  check(arcsinh(x), kFn);
   check(arccosh(pos + 1.0), kUlps);
   check(arctanh(unit * 0.99), kUlps);
-  check(sinh(x), kUlps);
+  check(sinh(x), kFn);
   check(cosh(x), kUlps);
   check(log2(pos), kUlps);
   check(log10(pos), kUlps);
   check(exp2(x), kUlps);
-  check(expm1(x), kUlps);
-  check(cbrt(x), kUlps);
+  check(expm1(x), kFn);
+  check(cbrt(x), kFn);
   check(trunc(x * 4.0), kExact);
   check(rint(x * 4.0), kExact);
   check(round(x, 2), kUlps);
