@@ -250,30 +250,33 @@ run_examples() {
   tail -30 "$log"
 }
 
+# One benchmark: its JSON lines to bench.jsonl (anything else on its stdout, such as UCX's
+# log, to bench.err); a failure or timeout is a JSON line too, and never stops the steps after it.
+json_lines() {
+  local line j="$OUT/bench.jsonl"
+  while IFS= read -r line; do
+    if [[ "$line" == "{"* ]]; then echo "$line" | tee -a "$j"; else echo "$line" >>"$OUT/bench.err"; fi
+  done
+}
+run1() {
+  echo "+ $*" >&2
+  echo "+ $*" >>"$OUT/bench.err"
+  local rc=0
+  timeout "$(cap "${RUN_CAP:-120}")" "$@" 2>>"$OUT/bench.err" | json_lines || rc=$?
+  ((rc == 0)) || echo "{\"benchmark\": \"failed\", \"command\": \"${*//\"/}\", \"rc\": $rc}" | tee -a "$OUT/bench.jsonl"
+  return 0
+}
+
 run_bench() {
   local j="$OUT/bench.jsonl" b="$TREE/benchmarks"
   : >"$j"
-  # One benchmark: its JSON lines to bench.jsonl (anything else on its stdout, such as UCX's
-  # log, to bench.err); a failure or timeout is a JSON line too, and never stops the steps after it.
-  json_lines() {
-    local line
-    while IFS= read -r line; do
-      if [[ "$line" == "{"* ]]; then echo "$line" | tee -a "$j"; else echo "$line" >>"$OUT/bench.err"; fi
-    done
-  }
-  run1() {
-    echo "+ $*" >&2
-    echo "+ $*" >>"$OUT/bench.err"
-    local rc=0
-    timeout "$(cap "${RUN_CAP:-120}")" "$@" 2>>"$OUT/bench.err" | json_lines || rc=$?
-    ((rc == 0)) || echo "{\"benchmark\": \"failed\", \"command\": \"${*//\"/}\", \"rc\": $rc}" | tee -a "$j"
-    return 0
-  }
   # The limit first: bare Philox and seed kernels (benchmarks/gpu/philox_limit.cu).
   RUN_CAP=30 run1 "$b/philox_limit" --n 100000 --repeat 3
   # The seed headline: a 1/25 size first (a rate even if the full size overruns its cap), then
   # the full 500,000 x 500,000 on one GPU.
   RUN_CAP=40 run1 "$b/seed_array" --n 100000 --chunk 10000 --device gpu --scheduler threads
+  # ... and at cupy_local.py's seed size (n 50,000: CuPy must hold all of x).
+  RUN_CAP=30 run1 "$b/seed_array" --n 50000 --chunk 10000 --device gpu --scheduler threads --repeat 3
   RUN_CAP=90 run1 "$b/seed_array" --n 500000 --chunk 10000 --device gpu --scheduler threads
   # dask-cuda's local_cupy workloads against CuPy alone on the same GPU, inputs persisted first
   # (untimed) as both scripts time them, then generated inside the timed graph.
@@ -286,17 +289,28 @@ run_bench() {
   # the device (3 x 40000^2 x 8 B = 38 GB) by one worker limited to 16 GB, so it must spill.
   RUN_CAP=90 run1 "$b/gpu_arrays" --op matmul --n 40000 --chunk 10000 --device gpu --scheduler distributed --workers 1 \
     --device-memory-limit 16GB
-  # Device to device between two workers sharing the GPU (issue 5): staged over tcp and ucx,
-  # then direct over a CUDA-enabled UCX, beside UCX's own device-to-device bandwidth between
-  # two processes on this GPU as the limit (UCX_PROTO_INFO=y: bench.err shows UCX's protocol).
+  run_transfer
+  # The seed headline on several workers sharing the GPU.
+  RUN_CAP=60 run1 "$b/seed_array" --n 500000 --chunk 10000 --device gpu --scheduler distributed --workers 4 --threads 1
+}
+
+# Device to device between two workers sharing the GPU (issue 5): staged over tcp and ucx,
+# then direct over a CUDA-enabled UCX, beside UCX's own device-to-device bandwidth between two
+# processes on this GPU as the limit. UCX's protocol choice (UCX_PROTO_INFO=y) is printed by a
+# separate run into bench.err: UCX writes it to stdout, where it would split the JSON line.
+run_transfer() {
+  local b="$TREE/benchmarks"
   RUN_CAP=30 run1 "$b/transfer" --device gpu --megabytes 256 --repeat 5 --protocol tcp
   RUN_CAP=30 run1 "$b/transfer" --device gpu --megabytes 256 --repeat 5 --protocol ucx
-  RUN_CAP=30 UCX_PROTO_INFO=y with_cuda_ucx run1 "$b/transfer" --device gpu --megabytes 256 --repeat 5 --protocol ucx
+  RUN_CAP=30 with_cuda_ucx run1 "$b/transfer" --device gpu --megabytes 256 --repeat 5 --protocol ucx
+  UCX_PROTO_INFO=y with_cuda_ucx timeout "$(cap 30)" "$b/transfer" --device gpu --megabytes 256 --repeat 1 --protocol ucx \
+    >>"$OUT/bench.err" 2>&1 || true
+  # The wheel's programs come out of the zip without their execute bit.
+  chmod +x "$TREE"/ucx-cuda/libucx/bin/* 2>/dev/null || true
   with_cuda_ucx bash -c 'p="$1"; m="$2"; "$p" -t ucp_put_bw -m cuda,cuda -s 268435456 -n 20 -p 13377 >/dev/null 2>&1 &
       srv=$!; sleep 2; timeout 30 "$p" 127.0.0.1 -t ucp_put_bw -m cuda,cuda -s 268435456 -n 20 -p 13377 -f 2>&1 | tail -3 >>"$m";
       kill $srv 2>/dev/null; wait $srv 2>/dev/null; true' _ "$TREE/ucx-cuda/libucx/bin/ucx_perftest" "$OUT/ucx_perftest_cuda.txt"
-  # The seed headline on several workers sharing the GPU.
-  RUN_CAP=60 run1 "$b/seed_array" --n 500000 --chunk 10000 --device gpu --scheduler distributed --workers 4 --threads 1
+  cat "$OUT/ucx_perftest_cuda.txt" 2>/dev/null || true
 }
 
 case "${1:-}" in
@@ -312,7 +326,9 @@ case "${1:-}" in
         examples) run_examples ;;
         memcheck) run_memcheck ;;
         bench) run_bench ;;
-        *) echo "usage: gpu_suite.sh run [gputests] [tests] [examples] [memcheck] [bench]" >&2; exit 2 ;;
+        transfer) : >>"$OUT/bench.jsonl"; run_transfer ;;
+        seedcmp) RUN_CAP=30 run1 "$TREE/benchmarks/seed_array" --n 50000 --chunk 10000 --device gpu --scheduler threads --repeat 3 ;;
+        *) echo "usage: gpu_suite.sh run [gputests] [tests] [transfer] [seedcmp] [examples] [memcheck] [bench]" >&2; exit 2 ;;
       esac
     done ;;
   *) echo "usage: gpu_suite.sh bundle | run [tests] [examples] [memcheck] [bench]" >&2; exit 2 ;;
