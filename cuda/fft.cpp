@@ -66,10 +66,13 @@ int as_int(std::int64_t v, const char* what) {
   return static_cast<int>(v);
 }
 
-/** Copies [outer, len, inner] elements of `size` bytes into a zeroed [outer, n, inner] buffer. */
+/**
+ * Copies [outer, len, inner] elements of `size` bytes into a zeroed [outer, n, inner] buffer
+ * whose outer slabs start `pitch` elements apart (pitch >= n * inner).
+ */
 void pad_axis(const void* src, void* dst, std::int64_t outer, std::int64_t len, std::int64_t n, std::int64_t inner,
-              std::size_t size, int device, cudaStream_t stream) {
-  const std::size_t row_out = static_cast<std::size_t>(n * inner) * size;
+              std::int64_t pitch, std::size_t size, int device, cudaStream_t stream) {
+  const std::size_t row_out = static_cast<std::size_t>(pitch) * size;
   check(cudaMemsetAsync(dst, 0, static_cast<std::size_t>(outer) * row_out, stream), "cudaMemsetAsync (fft)", device);
   const std::int64_t keep = std::min(len, n);
   if (outer == 0 || keep == 0 || inner == 0) return;
@@ -78,6 +81,13 @@ void pad_axis(const void* src, void* dst, std::int64_t outer, std::int64_t len, 
                           cudaMemcpyDeviceToDevice, stream),
         "cudaMemcpy2DAsync (fft)", device);
 }
+
+/**
+ * Slab pitch in elements: cuFFT rejects (CUFFT_INVALID_VALUE, seen on an H200 with cuFFT 12.0)
+ * real data that does not start on a complex element's alignment, so every outer slab starts
+ * on an even element.
+ */
+std::int64_t slab_pitch(std::int64_t elements) { return (elements + 1) / 2 * 2; }
 
 Value fft_device(const OpContext& ctx, std::span<const Value> args) {
   const int device = ctx.device < 0 ? 0 : ctx.device;
@@ -120,10 +130,13 @@ Value fft_device(const OpContext& ctx, std::span<const Value> args) {
     Shape in_shape = shape, out_shape = shape;
     in_shape[ax] = in_len;
     out_shape[ax] = s.to_half ? half : n;
-    Block src = device_block(cur.dtype(), in_shape, device, stream);
-    pad_axis(cur.raw(), src.raw(), outer, len, in_len, inner, itemsize(cur.dtype()), device, stream);
+    const std::int64_t in_row = in_len * inner, out_row = out_shape[ax] * inner;
+    const bool in_place = !(s.to_half || s.from_half);
+    const std::int64_t in_pitch = slab_pitch(in_row), out_pitch = in_place ? in_pitch : slab_pitch(out_row);
+    Block src = device_block(cur.dtype(), {outer * in_pitch}, device, stream);
+    pad_axis(cur.raw(), src.raw(), outer, len, in_len, inner, in_pitch, itemsize(cur.dtype()), device, stream);
     const DType out_t = s.from_half ? real : cplx;
-    Block dst = (s.to_half || s.from_half) ? device_block(out_t, out_shape, device, stream) : src;
+    Block dst = in_place ? src : device_block(out_t, {outer * out_pitch}, device, stream);
     const std::int64_t count = shape_size(out_shape);
     if (count > 0) {
       int nn = as_int(n, "a transform length");
@@ -133,23 +146,27 @@ Value fft_device(const OpContext& ctx, std::span<const Value> args) {
       if (s.to_half) type = single ? CUFFT_R2C : CUFFT_D2Z;
       else if (s.from_half) type = single ? CUFFT_C2R : CUFFT_Z2D;
       else type = single ? CUFFT_C2C : CUFFT_Z2Z;
-      // The batch walks the `inner` positions after the axis, interleaved (distance 1, the
-      // axis strided by inner). With one batch the distance is one whole transform: batches
-      // that would overlap (distance 1 < n) are not a layout every cuFFT accepts.
-      const int in_dist = stride == 1 ? in_embed : 1, out_dist = stride == 1 ? out_embed : 1;
+      // Along the last axis (inner 1) one plan executes every outer slab: batches a pitch
+      // apart. Otherwise the batch walks the `inner` positions after the axis, interleaved
+      // (distance 1, the axis strided by inner), and each outer slab is one execution.
+      const bool one_exec = inner == 1;
+      const int batch = one_exec ? as_int(outer, "a batch") : stride;
+      const int in_dist = one_exec ? as_int(in_pitch, "a slab") : 1, out_dist = one_exec ? as_int(out_pitch, "a slab") : 1;
+      const std::int64_t execs = one_exec ? 1 : outer;
       const std::string layout = " (n " + std::to_string(nn) + ", embed " + std::to_string(in_embed) + "/" +
-                                 std::to_string(out_embed) + ", stride and batch " + std::to_string(stride) +
-                                 ", type " + std::to_string(static_cast<int>(type)) + ")";
+                                 std::to_string(out_embed) + ", stride " + std::to_string(stride) + ", distance " +
+                                 std::to_string(in_dist) + "/" + std::to_string(out_dist) + ", batch " +
+                                 std::to_string(batch) + ", type " + std::to_string(static_cast<int>(type)) + ")";
       Plan plan;
-      cufft_check(cufftPlanMany(&plan.h, 1, &nn, &in_embed, stride, in_dist, &out_embed, stride, out_dist, type, stride),
+      cufft_check(cufftPlanMany(&plan.h, 1, &nn, &in_embed, stride, in_dist, &out_embed, stride, out_dist, type, batch),
                   ("cufftPlanMany" + layout).c_str(), device);
       plan.made = true;
       cufft_check(cufftSetStream(plan.h, stream), "cufftSetStream", device);
       const int dir = s.inverse ? CUFFT_INVERSE : CUFFT_FORWARD;
       const std::size_t in_es = itemsize(src.dtype()), out_es = itemsize(dst.dtype());
-      for (std::int64_t o = 0; o < outer; ++o) {
-        char* ip = static_cast<char*>(src.raw()) + static_cast<std::size_t>(o * in_len * inner) * in_es;
-        char* op = static_cast<char*>(dst.raw()) + static_cast<std::size_t>(o * out_shape[ax] * inner) * out_es;
+      for (std::int64_t o = 0; o < execs; ++o) {
+        char* ip = static_cast<char*>(src.raw()) + static_cast<std::size_t>(o * in_pitch) * in_es;
+        char* op = static_cast<char*>(dst.raw()) + static_cast<std::size_t>(o * out_pitch) * out_es;
         cufftResult r;
         switch (type) {
           case CUFFT_Z2Z: r = cufftExecZ2Z(plan.h, reinterpret_cast<cufftDoubleComplex*>(ip), reinterpret_cast<cufftDoubleComplex*>(op), dir); break;
@@ -164,7 +181,7 @@ Value fft_device(const OpContext& ctx, std::span<const Value> args) {
       if (s.scale != 1.0) {
         cublasHandle_t h = scal_handle(device);
         scal_check(cublasSetStream(h, stream), "cublasSetStream", device);
-        const int m = as_int(count, "a chunk");
+        const int m = as_int(outer * out_pitch, "a chunk");  // the pitch's padding is scaled too: unused
         if (dst.dtype() == DType::Complex128) scal_check(cublasZdscal(h, m, &s.scale, static_cast<cuDoubleComplex*>(dst.raw()), 1), "cublasZdscal", device);
         else if (dst.dtype() == DType::Float64) scal_check(cublasDscal(h, m, &s.scale, static_cast<double*>(dst.raw()), 1), "cublasDscal", device);
         else {
@@ -173,6 +190,18 @@ Value fft_device(const OpContext& ctx, std::span<const Value> args) {
           else scal_check(cublasSscal(h, m, &f, static_cast<float*>(dst.raw()), 1), "cublasSscal", device);
         }
       }
+    }
+    // The result without the pitch's padding.
+    if (out_pitch != out_row && count > 0) {
+      Block packed = device_block(dst.dtype(), out_shape, device, stream);
+      const std::size_t es = itemsize(dst.dtype());
+      check(cudaMemcpy2DAsync(packed.raw(), static_cast<std::size_t>(out_row) * es, dst.raw(),
+                              static_cast<std::size_t>(out_pitch) * es, static_cast<std::size_t>(out_row) * es,
+                              static_cast<std::size_t>(outer), cudaMemcpyDeviceToDevice, stream),
+            "cudaMemcpy2DAsync (fft)", device);
+      dst = packed;
+    } else {
+      dst = dst.reshaped(out_shape);
     }
     cur = dst;
     shape = out_shape;

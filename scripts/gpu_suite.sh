@@ -228,7 +228,7 @@ run_memcheck() {
   if [[ -n "$sanitizer" ]]; then
     (cd "$TREE/tests" && timeout "$(cap 180)" "$sanitizer" --tool memcheck --report-api-errors no --error-exitcode 9 --print-limit 20 \
         ./tessera_tests --gtest_brief=1 \
-        --gtest_filter='CudaRuntime*:CudaDeviceOps*:CudaRandom*:BlockwiseDevice*-BlockwiseDevice.SeedHeadlineTaskTime:BlockwiseDevice.LargeChunks*' \
+        --gtest_filter='CudaRuntime*:CudaDeviceOps*:CudaRandom*:CudaFft*:CudaLinalg*:GatherDevice*:FrameOpsDevice*:BlockwiseDevice*-BlockwiseDevice.SeedHeadlineTaskTime:BlockwiseDevice.LargeChunks*' \
         >"$OUT/memcheck.log" 2>&1) && echo "memcheck: clean" || echo "memcheck: errors or failures (rc $?): memcheck.log"
     tail -4 "$OUT/memcheck.log"
   fi
