@@ -327,6 +327,11 @@ case "${1:-}" in
         memcheck) run_memcheck ;;
         bench) run_bench ;;
         transfer) : >>"$OUT/bench.jsonl"; run_transfer ;;
+        probe)
+          # transpose_sum's gap to CuPy by chunk size: per-task costs or the transposed read.
+          for c in 5000 20000 40000; do
+            RUN_CAP=30 run1 "$TREE/benchmarks/gpu_arrays" --op transpose_sum --n 40000 --chunk $c --device gpu --repeat 3 --persist
+          done ;;
         seedcmp) RUN_CAP=30 run1 "$TREE/benchmarks/seed_array" --n 50000 --chunk 10000 --device gpu --scheduler threads --repeat 3 ;;
         *) echo "usage: gpu_suite.sh run [gputests] [tests] [transfer] [seedcmp] [examples] [memcheck] [bench]" >&2; exit 2 ;;
       esac
