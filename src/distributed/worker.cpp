@@ -720,6 +720,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
                  (opt.device_memory_limit ? std::to_string(opt.device_memory_limit) + " bytes" : std::string("none"));
     logging::info("worker {} ({}): registered with {}, {} threads, {}", address, opt.name, opt.scheduler_address,
                  opt.nthreads, gpu_text);
+    if (dashboard) logging::info("worker {}: dashboard at {}", opt.name, dashboard->url());
   }
 };
 
