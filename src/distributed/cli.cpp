@@ -60,6 +60,15 @@ void add_shared_flags(CLI::App& app, std::vector<std::string>& preloads, std::st
   app.add_option("--log-level", log_level, "trace, debug, info, warning, error (default: $TESSERA_LOG_LEVEL or info)");
 }
 
+// A worker serves /metrics only when asked: several workers share a machine, and a fixed port
+// would be taken by the first (the others get free ports, with a warning).
+void add_worker_dashboard_flags(CLI::App& app, std::string& dashboard, bool& no_dashboard) {
+  app.add_option("--dashboard-address", dashboard,
+                 "HTTP /metrics and /health of this worker: host:port, or :port (:0 = a free port) on its host "
+                 "(default: none)");
+  app.add_flag("--no-dashboard", no_dashboard, "Serve no HTTP endpoints (the default)");
+}
+
 void add_protocol_flag(CLI::App& app, std::string& protocol) {
   app.add_option("--protocol", protocol, "Transport: tcp, or ucx (UCX where both ends have it, else TCP)")
       ->check(CLI::IsMember({"tcp", "ucx"}))
@@ -187,7 +196,8 @@ namespace distributed {
 int scheduler_main(int argc, char** argv) {
   die_with_parent();
   CLI::App app{"tessera-scheduler: the Tessera scheduler (like `dask scheduler`)", "tessera-scheduler"};
-  std::string host = "127.0.0.1", protocol = "tcp", scheduler_file, log_level, dashboard, token;
+  std::string host = "127.0.0.1", protocol = "tcp", scheduler_file, log_level, dashboard = ":8787", token;
+  bool no_dashboard = false;
   int port = 8786;
   double idle_timeout = 0, worker_ttl = 300;
   std::vector<std::string> preloads;
@@ -197,7 +207,11 @@ int scheduler_main(int argc, char** argv) {
   app.add_option("--scheduler-file", scheduler_file, "Write the scheduler's address to this JSON file");
   app.add_option("--idle-timeout", idle_timeout, "Close after this many seconds with no clients and no tasks");
   app.add_option("--worker-ttl", worker_ttl, "Remove a worker silent for this many seconds")->capture_default_str();
-  app.add_option("--dashboard-address", dashboard, "Accepted for compatibility; there is no dashboard yet");
+  app.add_option("--dashboard-address", dashboard,
+                 "HTTP dashboard (/metrics, /health, /api/v1/...): host:port, or :port on --host; a port in use "
+                 "gives a free one")
+      ->capture_default_str();
+  app.add_flag("--no-dashboard", no_dashboard, "Serve no HTTP dashboard");
   add_shared_flags(app, preloads, token, log_level);
   try {
     app.parse(argc, argv);
@@ -207,7 +221,6 @@ int scheduler_main(int argc, char** argv) {
   }
   try {
     token = token_or_env(token);
-    if (!dashboard.empty()) logging::warn("--dashboard-address: Tessera has no dashboard yet; ignored");
     preload(preloads);
     SchedulerOptions so;
     so.address = protocol + "://" + host + ":" + std::to_string(port);
@@ -215,6 +228,7 @@ int scheduler_main(int argc, char** argv) {
     so.scheduler_file = scheduler_file;
     so.idle_timeout = idle_timeout;
     so.state.worker_ttl = worker_ttl;
+    if (!no_dashboard) so.dashboard_address = dashboard;
     // The watcher comes first, so that a signal during start-up is not the default action
     // (death); it stops the scheduler as soon as there is one.
     std::mutex mu;
@@ -232,6 +246,7 @@ int scheduler_main(int argc, char** argv) {
       if (stop_requested) sched.stop(true);
     }
     std::cerr << "tessera-scheduler listening at " << sched.address() << std::endl;  // stdout stays clean
+    if (!sched.dashboard_url().empty()) std::cerr << "tessera-scheduler dashboard at " << sched.dashboard_url() << std::endl;
     sched.wait();
     {
       std::lock_guard lock(mu);
@@ -356,7 +371,8 @@ int worker_main(int argc, char** argv) {
   die_with_parent();
   CLI::App app{"tessera-worker: a Tessera worker (like `dask worker`)", "tessera-worker"};
   std::string scheduler, scheduler_file, name, resources, memory_limit = "auto", local_directory, log_level, token;
-  std::string host, listen_address, protocol = "tcp", device_memory_limit;
+  std::string host, listen_address, protocol = "tcp", device_memory_limit, dashboard;
+  bool no_dashboard = false;
   int nthreads = 0, nworkers = 1, worker_port = 0;
   double death_timeout = 60, heartbeat = 0.5;
   std::vector<std::string> preloads;
@@ -380,6 +396,7 @@ int worker_main(int argc, char** argv) {
   app.add_option("--device-memory-limit", device_memory_limit,
                  "Bytes of results kept on the GPU before moving to host memory: auto (0.8 of the device), "
                  "0 (none), 10GB, 0.5 (of the device)");
+  add_worker_dashboard_flags(app, dashboard, no_dashboard);
   add_shared_flags(app, preloads, token, log_level);
   try {
     app.parse(argc, argv);
@@ -415,6 +432,7 @@ int worker_main(int argc, char** argv) {
     wo.token = token;
     wo.heartbeat_interval = heartbeat;
     wo.death_timeout = death_timeout;
+    if (!no_dashboard) wo.dashboard_address = dashboard;
     // With a GPU (this process sees one; CUDA_VISIBLE_DEVICES was set by whoever started it),
     // keep at most this much on it: dask-cuda's default, 0.8 of the device. Asking the runtime
     // for the device's size creates no CUDA context.
@@ -482,6 +500,9 @@ int cuda_worker_main(int argc, char** argv) {
   app.add_option("--host", host, "Interface the workers listen on for peers (default: as the scheduler's)");
   add_protocol_flag(app, protocol);
   app.add_option("--heartbeat-interval", heartbeat, "Seconds between heartbeats")->capture_default_str();
+  std::string dashboard;  // passed on to each worker with the rest of the command line
+  bool no_dashboard = false;
+  add_worker_dashboard_flags(app, dashboard, no_dashboard);
   add_shared_flags(app, preloads, token, log_level);
   try {
     app.parse(argc, argv);

@@ -159,7 +159,9 @@ struct LocalCluster::Impl {
                          .string();
     std::vector<std::string> argv{program, "--host", opt.host, "--port", std::to_string(opt.scheduler_port),
                                   "--protocol", opt.protocol, "--scheduler-file", scheduler_file, "--worker-ttl",
-                                  std::to_string(opt.worker_ttl), "--log-level", child_log_level()};
+                                  std::to_string(opt.worker_ttl), "--log-level", child_log_level(),
+                                  // as the in-process scheduler: LocalCluster has no dashboard option yet
+                                  "--no-dashboard"};
     std::map<std::string, std::string> env{{"TESSERA_TOKEN", opt.token},
                                            {"TESSERA_PARENT_PID", std::to_string(::getpid())}};
     scheduler_child.pid = spawn_process(argv, env);

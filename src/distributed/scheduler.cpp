@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "../core/logging.hpp"
+#include "dashboard.hpp"
 #include "rpc.hpp"
 #include "util.hpp"
 #include "tessera/comm/comm.hpp"
@@ -40,7 +41,9 @@ struct Conn {
   bool dirty = false;
 };
 
-void write_scheduler_file(const std::string& path, const std::string& address, const std::string& id) {
+// As Dask's: "services" lists the dashboard's port, so a script finds it next to the address.
+void write_scheduler_file(const std::string& path, const std::string& address, const std::string& id,
+                          int dashboard_port) {
   namespace fs = std::filesystem;
   fs::path p(path);
   if (p.has_parent_path()) fs::create_directories(p.parent_path());
@@ -50,7 +53,9 @@ void write_scheduler_file(const std::string& path, const std::string& address, c
     std::ofstream out(tmp);
     if (!out) throw Error("cannot write scheduler file " + path);
     out << "{\n  \"type\": \"Scheduler\",\n  \"id\": \"" << id << "\",\n  \"address\": \"" << address
-        << "\",\n  \"pid\": " << ::getpid() << "\n}\n";
+        << "\",\n  \"pid\": " << ::getpid();
+    if (dashboard_port > 0) out << ",\n  \"services\": {\"dashboard\": " << dashboard_port << "}";
+    out << "\n}\n";
   }
   fs::rename(tmp, p);  // atomic: readers never see half a file
 }
@@ -95,6 +100,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
   std::vector<std::unique_ptr<comm::Listener>> other_listeners;
   std::string address;
   std::thread ticker;
+  std::unique_ptr<SchedulerDashboard> dashboard;
   std::condition_variable cv;
   bool stopping = false, stopped = false;
 
@@ -204,6 +210,14 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
       ci.workers.push_back(std::move(wi));
     }
     return ci;
+  }
+
+  // What the dashboard serves: the same copy a scheduler-info request gets, taken under the
+  // lock (the dashboard takes one at most every few hundred milliseconds; the HTTP work happens
+  // on its own thread, after the lock is released).
+  SchedulerSnapshot snapshot() const {
+    std::lock_guard lock(mu);
+    return SchedulerSnapshot{info(), clients.size()};
   }
 
   // ---- connections ----------------------------------------------------------------------------------
@@ -425,6 +439,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
       clients.clear();
     }
     cv.notify_all();
+    if (dashboard) dashboard->stop();  // outside mu: a request in progress may be taking a snapshot
     if (listener) listener->stop();
     for (auto& l : other_listeners) l->stop();
     std::vector<std::future<void>> sent;
@@ -461,8 +476,18 @@ Scheduler::Scheduler(SchedulerOptions options) : impl_(std::make_shared<Impl>(st
   impl_->listener = comm::listen(impl_->opt.address, on_comm, co, on_error);
   for (const auto& a : impl_->opt.also_listen) impl_->other_listeners.push_back(comm::listen(a, on_comm, co, on_error));
   impl_->address = impl_->listener->address();
+  if (!impl_->opt.dashboard_address.empty()) {
+    DashboardOptions d;
+    d.http.address = impl_->opt.dashboard_address;
+    d.http.default_host = dashboard_host_of(impl_->address);
+    d.http.name = "scheduler dashboard";
+    // The Impl outlives its dashboard: stop() (run by ~Scheduler at the latest) stops it first.
+    impl_->dashboard = std::make_unique<SchedulerDashboard>(d, [self = impl_.get()] { return self->snapshot(); });
+    logging::info("scheduler: dashboard at {}", impl_->dashboard->url());
+  }
   if (!impl_->opt.scheduler_file.empty())
-    write_scheduler_file(impl_->opt.scheduler_file, impl_->address, impl_->id);
+    write_scheduler_file(impl_->opt.scheduler_file, impl_->address, impl_->id,
+                         impl_->dashboard ? impl_->dashboard->port() : 0);
   impl_->ticker = std::thread([self = impl_.get()] { self->tick_loop(); });
   logging::info("scheduler: listening at {}", impl_->address);
 }
@@ -470,6 +495,8 @@ Scheduler::Scheduler(SchedulerOptions options) : impl_(std::make_shared<Impl>(st
 Scheduler::~Scheduler() { impl_->stop(true); }
 
 const std::string& Scheduler::address() const { return impl_->address; }
+
+std::string Scheduler::dashboard_url() const { return impl_->dashboard ? impl_->dashboard->url() : std::string(); }
 
 std::vector<std::string> Scheduler::other_addresses() const {
   std::vector<std::string> out;

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "../core/logging.hpp"
+#include "dashboard.hpp"
 #include "data_store.hpp"
 #include "rpc.hpp"
 #include "util.hpp"
@@ -112,7 +113,51 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
   bool closing = false, closed = false;
   std::string close_reason;
 
-  std::atomic<std::size_t> executed{0}, failed{0}, fetched_keys{0}, fetched_bytes{0}, served_keys{0};
+  std::atomic<std::size_t> executed{0}, failed{0}, fetched_keys{0}, fetched_bytes{0}, fetches{0}, served_keys{0},
+      served_requests{0}, served_bytes{0};
+  std::unique_ptr<WorkerDashboard> dashboard;
+
+  WorkerStats collect_stats() {
+    WorkerStats s;
+    s.executed = executed;
+    s.failed = failed;
+    s.fetched_keys = fetched_keys;
+    s.fetched_bytes = fetched_bytes;
+    s.fetches = fetches;
+    s.served_keys = served_keys;
+    s.served_requests = served_requests;
+    s.served_bytes = served_bytes;
+    s.memory_bytes = store.memory_bytes();
+    s.spilled_bytes = store.spilled_bytes();
+    const DataStoreStats st = store.stats();
+    s.spilled = st.spilled;
+    s.device = device;
+    s.device_bytes = store.device_bytes();
+    s.device_spilled = st.device_spilled;
+    s.device_spilled_bytes = st.device_spilled_bytes;
+    std::lock_guard lock(mu);
+    s.paused = state.paused();
+    return s;
+  }
+
+  // What the dashboard serves; it asks at most a few times a second.
+  WorkerSnapshot snapshot() {
+    WorkerSnapshot s;
+    s.address = address;
+    s.name = opt.name;
+    s.nthreads = std::max(1, opt.nthreads);
+    s.memory_limit = opt.memory_limit;
+    s.stats = collect_stats();
+    std::vector<std::size_t> counts;
+    {
+      std::lock_guard lock(mu);
+      counts = state.status_counts();
+      s.transfer_incoming_count = state.in_flight_peers();
+    }
+    for (std::size_t i = 0; i < counts.size(); ++i)
+      s.task_states.emplace_back(worker_task_status_name(static_cast<WorkerTaskStatus>(i)), counts[i]);
+    return s;
+  }
 
   static WorkerConfig state_config(const WorkerOptions& o) {
     WorkerConfig c;
@@ -356,6 +401,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
           got.push_back({keys[i], nb});
         }
         self->fetched_keys += keys.size();
+        self->fetches++;
       } catch (const std::exception& e) {
         std::string why = e.what();
         self->step([&] { self->handle(GatherDepFailure{peer_addr, why}); });
@@ -464,6 +510,8 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
             values.push_back(std::move(*v));
           }
         served_keys += found.size();
+        served_requests++;
+        for (const auto& v : values) served_bytes += v.nbytes();
         comm::Message reply = make_reply(m);
         reply.set("keys", found);
         const bool device_frames = m.has(wire::kTakesDeviceBlocks) && m.get<bool>(wire::kTakesDeviceBlocks) &&
@@ -546,6 +594,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
       close_reason = reason;
     }
     logging::info("worker {}: closing: {}", address, reason);
+    if (dashboard) dashboard->stop();
     qcv.notify_all();
     ccv.notify_all();
     {
@@ -605,6 +654,15 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
         address.replace(pos, 7, local.substr(s + 3, colon - s - 3));
     }
     if (opt.name.empty()) opt.name = address;
+    if (!opt.dashboard_address.empty()) {
+      DashboardOptions d;
+      d.http.address = opt.dashboard_address;
+      d.http.default_host = dashboard_host_of(address);
+      d.http.name = "worker " + opt.name + " dashboard";
+      // shutdown() stops it before this Impl can go (the destructor runs shutdown()).
+      dashboard = std::make_unique<WorkerDashboard>(d, [this] { return snapshot(); });
+      opt.extra["dashboard"] = dashboard->url();
+    }
     {
       // The state machine needs the address it is known by.
       std::lock_guard lock(mu);
@@ -662,6 +720,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
                  (opt.device_memory_limit ? std::to_string(opt.device_memory_limit) + " bytes" : std::string("none"));
     logging::info("worker {} ({}): registered with {}, {} threads, {}", address, opt.name, opt.scheduler_address,
                  opt.nthreads, gpu_text);
+    if (dashboard) logging::info("worker {}: dashboard at {}", opt.name, dashboard->url());
   }
 };
 
@@ -697,24 +756,8 @@ bool Worker::closed() const {
   return impl_->closed;
 }
 
-WorkerStats Worker::stats() const {
-  WorkerStats s;
-  s.executed = impl_->executed;
-  s.failed = impl_->failed;
-  s.fetched_keys = impl_->fetched_keys;
-  s.fetched_bytes = impl_->fetched_bytes;
-  s.served_keys = impl_->served_keys;
-  s.memory_bytes = impl_->store.memory_bytes();
-  s.spilled_bytes = impl_->store.spilled_bytes();
-  const DataStoreStats st = impl_->store.stats();
-  s.spilled = st.spilled;
-  s.device = impl_->device;
-  s.device_bytes = impl_->store.device_bytes();
-  s.device_spilled = st.device_spilled;
-  s.device_spilled_bytes = st.device_spilled_bytes;
-  std::lock_guard lock(impl_->mu);
-  s.paused = impl_->state.paused();
-  return s;
-}
+WorkerStats Worker::stats() const { return impl_->collect_stats(); }
+
+std::string Worker::dashboard_url() const { return impl_->dashboard ? impl_->dashboard->url() : std::string(); }
 
 }  // namespace tessera::distributed

@@ -578,6 +578,12 @@ std::vector<Key> WorkerState::data_keys() const {
   return out;
 }
 
+std::vector<std::size_t> WorkerState::status_counts() const {
+  std::vector<std::size_t> c(static_cast<std::size_t>(S::Error) + 1, 0);
+  for (const auto& [k, t] : impl_->tasks) c[static_cast<std::size_t>(t->state)]++;
+  return c;
+}
+
 std::size_t WorkerState::executing_count() const noexcept { return impl_->executing; }
 std::size_t WorkerState::in_flight_peers() const noexcept { return impl_->in_flight.size(); }
 std::size_t WorkerState::task_count() const noexcept { return impl_->tasks.size(); }

@@ -21,6 +21,11 @@ struct SchedulerOptions {
   double idle_timeout = 0;   ///< seconds without clients or tasks before closing; 0 = never
   double tick_interval = 0.1;  ///< seconds between Ticks (heartbeat checks, work stealing)
   SchedulerConfig state;       ///< the state machine's tunables (worker_ttl, saturation, ...)
+  /** @brief Serve the HTTP dashboard (/metrics, /health, /api/v1/...) here: ":8787" (on this
+   *  scheduler's host), "0.0.0.0:8787", ":0" (a free port). Empty: none (the tessera-scheduler
+   *  binary's default is ":8787", as Dask's). A port in use gives a free one, with a warning.
+   *  See docs/dashboard.md. */
+  std::string dashboard_address;
 };
 
 /**
@@ -37,6 +42,8 @@ class Scheduler {
 
   /** @brief The address it listens on ("tcp://127.0.0.1:8786"). */
   const std::string& address() const;
+  /** @brief "http://127.0.0.1:8787", where the dashboard serves; empty without one. */
+  std::string dashboard_url() const;
   /** @brief The bound addresses of also_listen, in order. */
   std::vector<std::string> other_addresses() const;
   /** @brief Blocks until stop() or the idle timeout closed the scheduler. */

@@ -34,6 +34,10 @@ struct WorkerOptions {
   double death_timeout = 60;             ///< seconds to keep trying to reach the scheduler at start
   std::map<std::string, std::string> extra;  ///< shown in scheduler_info()
   GpuPolicy gpu = GpuPolicy::Auto;
+  /** Serve /metrics and /health here (":0" picks a free port on the listen address's host,
+   *  "0.0.0.0:9000"); empty: none, the default. Its URL is in scheduler_info()'s extra as
+   *  "dashboard". See docs/dashboard.md. */
+  std::string dashboard_address;
   /** Bytes of results kept in device memory before the least recently used move to host memory;
    *  also caps the device pool (DeviceRuntime::set_memory_limit). 0 = no limit (the pool may use
    *  the whole device; values move to host only when it runs short). The binaries' default is
@@ -47,7 +51,10 @@ struct WorkerStats {
   std::size_t failed = 0;
   std::size_t fetched_keys = 0;
   std::size_t fetched_bytes = 0;
+  std::size_t fetches = 0;          ///< get-data requests to peers answered (transfers in)
   std::size_t served_keys = 0;
+  std::size_t served_requests = 0;  ///< get-data requests answered (transfers out)
+  std::size_t served_bytes = 0;
   std::size_t memory_bytes = 0;
   std::size_t spilled_bytes = 0;
   std::size_t spilled = 0;  ///< values written to disk so far
@@ -72,6 +79,8 @@ class Worker {
 
   /** @brief The address peers and clients reach it at. */
   const std::string& address() const;
+  /** @brief "http://127.0.0.1:40123", where its dashboard serves; empty without one. */
+  std::string dashboard_url() const;
   /** @brief Blocks until the worker has closed; returns why. */
   std::string wait();
   /** @brief Leaves the cluster cleanly (the scheduler does not count it as a failure). */

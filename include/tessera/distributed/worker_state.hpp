@@ -57,6 +57,8 @@ class WorkerState {
   std::optional<WorkerTaskStatus> status(const Key& key) const;
   /** @brief Keys in memory, sorted. */
   std::vector<Key> data_keys() const;
+  /** @brief Tasks in each state, indexed by WorkerTaskStatus (one pass over the tasks). */
+  std::vector<std::size_t> status_counts() const;
   std::size_t executing_count() const noexcept;
   std::size_t in_flight_peers() const noexcept;
   std::size_t task_count() const noexcept;

@@ -1,0 +1,81 @@
+#pragma once
+/**
+ * @file The scheduler's and the workers' dashboards: an HttpServer with their endpoints
+ * (docs/dashboard.md). They read the server they belong to only through a snapshot function,
+ * at most once per snapshot_interval, so scrapes never reach the scheduler's hot path more than
+ * a few times a second however many clients poll. Private to libtessera.
+ */
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "http_server.hpp"
+#include "metrics.hpp"
+
+namespace tessera::distributed {
+
+/** @brief Endpoints and how often the served state may be re-read. */
+struct DashboardOptions {
+  HttpServerOptions http;
+  double snapshot_interval = 0.2;  ///< seconds a snapshot is served before a new one is taken
+};
+
+/**
+ * @brief The last snapshot, taken again when older than the interval. Used on the HTTP
+ * server's one thread only, so it needs no lock.
+ */
+template <typename T>
+class SnapshotCache {
+ public:
+  SnapshotCache(std::function<T()> take, double interval_s) : take_(std::move(take)), interval_(interval_s) {}
+  const T& get() {
+    auto now = std::chrono::steady_clock::now();
+    if (!value_ || std::chrono::duration<double>(now - taken_).count() >= interval_) {
+      value_ = take_();
+      taken_ = now;
+    }
+    return *value_;
+  }
+
+ private:
+  std::function<T()> take_;
+  double interval_;
+  std::optional<T> value_;
+  std::chrono::steady_clock::time_point taken_;
+};
+
+/** @brief /health, /metrics, /api/v1/workers, /api/v1/tasks of the scheduler. */
+class SchedulerDashboard {
+ public:
+  SchedulerDashboard(DashboardOptions options, std::function<SchedulerSnapshot()> take);
+  const std::string& url() const { return server_->url(); }
+  int port() const { return server_->port(); }
+  /** @brief Stops serving; the snapshot function is never called after it returns. */
+  void stop() { server_->stop(); }
+
+ private:
+  HttpResponse route(const HttpRequest& req);
+  SnapshotCache<SchedulerSnapshot> cache_;
+  std::unique_ptr<HttpServer> server_;
+};
+
+/** @brief /health and /metrics of a worker. */
+class WorkerDashboard {
+ public:
+  WorkerDashboard(DashboardOptions options, std::function<WorkerSnapshot()> take);
+  const std::string& url() const { return server_->url(); }
+  int port() const { return server_->port(); }
+  void stop() { server_->stop(); }
+
+ private:
+  HttpResponse route(const HttpRequest& req);
+  SnapshotCache<WorkerSnapshot> cache_;
+  std::unique_ptr<HttpServer> server_;
+};
+
+/** @brief The host part of a comm address ("tcp://10.0.0.5:8786" -> "10.0.0.5"); "127.0.0.1" for inproc. */
+std::string dashboard_host_of(const std::string& comm_address);
+
+}  // namespace tessera::distributed

@@ -1,0 +1,292 @@
+#include "http_server.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <optional>
+#include <thread>
+
+#include "../core/logging.hpp"
+#include "tessera/core/error.hpp"
+
+namespace tessera::distributed {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+// Limits on what a client may send: the dashboards take GETs with no body, so anything bigger is
+// a mistake or an attack, answered with 431/413 rather than buffered.
+constexpr std::uint32_t kHeaderLimit = 16 * 1024;
+constexpr std::uint64_t kBodyLimit = 64 * 1024;
+
+std::string server_header() { return "tessera"; }
+
+bool is_parse_error(const beast::error_code& ec) {
+  return ec.category() == http::make_error_code(http::error::bad_method).category();
+}
+
+// What the server shares with its connections: they may outlive the HttpServer object by a
+// moment (their handlers are destroyed with the io_context), so they hold it by shared_ptr.
+struct Shared {
+  HttpServer::Handler handler;
+  std::chrono::steady_clock::duration idle;
+  std::string name;
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, std::shared_ptr<const Shared> shared)
+      : stream_(std::move(socket)), shared_(std::move(shared)) {}
+
+  void start() { read(); }
+
+ private:
+  void read() {
+    parser_.emplace();
+    parser_->header_limit(kHeaderLimit);
+    parser_->body_limit(kBodyLimit);
+    // The deadline covers the whole request: a client that connects and sends nothing, or
+    // trickles a header byte by byte, is dropped when it passes.
+    stream_.expires_after(shared_->idle);
+    http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::on_read, shared_from_this()));
+  }
+
+  void on_read(beast::error_code ec, std::size_t) {
+    if (ec == http::error::end_of_stream || ec == http::error::partial_message || ec == beast::error::timeout ||
+        ec == asio::error::operation_aborted)
+      return close();
+    if (ec && is_parse_error(ec)) {
+      // Answer what can be answered, then close: after a bad request the stream's framing is lost.
+      unsigned status = 400;
+      if (ec == http::error::header_limit) status = 431;
+      if (ec == http::error::body_limit) status = 413;
+      HttpResponse r;
+      r.status = status;
+      r.body = "bad request: " + ec.message() + "\n";
+      return write(r, 11, false, true);
+    }
+    if (ec) return close();  // reset by the peer and the like
+
+    const auto& req = parser_->get();
+    bool keep_alive = req.keep_alive();
+    const unsigned version = req.version();
+    const bool head = req.method() == http::verb::head;
+    HttpResponse r;
+    if (req.method() != http::verb::get && !head) {
+      r.status = 405;
+      r.body = "method not allowed: " + std::string(req.method_string()) + " (only GET and HEAD)\n";
+    } else if (req.target().empty() || req.target().front() != '/') {
+      r.status = 400;
+      r.body = "bad request: the target must be a path starting with '/'\n";
+      keep_alive = false;  // not a client worth keeping: as for a request that does not parse
+    } else {
+      HttpRequest hr;
+      hr.method = std::string(req.method_string());
+      hr.target = std::string(req.target());
+      hr.path = hr.target.substr(0, hr.target.find('?'));
+      try {
+        r = shared_->handler(hr);
+      } catch (const std::exception& e) {
+        logging::warn("{}: {} {} failed: {}", shared_->name, hr.method, hr.target, e.what());
+        r = HttpResponse{};
+        r.status = 500;
+        r.body = std::string("internal error: ") + e.what() + "\n";
+      }
+    }
+    write(r, version, head, !keep_alive);
+  }
+
+  void write(const HttpResponse& r, unsigned version, bool head, bool close_after) {
+    auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), version);
+    res->set(http::field::server, server_header());
+    res->set(http::field::content_type, r.content_type);
+    if (r.status == 405) res->set(http::field::allow, "GET, HEAD");
+    res->keep_alive(!close_after);
+    if (head) {
+      res->content_length(r.body.size());  // what a GET would send, and no body
+    } else {
+      res->body() = r.body;
+      res->prepare_payload();
+    }
+    stream_.expires_after(shared_->idle);  // a client that stops reading is dropped too
+    http::async_write(stream_, *res,
+                      [self = shared_from_this(), res, close_after](beast::error_code ec, std::size_t) {
+                        // end_of_stream: Beast's word that this message ends the connection.
+                        if (ec && ec != http::error::end_of_stream) return self->close();
+                        if (close_after || ec) return self->linger();
+                        self->read();
+                      });
+  }
+
+  // Closing a socket with unread bytes in it sends a reset, which across a network can destroy
+  // the response before the client reads it (a 400 or 431 sent while the request was still
+  // arriving; RFC 7230 6.6). So: end our side, read and drop what the client still sends until
+  // it closes too, then close, all within a short deadline.
+  void linger() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.expires_after(std::min<std::chrono::steady_clock::duration>(shared_->idle, std::chrono::seconds(2)));
+    drain();
+  }
+  void drain() {
+    stream_.async_read_some(asio::buffer(discard_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec) return self->close();
+      self->drain();
+    });
+  }
+
+  void close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.close();
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::shared_ptr<const Shared> shared_;
+  std::array<char, 4096> discard_;
+};
+
+bool is_wildcard(const std::string& host) { return host == "0.0.0.0" || host == "::" || host.empty(); }
+
+}  // namespace
+
+HttpEndpoint parse_http_address(const std::string& text, const std::string& default_host) {
+  auto bad = [&](const std::string& why) {
+    return Error("dashboard address '" + text + "': " + why + " (expected host:port, :port or port)");
+  };
+  std::string rest = text;
+  if (rest.rfind("http://", 0) == 0) rest = rest.substr(7);
+  if (!rest.empty() && rest.back() == '/') rest.pop_back();
+  HttpEndpoint ep;
+  std::string port_text;
+  if (!rest.empty() && rest.front() == '[') {  // [::1]:8787
+    auto close = rest.find(']');
+    if (close == std::string::npos) throw bad("unclosed '['");
+    ep.host = rest.substr(1, close - 1);
+    if (close + 1 >= rest.size() || rest[close + 1] != ':') throw bad("no port after the IPv6 host");
+    port_text = rest.substr(close + 2);
+  } else if (auto colon = rest.rfind(':'); colon != std::string::npos) {
+    ep.host = rest.substr(0, colon);
+    port_text = rest.substr(colon + 1);
+    if (ep.host.find(':') != std::string::npos) throw bad("an IPv6 host goes in brackets");
+  } else {
+    port_text = rest;  // "8787"
+  }
+  if (ep.host.empty()) ep.host = default_host;
+  int port = -1;
+  auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (port_text.empty() || ec != std::errc() || end != port_text.data() + port_text.size() || port < 0 || port > 65535)
+    throw bad("the port must be a number from 0 to 65535");
+  ep.port = port;
+  return ep;
+}
+
+struct HttpServer::Impl {
+  // Declared first, destroyed last: the acceptor and the connections (owned by pending
+  // handlers, destroyed with the io_context) need it while they go.
+  asio::io_context ioc{1};
+  tcp::acceptor acceptor{ioc};
+  std::shared_ptr<const Shared> shared;
+  std::thread thread;
+
+  void accept() {
+    acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
+      if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
+      if (!ec) {
+        beast::error_code ignored;
+        socket.set_option(tcp::no_delay(true), ignored);
+        std::make_shared<Session>(std::move(socket), shared)->start();
+      }
+      accept();
+    });
+  }
+
+  void bind(const tcp::endpoint& ep) {
+    acceptor.open(ep.protocol());
+    acceptor.set_option(asio::socket_base::reuse_address(true));
+    acceptor.bind(ep);
+    acceptor.listen(asio::socket_base::max_listen_connections);
+  }
+};
+
+HttpServer::HttpServer(HttpServerOptions options, Handler handler) : impl_(std::make_unique<Impl>()) {
+  const HttpEndpoint want = parse_http_address(options.address, options.default_host);
+  auto shared = std::make_shared<Shared>();
+  shared->handler = std::move(handler);
+  shared->idle = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(options.idle_timeout > 0 ? options.idle_timeout : 10.0));
+  shared->name = options.name;
+  impl_->shared = std::move(shared);
+
+  tcp::endpoint ep;
+  try {
+    tcp::resolver resolver(impl_->ioc);
+    auto results = resolver.resolve(want.host, std::to_string(want.port),
+                                    tcp::resolver::passive | tcp::resolver::numeric_service);
+    if (results.empty()) throw Error("no address");
+    ep = results.begin()->endpoint();
+  } catch (const std::exception& e) {
+    throw Error(options.name + ": cannot resolve '" + want.host + "': " + e.what());
+  }
+  try {
+    impl_->bind(ep);
+  } catch (const boost::system::system_error& e) {
+    if (e.code() != asio::error::address_in_use || !options.fallback_to_free_port || want.port == 0)
+      throw Error(options.name + ": cannot listen on " + want.host + ":" + std::to_string(want.port) + ": " +
+                  e.code().message());
+    beast::error_code ignored;
+    impl_->acceptor.close(ignored);
+    ep.port(0);
+    try {
+      impl_->bind(ep);
+    } catch (const boost::system::system_error& e2) {
+      throw Error(options.name + ": cannot listen on " + want.host + ": " + e2.code().message());
+    }
+    logging::warn("{}: port {} is in use; serving on port {} instead", options.name, want.port,
+                  impl_->acceptor.local_endpoint().port());
+  }
+  port_ = impl_->acceptor.local_endpoint().port();
+  std::string shown = want.host;
+  if (is_wildcard(shown)) shown = ep.address().is_v6() ? "::1" : "127.0.0.1";
+  if (shown.find(':') != std::string::npos) shown = "[" + shown + "]";
+  url_ = "http://" + shown + ":" + std::to_string(port_);
+  impl_->accept();
+  impl_->thread = std::thread([impl = impl_.get(), name = options.name] {
+    // A handler's exception is caught in the session; anything escaping run() is a bug worth a
+    // log line, and the server goes on.
+    while (true) {
+      try {
+        impl->ioc.run();
+        return;
+      } catch (const std::exception& e) {
+        logging::error("{}: {}", name, e.what());
+      }
+    }
+  });
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+int HttpServer::port() const { return port_; }
+
+const std::string& HttpServer::url() const { return url_; }
+
+void HttpServer::stop() {
+  if (!impl_) return;
+  impl_->ioc.stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
+  // Destroying the io_context destroys the pending handlers, which own the connections: every
+  // socket, the listener's included, is closed here, and the handler is never called again.
+  impl_.reset();
+}
+
+}  // namespace tessera::distributed

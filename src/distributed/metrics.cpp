@@ -1,0 +1,157 @@
+#include "metrics.hpp"
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "tessera/distributed/scheduler_state.hpp"
+
+namespace tessera::distributed {
+namespace {
+
+// A registry per scrape: the values are a snapshot's, so nothing is kept between scrapes, and a
+// counter is simply created at its running total (prometheus-cpp counters only go up).
+class Metrics {
+ public:
+  void gauge(const std::string& name, const std::string& help, double value) {
+    prometheus::BuildGauge().Name(name).Help(help).Register(registry_).Add({}).Set(value);
+  }
+  void counter(const std::string& name, const std::string& help, double total) {
+    prometheus::BuildCounter().Name(name).Help(help).Register(registry_).Add({}).Increment(total);
+  }
+  /** One gauge per label value, e.g. tasks{state="memory"}. */
+  void gauges(const std::string& name, const std::string& help, const std::string& label,
+              const std::vector<std::pair<std::string, double>>& values) {
+    auto& family = prometheus::BuildGauge().Name(name).Help(help).Register(registry_);
+    for (const auto& [v, x] : values) family.Add({{label, v}}).Set(x);
+  }
+  std::string text() const { return prometheus::TextSerializer().Serialize(registry_.Collect()); }
+
+ private:
+  prometheus::Registry registry_;
+};
+
+// Every scheduler task state a task can be seen in (forgotten ones are gone), zeros included,
+// so that a query for one state finds a series even when no task is in it.
+std::vector<std::pair<std::string, std::size_t>> all_task_states(const wire::ClusterInfo& info) {
+  std::map<std::string, std::size_t> have(info.task_states.begin(), info.task_states.end());
+  std::vector<std::pair<std::string, std::size_t>> out;
+  for (auto s = static_cast<int>(TaskStatus::Released); s < static_cast<int>(TaskStatus::Forgotten); ++s) {
+    std::string name = task_status_name(static_cast<TaskStatus>(s));
+    auto it = have.find(name);
+    out.emplace_back(name, it == have.end() ? 0 : it->second);
+  }
+  return out;
+}
+
+template <typename T>
+std::vector<std::pair<std::string, double>> as_doubles(const std::vector<std::pair<std::string, T>>& v) {
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto& [k, x] : v) out.emplace_back(k, static_cast<double>(x));
+  return out;
+}
+
+}  // namespace
+
+std::string scheduler_metrics_text(const SchedulerSnapshot& s) {
+  Metrics m;
+  m.gauge("tessera_scheduler_clients", "Number of clients connected", static_cast<double>(s.clients));
+  m.gauge("tessera_scheduler_workers", "Number of workers known by scheduler",
+          static_cast<double>(s.info.workers.size()));
+  m.gauges("tessera_scheduler_tasks", "Number of tasks known by scheduler", "state",
+           as_doubles(all_task_states(s.info)));
+  double threads = 0, paused = 0;
+  for (const auto& w : s.info.workers) {
+    threads += w.summary.nthreads;
+    paused += w.summary.paused ? 1 : 0;
+  }
+  m.gauge("tessera_scheduler_worker_threads", "Threads of all workers together", threads);
+  m.gauge("tessera_scheduler_workers_paused", "Workers paused near their memory limit", paused);
+  m.gauge("tessera_scheduler_uptime_seconds", "Seconds since the scheduler started", s.info.uptime);
+  return m.text();
+}
+
+std::string worker_metrics_text(const WorkerSnapshot& s) {
+  Metrics m;
+  m.gauges("tessera_worker_tasks", "Number of tasks at worker", "state", as_doubles(s.task_states));
+  m.gauge("tessera_worker_threads", "Number of worker threads", s.nthreads);
+  // Dask's managed/spilled split; "unmanaged" (process memory besides results) is not measured.
+  m.gauges("tessera_worker_memory_bytes", "Memory breakdown", "type",
+           {{"managed", static_cast<double>(s.stats.memory_bytes)},
+            {"spilled", static_cast<double>(s.stats.spilled_bytes)}});
+  m.gauge("tessera_worker_memory_limit_bytes", "Bytes of results held in memory before spilling (0: no limit)",
+          static_cast<double>(s.memory_limit));
+  m.gauge("tessera_worker_device_memory_bytes", "Bytes of results held in GPU memory",
+          static_cast<double>(s.stats.device_bytes));
+  m.counter("tessera_worker_device_spilled_bytes_total", "Bytes of results moved from GPU to host memory",
+            static_cast<double>(s.stats.device_spilled_bytes));
+  m.counter("tessera_worker_spill_count_total", "Results written to disk", static_cast<double>(s.stats.spilled));
+  m.gauge("tessera_worker_transfer_incoming_count", "Number of open data transfers from other workers",
+          static_cast<double>(s.transfer_incoming_count));
+  m.counter("tessera_worker_transfer_incoming_count_total",
+            "Total number of data transfers from other workers since the worker was started",
+            static_cast<double>(s.stats.fetches));
+  m.counter("tessera_worker_transfer_incoming_bytes_total",
+            "Total bytes received from other workers since the worker was started",
+            static_cast<double>(s.stats.fetched_bytes));
+  m.counter("tessera_worker_transfer_outgoing_count_total",
+            "Total number of data transfers to other workers (and clients) since the worker was started",
+            static_cast<double>(s.stats.served_requests));
+  m.counter("tessera_worker_transfer_outgoing_bytes_total",
+            "Total bytes sent to other workers (and clients) since the worker was started",
+            static_cast<double>(s.stats.served_bytes));
+  m.counter("tessera_worker_tasks_executed_total", "Tasks this worker ran (failed ones included)",
+            static_cast<double>(s.stats.executed + s.stats.failed));
+  return m.text();
+}
+
+std::string workers_json(const wire::ClusterInfo& info) {
+  using nlohmann::json;
+  json workers = json::array();
+  for (const auto& w : info.workers) {
+    const auto& s = w.summary;
+    json gpus = json::array();
+    for (const auto& g : w.gpus)
+      gpus.push_back({{"name", g.name},
+                      {"uuid", g.uuid},
+                      {"pci_bus_id", g.pci_bus_id},
+                      {"total_memory", g.total_memory},
+                      {"compute_capability", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor)}});
+    workers.push_back({{"address", s.address},
+                       {"name", s.name},
+                       {"nthreads", s.nthreads},
+                       {"memory_limit", s.memory_limit},
+                       {"memory", s.memory},
+                       {"nbytes", s.nbytes},
+                       {"processing", s.processing},
+                       {"keys", s.has_what},
+                       {"occupancy", s.occupancy},
+                       {"paused", s.paused},
+                       {"resources", s.resources},
+                       {"resources_used", s.resources_used},
+                       {"pid", w.pid},
+                       {"host", w.host},
+                       {"local_directory", w.local_directory},
+                       {"extra", w.extra},
+                       {"ops", w.ops.size()},
+                       {"gpus", std::move(gpus)},
+                       {"device_memory_limit", w.device_memory_limit},
+                       {"device_memory", w.device_memory},
+                       {"device_spilled_bytes", w.device_spilled_bytes}});
+  }
+  json out = {{"num_workers", info.workers.size()}, {"workers", std::move(workers)}};
+  return out.dump();
+}
+
+std::string tasks_json(const wire::ClusterInfo& info) {
+  nlohmann::json states = nlohmann::json::object();
+  for (const auto& [name, n] : all_task_states(info)) states[name] = n;
+  nlohmann::json out = {{"total", info.tasks}, {"states", std::move(states)}};
+  return out.dump();
+}
+
+}  // namespace tessera::distributed

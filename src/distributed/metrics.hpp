@@ -1,0 +1,49 @@
+#pragma once
+/**
+ * @file What the dashboards serve, as pure functions of a snapshot: Prometheus' text format
+ * (through prometheus-cpp) and the JSON API (through nlohmann-json). The metric names are
+ * Dask's with the prefix `tessera_` instead of `dask_` (docs/dashboard.md lists them). Private
+ * to libtessera.
+ */
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tessera/distributed/worker.hpp"
+#include "wire.hpp"
+
+namespace tessera::distributed {
+
+/** @brief The scheduler as the dashboard sees it: what scheduler_info() answers, and the clients. */
+struct SchedulerSnapshot {
+  wire::ClusterInfo info;
+  std::size_t clients = 0;
+};
+
+/** @brief One worker as its dashboard sees it. */
+struct WorkerSnapshot {
+  std::string address;
+  std::string name;
+  int nthreads = 0;
+  std::size_t memory_limit = 0;
+  WorkerStats stats;
+  /** Every worker task state by name, zeros included (the state machine's status_counts()). */
+  std::vector<std::pair<std::string, std::size_t>> task_states;
+  std::size_t transfer_incoming_count = 0;  ///< peers being fetched from now
+};
+
+/** @brief Prometheus text: tessera_scheduler_workers, _clients, _tasks{state=...}, ... */
+std::string scheduler_metrics_text(const SchedulerSnapshot& s);
+/** @brief Prometheus text: tessera_worker_tasks{state=...}, _threads, _memory_bytes{type=...}, transfers. */
+std::string worker_metrics_text(const WorkerSnapshot& s);
+
+/** @brief {"num_workers": n, "workers": [{address, name, nthreads, memory, ...}]}, the fields of scheduler_info(). */
+std::string workers_json(const wire::ClusterInfo& info);
+/** @brief {"total": n, "states": {"released": n, "waiting": n, ...}} with every state, zeros included. */
+std::string tasks_json(const wire::ClusterInfo& info);
+
+/** @brief The Content-Type of Prometheus' text exposition format. */
+inline constexpr const char* kPrometheusContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+}  // namespace tessera::distributed
