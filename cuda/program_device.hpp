@@ -142,6 +142,14 @@ struct LaunchPlan {
   std::int64_t grid_y = 1;       // blocks per slot, each over per_block consecutive elements
   std::int64_t per_block = 0;
   std::int64_t step[kMaxDims] = {};  // team, as digits over the iterated axes
+  // Tiled walk (full 2-d reductions reading a transposed input): each step of a block covers
+  // a kTileRows x kTileCols tile, a warp one row of it, instead of kThreads elements of one row;
+  // the tiles follow each other along the rows; the domain is padded to whole tiles
+  // (tiled_cols columns, tiled_r elements) and elements in the padding are skipped. Off (0)
+  // unless plan_for sets it.
+  int tiled = 0;
+  std::int64_t tiled_cols = 0;
+  std::int64_t tiled_r = 0;
   std::size_t smem_bytes = 0;
   std::size_t temp_bytes = 0;    // block partials, when grid_y > 1
   int blocks_per_sm = 0;         // occupancy of the kernel (for messages and tests)

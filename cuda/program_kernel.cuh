@@ -492,6 +492,38 @@ TESSERA_PK void write_partial(void* out, i64 slot, const Acc& a, int kind, bool 
 
 // ---- per-thread phases ------------------------------------------------------------------------------
 
+/** The tiled walk's tile (LaunchPlan::tiled): kTileRows rows of kTileCols, one warp per row. */
+constexpr int kTileCols = 32;
+constexpr int kTileRows = kThreads / kTileCols;
+
+/**
+ * Coordinates of element r in the tiled walk of a 2-d domain (the last two axes) padded to
+ * whole tiles: tile r / kThreads in row-major order of tiles, then lane r % kThreads within it,
+ * row-major. A bijection of [0, L.tiled_r) onto the padded domain.
+ */
+template <int ND>
+TESSERA_PK void tile_coords(i64 (&o)[ND], const LaunchPlan& L, i64 r) {
+  const i64 t = r / kThreads, e = r % kThreads, tiles_per_row = L.tiled_cols / kTileCols;
+  o[ND - 2] = (t / tiles_per_row) * kTileRows + e / kTileCols;
+  o[ND - 1] = (t % tiles_per_row) * kTileCols + e % kTileCols;
+}
+
+/** The next element of a thread in the tiled walk: the same place in the next tile. */
+template <int ND>
+TESSERA_PK void tile_advance(i64 (&o)[ND], const LaunchPlan& L) {
+  o[ND - 1] += kTileCols;
+  if (o[ND - 1] >= L.tiled_cols) {
+    o[ND - 1] -= L.tiled_cols;
+    o[ND - 2] += kTileRows;
+  }
+}
+
+/** Whether o is inside the domain (not in the tiled walk's padding). */
+template <int ND>
+TESSERA_PK bool in_domain(const i64 (&o)[ND], const DeviceProgram& P) {
+  return o[ND - 2] < P.shape[kMaxDims - 2] && o[ND - 1] < P.shape[kMaxDims - 1];
+}
+
 /** The slot a thread works on (may be >= P.S: such threads only take part in the tree). */
 TESSERA_PK i64 slot_of(const LaunchPlan& L, int tid, i64 bx) {
   return bx * (kThreads >> L.team_shift) + (tid >> L.team_shift);
@@ -514,17 +546,32 @@ TESSERA_PK_NO_UNROLL
   Acc acc;
   acc_init(acc, P.kind);
   if (slot < P.S) {
+    const bool tiled = REDUCE && L.tiled;
     const i64 r0 = by * L.per_block;
-    const i64 r1 = imin(P.R, r0 + L.per_block);
+    const i64 r1 = imin(tiled ? L.tiled_r : P.R, r0 + L.per_block);
     i64 r = r0 + lane;
     if (r < r1) {
       i64 o[ND];
+      if (tiled) {
+        tile_coords<ND>(o, L, r);
+      } else {
 TESSERA_PK_UNROLL
-      for (int a = 0; a < ND; ++a) {
-        const int A = kMaxDims - ND + a;
-        o[a] = ((P.iter_mask >> A) & 1u) ? (r / P.rstride[A]) % P.shape[A] : (slot / P.sstride[A]) % P.shape[A];
+        for (int a = 0; a < ND; ++a) {
+          const int A = kMaxDims - ND + a;
+          o[a] = ((P.iter_mask >> A) & 1u) ? (r / P.rstride[A]) % P.shape[A] : (slot / P.sstride[A]) % P.shape[A];
+        }
       }
       for (; r < r1; r += L.team) {
+        if constexpr (REDUCE) {
+          if (tiled) {
+            if (in_domain<ND>(o, P)) {
+              eval<ND>(P, o, reg);
+              fold<ND>(acc, words[P.root + tid], P, o);
+            }
+            tile_advance<ND>(o, L);
+            continue;
+          }
+        }
         eval<ND>(P, o, reg);
         const u64 v = words[P.root + tid];
         if constexpr (REDUCE) fold<ND>(acc, v, P, o);
@@ -598,7 +645,29 @@ inline LaunchPlan plan_for(const DeviceProgram& p, int sms, int blocks_per_sm) {
     gy = clamp(by_wave < by_work ? by_wave : by_work, 1, 65535);
   }
   L.per_block = p.R > 0 ? ceil_div(p.R, gy) : 1;
-  L.grid_y = p.R > 0 ? ceil_div(p.R, L.per_block) : 1;
+
+  // The tiled walk, for a whole 2-d chunk reduced to one value where an input is read across
+  // its rows (x.T: the row axis walks memory faster than the column axis). A team walking one
+  // row reads such an input one element per row, a 32-byte sector for 8 bytes, and the rest of
+  // each sector is wanted only a row later, long evicted; a tile's 8 rows use it at once.
+  // Blocks then take whole tiles.
+  {
+    const int A0 = kMaxDims - 2, A1 = kMaxDims - 1;
+    bool transposed = false;
+    for (int k = p.nconst; k < p.ninstr; ++k) {
+      const DevInstr& in = p.instrs[k];
+      const i64 c0 = in.coef[A0] < 0 ? -in.coef[A0] : in.coef[A0], c1 = in.coef[A1] < 0 ? -in.coef[A1] : in.coef[A1];
+      if (in.ptr != nullptr && c0 != 0 && c0 < c1) transposed = true;
+    }
+    if (transposed && p.reducing && p.S == 1 && p.nd == 2 && p.R > 0 && team == kThreads &&
+        ((p.iter_mask >> A0) & 1u) && ((p.iter_mask >> A1) & 1u)) {
+      L.tiled = 1;
+      L.tiled_cols = ceil_div(p.shape[A1], kTileCols) * kTileCols;
+      L.tiled_r = ceil_div(p.shape[A0], kTileRows) * kTileRows * L.tiled_cols;
+      L.per_block = ceil_div(ceil_div(L.tiled_r, gy), kThreads) * kThreads;
+    }
+  }
+  L.grid_y = p.R > 0 ? ceil_div(L.tiled ? L.tiled_r : p.R, L.per_block) : 1;
 
   // `team` as digits over the iterated axes (innermost first; the outermost takes the rest).
   if (p.R > 0) {

@@ -15,6 +15,7 @@
 // axis normalisation, register slots, errors) directly.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -339,6 +340,46 @@ TEST(BlockwiseEncode, ReductionSplitsSlotsFromReducedAxes) {
   EXPECT_EQ(enc.out_shape, (Shape{4, 1, 1, 3}));
   EXPECT_EQ(enc.out_elements, 12);
   EXPECT_EQ(enc.dev.iter_mask, 1u << (prog::kMaxDims - 1));
+}
+
+TEST(BlockwiseEncode, TransposedInputFullReductionWalksWholeTiles) {
+  // A 40 x 70 chunk reduced to one value, read through x.T (coefficients 1 and 40).
+  prog::DeviceProgram p;
+  p.nd = 2;
+  p.reducing = 1;
+  p.S = 1;
+  p.R = 40 * 70;
+  p.iter_mask = 3u << (prog::kMaxDims - 2);
+  p.shape[prog::kMaxDims - 2] = 40;
+  p.shape[prog::kMaxDims - 1] = 70;
+  p.ninstr = 1;
+  p.instrs[0].ptr = &p;  // any input block
+  p.instrs[0].coef[prog::kMaxDims - 2] = 1;
+  p.instrs[0].coef[prog::kMaxDims - 1] = 40;
+  const prog::LaunchPlan L = prog::plan_for(p, 132, 8);
+  ASSERT_EQ(L.tiled, 1);
+  EXPECT_EQ(L.tiled_cols, 96);
+  EXPECT_EQ(L.tiled_r, 40 * 96);
+  EXPECT_EQ(L.per_block % prog::kThreads, 0);
+  // Every element of the chunk once, padding aside: the walk of each thread of each block.
+  std::vector<int> seen(40 * 70, 0);
+  for (std::int64_t by = 0; by < L.grid_y; ++by)
+    for (int lane = 0; lane < prog::kThreads; ++lane) {
+      const std::int64_t r0 = by * L.per_block, r1 = std::min(L.tiled_r, r0 + L.per_block);
+      std::int64_t r = r0 + lane;
+      if (r >= r1) continue;
+      std::int64_t o[2];
+      prog::tile_coords<2>(o, L, r);
+      for (; r < r1; r += prog::kThreads) {
+        if (prog::in_domain<2>(o, p)) ++seen[static_cast<std::size_t>(o[0] * 70 + o[1])];
+        prog::tile_advance<2>(o, L);
+      }
+    }
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), 40 * 70);
+  // Row-major inputs keep the row walk; so do reductions along one axis.
+  p.instrs[0].coef[prog::kMaxDims - 2] = 70;
+  p.instrs[0].coef[prog::kMaxDims - 1] = 1;
+  EXPECT_EQ(prog::plan_for(p, 132, 8).tiled, 0);
 }
 
 TEST(BlockwiseEncode, ManyLiveValuesNeedTooManySlots) {
@@ -872,6 +913,25 @@ BLOCKWISE_TEST(ArgReductionTiesPickTheLowestIndex) {
   check(y.argmin(1), kExact);
   check(y.argmax(0), kExact);
   check(y.astype(DType::Float64).argmax(), kExact);
+}
+
+// Whole-chunk reductions of a transposed input take the tiled walk (plan_for); a ragged chunk
+// (40 x 40: padded to 64 columns) and whole tiles (96 x 64).
+BLOCKWISE_TEST(TransposedInputReductions) {
+  std::vector<double> v(72 * 72), w(64 * 96);
+  for (std::size_t k = 0; k < v.size(); ++k) v[k] = std::sin(static_cast<double>(k) * 0.7) + 0.25;
+  for (std::size_t k = 0; k < w.size(); ++k) w[k] = std::cos(static_cast<double>(k) * 1.1);
+  auto x = from_vector(v, {72, 72}, {40, 40});
+  auto y = from_vector(w, {64, 96}, {64, 96});
+  for (const Array& a : {x + x.T(), y.T() * 2.0}) {
+    check(a.sum(), Tol{1e-12, 1e-12});
+    check(a.mean(), Tol{1e-12, 1e-12});
+    check(a.var(), Tol{1e-12, 1e-12});
+    check(a.min());
+    check(a.max());
+    check(a.argmin());
+    check(a.argmax());
+  }
 }
 
 BLOCKWISE_TEST(LargeChunksUseManyBlocksPerSlot) {
