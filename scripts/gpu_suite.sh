@@ -329,9 +329,11 @@ case "${1:-}" in
         transfer) : >>"$OUT/bench.jsonl"; run_transfer ;;
         probe)
           # transpose_sum's gap to CuPy by chunk size: per-task costs or the transposed read.
-          for c in 5000 20000 40000; do
+          for c in 5000 10000 20000 40000; do
             RUN_CAP=30 run1 "$TREE/benchmarks/gpu_arrays" --op transpose_sum --n 40000 --chunk $c --device gpu --repeat 3 --persist
-          done ;;
+          done
+          RUN_CAP=30 run1 "$TREE/benchmarks/gpu_arrays" --op transpose_sum --n 40000 --chunk 10000 --device gpu --repeat 3
+          RUN_CAP=60 run1 env -u LD_LIBRARY_PATH -u UCX_MODULE_DIR python3 "$TREE/benchmarks/cupy_local.py" --n 40000 --matmul-n 20000 --seed-n 50000 ;;
         seedcmp) RUN_CAP=30 run1 "$TREE/benchmarks/seed_array" --n 50000 --chunk 10000 --device gpu --scheduler threads --repeat 3 ;;
         *) echo "usage: gpu_suite.sh run [gputests] [tests] [transfer] [seedcmp] [examples] [memcheck] [bench]" >&2; exit 2 ;;
       esac
