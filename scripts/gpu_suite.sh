@@ -184,33 +184,25 @@ run_gpu_tests() {
 }
 
 run_tests() {
-  # The whole suite with the CUDA back end loaded, in 8 parts at once (the machine has 16
-  # cores; the tests are written to run side by side, as ctest -j runs them). The parts are
-  # gtest filters, not GTEST_SHARD_*: tests that start this binary again as a peer process
-  # would pass those variables on, and the peer's one test would land in another shard.
-  local parts=8 i pids=()
-  (cd "$TREE/tests" && ./tessera_tests --gtest_list_tests) | awk -v parts="$parts" -v dir="$OUT" '
-    /^[^ ]/ { suite = $1; next }
-    /^  / { name = $1; if (name ~ /^DISABLED_/ || suite ~ /^DISABLED_/) next
-            f = dir "/part" (n++ % parts) ".filter"; printf "%s%s%s", (seen[f]++ ? ":" : ""), suite, name >> f }'
-  : >"$OUT/tests-parts.txt"
-  for ((i = 0; i < parts; i++)); do
-    [[ -s "$OUT/part$i.filter" ]] || continue
-    (
-      cd "$TREE/tests" || exit 1
-      rc=0
-      timeout "$(cap 300)" ./tessera_tests --gtest_brief=1 --gtest_filter="$(cat "$OUT/part$i.filter")" \
-        >"$OUT/tests-part$i.log" 2>&1 || rc=$?
-      echo "part $i rc $rc" >>"$OUT/tests-parts.txt"
-    ) &
-    pids+=($!)
-  done
-  wait "${pids[@]}" || true
-  cat "$OUT/tests-parts.txt"
-  cat "$OUT"/tests-part*.log >"$OUT/tests.log" 2>/dev/null || true
-  rm -f "$OUT"/tests-part*.log "$OUT"/part*.filter
-  grep -E "^\[  FAILED  \] [A-Za-z]" "$OUT/tests.log" | sort -u | head -40 || true
-  grep -E "^\[  (PASSED|SKIPPED) " "$OUT/tests.log" | awk '{n[$2] += $4} END {for (k in n) print k, n[k]}' || true
+  # The whole suite with the CUDA back end loaded, one process per test as ctest runs it (the
+  # tests count the process's device memory, so they must not share a process), 12 at once.
+  local list="$OUT/tests.list" results="$OUT/tests-results.txt"
+  (cd "$TREE/tests" && ./tessera_tests --gtest_list_tests --gtest_filter="${GPU_SUITE_TEST_FILTER:-*}") |
+    awk '/^[^ ]/ { suite = $1; next } /^  / { if ($1 !~ /^DISABLED_/ && suite !~ /^DISABLED_/) print suite $1 }' >"$list"
+  : >"$results"
+  : >"$OUT/tests.log"
+  local deadline=$(($(date +%s) + $(cap 300)))
+  export TREE OUT
+  xargs -P 12 -I{} bash -c '
+    name="$1"; left=$(('"$deadline"' - $(date +%s))); ((left < 5)) && left=5
+    log=$(cd "$TREE/tests" && timeout "$((left < 300 ? left : 300))" ./tessera_tests --gtest_brief=1 --gtest_filter="$name" 2>&1); rc=$?
+    if ((rc != 0)); then printf "%s\n" "== $name (rc $rc)" "$log" >>"$OUT/tests.log"; fi
+    if grep -q "^\[  SKIPPED \]" <<<"$log"; then echo "skipped $name" >>"$OUT/tests-results.txt";
+    elif ((rc == 0)); then echo "passed $name" >>"$OUT/tests-results.txt"; else echo "failed $name" >>"$OUT/tests-results.txt"; fi
+  ' _ {} <"$list" || true
+  awk '{n[$1]++} END {for (k in n) print k, n[k]}' "$results" | sort
+  grep "^failed" "$results" | head -40 || true
+  rm -f "$list"
   # The UCX and device-frame tests again with the CUDA-enabled UCX: the direct path.
   (cd "$TREE/tests" && with_cuda_ucx timeout "$(cap 90)" ./tessera_tests --gtest_brief=1 \
       --gtest_filter='CommUcx*:UcxCluster*:CudaUcx*:ClusterGpu*' --gtest_output="json:$OUT/tests-ucx-cuda.json" \
