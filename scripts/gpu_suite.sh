@@ -326,6 +326,11 @@ case "${1:-}" in
           done
           RUN_CAP=30 run1 "$TREE/benchmarks/gpu_arrays" --op transpose_sum --n 40000 --chunk 10000 --device gpu --repeat 3
           RUN_CAP=60 run1 env -u LD_LIBRARY_PATH -u UCX_MODULE_DIR python3 "$TREE/benchmarks/cupy_local.py" --n 40000 --matmul-n 20000 --seed-n 50000 ;;
+        sweep)
+          # Device-to-device transfer time by size (8 B to 1 GiB), direct and staged: what is
+          # per transfer and what is per byte.
+          RUN_CAP=60 with_cuda_ucx run1 "$TREE/benchmarks/transfer" --device gpu --megabytes 1024 --repeat 3 --protocol ucx --sweep
+          RUN_CAP=60 run1 "$TREE/benchmarks/transfer" --device gpu --megabytes 1024 --repeat 3 --protocol ucx --sweep ;;
         seedcmp) RUN_CAP=30 run1 "$TREE/benchmarks/seed_array" --n 50000 --chunk 10000 --device gpu --scheduler threads --repeat 3 ;;
         *) echo "usage: gpu_suite.sh run [gputests] [tests] [transfer] [seedcmp] [examples] [memcheck] [bench]" >&2; exit 2 ;;
       esac
