@@ -4,6 +4,10 @@
 
 #include <algorithm>
 
+#include "tessera/array/creation_more.hpp"
+#include "tessera/array/shape.hpp"
+#include "tessera/array/sort.hpp"
+#include "tessera/array/structural.hpp"
 #include "tessera/core/error.hpp"
 
 namespace tessera {
@@ -339,6 +343,51 @@ std::vector<Array> gradient(const Array& f, std::vector<int> axes, std::vector<d
     const Array inner = (take_range(x, axis, 2, n) - take_range(x, axis, 0, n - 2)) / (2 * h);
     out.push_back(concatenate({first, inner, last}, axis));
   }
+  return out;
+}
+
+Array union1d(const Array& a, const Array& b, Executor& executor) {
+  return unique(concatenate({ravel(a), ravel(b)}), executor).values;
+}
+
+Array fromfunction(const std::function<Array(const std::vector<Array>&)>& f, const Shape& shape, ChunkSpec chunks,
+                   DType dtype) {
+  // indices() has the grid's axes after a leading axis of one chunk per coordinate.
+  ChunkSpec grid_chunks = chunks;
+  if (!chunks.is_explicit() && !chunks.sizes().empty() && chunks.sizes().size() == shape.size()) {
+    std::vector<std::int64_t> sizes{1};
+    sizes.insert(sizes.end(), chunks.sizes().begin(), chunks.sizes().end());
+    grid_chunks = ChunkSpec(sizes);
+  }
+  const Array grid = indices(shape, dtype, grid_chunks);
+  std::vector<Array> axes;
+  for (std::size_t k = 0; k < shape.size(); ++k) axes.push_back(grid[{static_cast<std::int64_t>(k)}]);
+  return f(axes);
+}
+
+std::vector<Array> unify_chunks(const std::vector<Array>& arrays) {
+  if (arrays.empty()) return {};
+  const Shape& shape = arrays.front().shape();
+  for (const Array& a : arrays)
+    if (a.shape() != shape)
+      throw ShapeError("unify_chunks: the arrays have different shapes (" + shape_to_string(shape) + " and " +
+                       shape_to_string(a.shape()) + ")");
+  Chunks common(shape.size());
+  for (std::size_t ax = 0; ax < shape.size(); ++ax) {
+    // Every array's chunk boundaries on this axis, then the pieces between them.
+    std::vector<std::int64_t> cuts{0, shape[ax]};
+    for (const Array& a : arrays) {
+      if (!a.known_chunks()) throw ShapeError("unify_chunks: chunks of unknown size (call compute_chunk_sizes() first)");
+      std::int64_t at = 0;
+      for (std::int64_t c : a.chunks()[ax]) cuts.push_back(at += c);
+    }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    for (std::size_t i = 1; i < cuts.size(); ++i) common[ax].push_back(cuts[i] - cuts[i - 1]);
+    if (common[ax].empty()) common[ax].push_back(0);
+  }
+  std::vector<Array> out;
+  for (const Array& a : arrays) out.push_back(a.chunks() == common ? a : a.rechunk(ChunkSpec(common)));
   return out;
 }
 

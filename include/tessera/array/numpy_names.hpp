@@ -105,4 +105,24 @@ Array append(const Array& a, const Array& values, int axis);
  */
 std::vector<Array> gradient(const Array& f, std::vector<int> axes = {}, std::vector<double> spacing = {});
 
+/**
+ * @brief The sorted distinct values of a and b together, flattened (NumPy's union1d). Like
+ * unique(), the result's length depends on the data: it is computed on `executor` and returned
+ * as a host array.
+ */
+Array union1d(const Array& a, const Array& b, Executor& executor = local_executor());
+/**
+ * @brief f called once with the index arrays of `shape` (one per axis, each of `shape`,
+ * element [i, j, ...] holding i, j, ... as `dtype`), chunked by `chunks` (NumPy's and Dask's
+ * fromfunction: f sees whole lazy arrays, so it must be written with array operations).
+ */
+Array fromfunction(const std::function<Array(const std::vector<Array>&)>& f, const Shape& shape,
+                   ChunkSpec chunks = auto_chunk, DType dtype = DType::Float64);
+/**
+ * @brief The arrays rechunked to the common refinement of their chunk boundaries on each axis,
+ * so that they can be combined chunk by chunk (Dask's unify_chunks, for arrays of one shape;
+ * axes of length 1 broadcast and keep their chunk). Different shapes: ShapeError.
+ */
+std::vector<Array> unify_chunks(const std::vector<Array>& arrays);
+
 }  // namespace tessera

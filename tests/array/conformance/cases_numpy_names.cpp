@@ -198,3 +198,17 @@ TESSERA_CONFORMANCE_CASE(reduction_case) {
   o.split_every = static_cast<int>(p.i("split_every", 0));
   return {reduction(in[0], "conformance.sum_of_squares", "conformance.sum_axes", o)};
 }
+
+TESSERA_CONFORMANCE_CASE(union1d_case) { return {union1d(in[0], in[1])}; }
+
+TESSERA_CONFORMANCE_CASE(fromfunction_case) {
+  const std::vector<std::int64_t> dims = p.ints("shape");
+  return {fromfunction([](const std::vector<Array>& ix) { return ix[0] * 10.0 + ix[1] * ix[1]; },
+                       Shape(dims.begin(), dims.end()), ChunkSpec(p.i("chunk")))};
+}
+
+TESSERA_CONFORMANCE_CASE(unify_chunks_case) {
+  const std::vector<Array> u = unify_chunks({in[0], in[1]});
+  if (u[0].chunks() != u[1].chunks()) throw std::runtime_error("unify_chunks: the chunks differ afterwards");
+  return {u[0], u[1], u[0] + u[1]};
+}

@@ -144,3 +144,13 @@ for op, f in (("iscomplex", np.iscomplex), ("isreal", np.isreal)):
     CASES.append(case("names_unary", [A], lambda x, op, f=f: f(x), {"op": op}, name=f"names_unary[real][{op}]"))
 CASES.append(case("names_unary", [X3], lambda x, op: np.array(np.shape(x)), {"op": "shape"}))
 CASES.append(case("names_unary", [X3], lambda x, op: np.asarray(np.ndim(x)), {"op": "ndim"}))
+
+U1 = rand(9, dtype="int64", low=-4, high=6, salt=40)
+CASES.append(case("union1d_case", [I, U1], lambda a, b: np.union1d(a, b), api="union1d"))
+CASES.append(case("union1d_case", [with_nans(A), rand(5, salt=41)], lambda a, b: np.union1d(a, b), api="union1d",
+                  name="union1d_case[nans]"))
+for shape, chunk in (([5, 7], 3), ([4, 4], 4), ([1, 6], 2)):
+    CASES.append(case("fromfunction_case", [], lambda shape, chunk: np.fromfunction(lambda i, j: i * 10.0 + j * j, shape),
+                      {"shape": shape, "chunk": chunk}, api="fromfunction"))
+CASES.append(case("unify_chunks_case", [A, B], lambda a, b: (a, b, a + b), api="unify_chunks",
+                  chunks=[[(3, 2), (2, 3)], [(4, 4), (6, 1)], [(6, 4), (1, 1)]]))
