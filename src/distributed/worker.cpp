@@ -121,6 +121,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
   // (stopped, or cut off without a FIN) counts as lost.
   std::atomic<double> last_heard_from_scheduler{0};
   std::atomic<std::int64_t> next_probe_id{1};
+  std::atomic<bool> scheduler_said_close{false};  // close-worker came
 
   std::atomic<std::size_t> executed{0}, failed{0}, fetched_keys{0}, fetched_bytes{0}, fetches{0}, served_keys{0},
       served_requests{0}, served_bytes{0};
@@ -569,6 +570,9 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
       }
       if (c) c->close();
     } else if (m.op == wire::kCloseWorker) {
+      // Before the connection's close, which follows at once: that one must not read as a
+      // scheduler lost (worker_main would wait for it to come back).
+      scheduler_said_close = true;
       close_async("the scheduler asked it to close", false);
     } else if (m.op == wire::kRegistered) {
       registered.set_value();
@@ -708,7 +712,10 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
           if (auto self = weak.lock()) self->on_scheduler_message(m);
         },
         [weak](std::exception_ptr reason) {
-          if (auto self = weak.lock()) self->close_async("lost the scheduler: " + describe_exception(reason), false);
+          if (auto self = weak.lock()) {
+            if (self->scheduler_said_close) return;  // closing already, as asked
+            self->close_async("lost the scheduler: " + describe_exception(reason), false);
+          }
         });
     last_heard_from_scheduler = now();
     wire::WorkerHello hello;
