@@ -169,6 +169,20 @@ TEST(NannyPolicy, NotRestarted_StartFailureSchedulerGoneAndCleanExit) {
   }
 }
 
+TEST(NannyPolicy, WithoutRestartsACrashEndsTheChild) {
+  // `--nworkers N --no-nanny`: the parent only starts, passes signals on and waits.
+  tessera_test::TempDir dir;
+  const auto pids = dir.path() / "pids";
+  auto o = fast_options();
+  o.restart = false;
+  NannyRun run(o, {bash_child(pids, "kill -SEGV $$")});
+  auto rc = run.get(5);
+  ASSERT_TRUE(rc.has_value());
+  EXPECT_EQ(*rc, 1);
+  EXPECT_EQ(run.nanny.restarts(), 0);
+  EXPECT_EQ(pids_in(pids).size(), 1u);
+}
+
 TEST(NannyPolicy, SigkillAfterTheGracePeriod) {
   // A child that ignores SIGTERM (inherited across exec) is killed once stop_grace passed.
   tessera_test::TempDir dir;
@@ -383,6 +397,37 @@ TEST(NannyBinaries, WorkerPastTheMemoryTerminateFractionIsRestarted) {
     expect_exit_zero(kids, sched, "tessera-scheduler");
   }
   EXPECT_TRUE(wait_until([&] { return processes_with(dir.str()).empty(); }, 3));
+}
+
+TEST(NannyBinaries, ApplicationAsItsOwnWorkerRunsUnderANanny) {
+  // `app --tessera-worker ADDRESS` (tessera::init): the nanny is the application, and so is its
+  // worker (this test binary again, with its registered functions).
+  LocalClusterOptions so;
+  so.n_workers = 0;
+  so.log_level = "error";
+  LocalCluster cluster(so);
+  const std::string address = cluster.scheduler_address();
+  {
+    Children kids;
+    auto env = child_env();
+    env["TESSERA_TOKEN"] = cluster.token();
+    const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+    pid_t nanny = kids.spawn({self, "--tessera-worker", address, "--name", "app", "--nthreads", "1", "--memory-limit",
+                              "0", "--log-level", "error"},
+                             env);
+    Client client(cluster, client_options(cluster.token(), 10));
+    ASSERT_TRUE(client.wait_for_workers(1, 20s));
+    const int worker = only_worker_pid(client);
+    EXPECT_NE(worker, nanny);
+    EXPECT_EQ(parent_of(worker), nanny);
+    EXPECT_EQ(client.submit("process_test.pid").result_as<int>(20s), worker);
+    client.close();
+    ::kill(nanny, SIGTERM);
+    expect_exit_zero(kids, nanny, "app --tessera-worker (nanny)");
+    EXPECT_TRUE(wait_until([&] { return !process_alive(worker); }, 3));
+  }
+  cluster.close();
+  EXPECT_TRUE(wait_until([&] { return processes_with(address + " ").empty(); }, 3));
 }
 
 // ---- workers that lose the scheduler ----------------------------------------------------------------
