@@ -408,10 +408,10 @@ int worker_main(int argc, char** argv) {
   try {
     apply_cpu_affinity_env();
     if (!device_memory_limit.empty()) check_device_memory_limit(device_memory_limit);
+    if (nworkers > 1) return run_nworkers(argc, argv, nworkers, name, nthreads, memory_limit, nanny, memory_terminate_fraction);
     if (nworkers < 1) throw Error("--nworkers must be at least 1");
     if (scheduler.empty() && scheduler_file.empty())
       throw Error("give the scheduler address (tcp://host:port) or --scheduler-file");
-    if (nworkers > 1) return run_nworkers(argc, argv, nworkers, name, nthreads, memory_limit, nanny, memory_terminate_fraction);
     if (nanny) return run_under_nanny(argc, argv, name, memory_limit, memory_terminate_fraction);
     if (scheduler.empty()) scheduler = read_scheduler_file(scheduler_file, death_timeout);
     token = token_or_env(token);
