@@ -190,7 +190,8 @@ TEST(NannyPolicy, SigkillAfterTheGracePeriod) {
   NannyRun run(fast_options(), {bash_child(pids, "trap '' TERM; exec sleep 30")});
   ASSERT_TRUE(wait_until([&] { return run.nanny.pids()[0] > 0 && pids_in(pids).size() == 1; }, 5));
   const int child = pids_in(pids)[0];
-  std::this_thread::sleep_for(100ms);  // past the trap
+  ASSERT_TRUE(wait_until([&] { return read_text("/proc/" + std::to_string(child) + "/comm") == "sleep\n"; }, 5))
+      << "past the trap: exec'd sleep";
   const auto t0 = Clock::now();
   run.nanny.stop(SIGTERM);
   auto rc = run.get(5);
