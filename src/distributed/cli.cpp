@@ -21,6 +21,8 @@
 
 #include "../core/logging.hpp"
 #include "data_store_limits.hpp"
+#include "nanny.hpp"
+#include "tessera/comm/comm.hpp"
 #include "tessera/core/device.hpp"
 #include "util.hpp"
 #include "tessera/core/gpus.hpp"
@@ -261,13 +263,6 @@ int scheduler_main(int argc, char** argv) {
 
 namespace {
 
-// One worker process of a nanny (--nworkers, tessera-cuda-worker).
-struct ChildProcess {
-  std::string name;
-  std::vector<std::string> argv;
-  std::map<std::string, std::string> env;
-};
-
 // This command line for a child: this executable (in worker mode when this process runs as an
 // application's worker, or as tessera-cuda-worker), then argv[1..] without the flags in `drop`
 // (and their values, in both the "--flag value" and "--flag=value" forms).
@@ -292,77 +287,72 @@ std::vector<std::string> child_command(int argc, char** argv, bool worker_mode_f
   return args;
 }
 
-// The nanny: starts the worker processes, passes SIGINT/SIGTERM on to them and waits for all.
-// Returns 0 when every one exited with status 0. The children get TESSERA_PARENT_PID, so they
-// also exit when this process dies without passing a signal on (SIGKILL).
-int run_worker_processes(const std::string& program, const std::vector<ChildProcess>& children) {
-  std::mutex mu;
-  std::vector<pid_t> pids;
-  int stop_signal = 0;
-  // First, so that a signal while the children start stops those already started.
-  SignalWatcher signals([&](int sig) {
-    std::lock_guard lock(mu);
-    stop_signal = sig;
-    for (pid_t p : pids) ::kill(p, sig);
-  });
-  int worst = 0;
-  for (const auto& child : children) {
-    std::lock_guard lock(mu);
-    if (stop_signal) break;
-    auto env = child.env;
-    env["TESSERA_PARENT_PID"] = std::to_string(::getpid());  // die with us
-    try {
-      pids.push_back(spawn_process(child.argv, env));
-    } catch (const std::exception& e) {
-      logging::error("{}: cannot start worker {}: {}", program, child.name, e.what());
-      worst = 1;
-      stop_signal = SIGTERM;
-      for (pid_t p : pids) ::kill(p, SIGTERM);
-      break;
-    }
-  }
-  std::vector<bool> done(pids.size(), false);
-  for (std::size_t left = pids.size(); left > 0;) {
-    for (std::size_t i = 0; i < pids.size(); ++i) {
-      if (done[i]) continue;
-      int status = 0;
-      pid_t r = ::waitpid(pids[i], &status, WNOHANG);
-      if (r == 0 || (r < 0 && errno == EINTR)) continue;
-      done[i] = true;
-      --left;
-      bool clean = r == pids[i] && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      {
-        // A worker still starting up (waiting for the scheduler) dies of the signal passed on.
-        std::lock_guard lock(mu);
-        if (r == pids[i] && stop_signal && WIFSIGNALED(status) && WTERMSIG(status) == stop_signal) clean = true;
-      }
-      if (!clean) worst = 1;
-      if (r != pids[i]) logging::warn("{}: lost worker {} (pid {})", program, children[i].name, pids[i]);
-      else if (clean) logging::info("{}: worker {} (pid {}) {}", program, children[i].name, pids[i], describe_status(status));
-      else logging::warn("{}: worker {} (pid {}) {}", program, children[i].name, pids[i], describe_status(status));
-    }
-    if (left > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return worst;
+// The worker processes under a nanny (nanny.hpp): SIGINT/SIGTERM are passed on to them, and
+// the nanny waits for all of them. The watcher comes first, so that a signal while the children
+// start stops those already started.
+int run_worker_processes(const NannyOptions& options, std::vector<NannyChild> children) {
+  Nanny nanny(options, std::move(children));
+  SignalWatcher signals([&](int sig) { nanny.stop(sig); });
+  return nanny.run();
+}
+
+NannyOptions nanny_options(const std::string& program, double memory_terminate_fraction) {
+  NannyOptions o;
+  o.program = program;
+  o.memory_terminate_fraction = memory_terminate_fraction;
+  return o;
 }
 
 // --nworkers N > 1: run N single-worker processes of this same command and wait for them.
 int run_nworkers(int argc, char** argv, int nworkers, const std::string& name, int nthreads,
-                 const std::string& memory_limit) {
+                 const std::string& memory_limit, bool nanny, double memory_terminate_fraction) {
   // Each child gets its share of the machine, as with dask worker --nworkers.
   const int threads = nthreads > 0 ? nthreads : threads_per_worker(nworkers);
   const std::size_t limit = parse_memory_limit(memory_limit, system_memory(), nworkers);
-  std::vector<ChildProcess> children;
+  std::vector<NannyChild> children;
   for (int i = 0; i < nworkers; ++i) {
-    ChildProcess c;
+    NannyChild c;
     c.name = (name.empty() ? "worker" : name) + "-" + std::to_string(i);
     c.argv = child_command(argc, argv, std::string(argv[0]) == kWorkerModeFlag,
                            {"--nworkers", "--name", "--nthreads", "--memory-limit"});
     c.argv.insert(c.argv.end(), {"--nworkers", "1", "--name", c.name, "--nthreads", std::to_string(threads),
-                                 "--memory-limit", std::to_string(limit)});
+                                 "--memory-limit", std::to_string(limit), "--no-nanny"});
+    c.memory_limit = limit;
     children.push_back(std::move(c));
   }
-  return run_worker_processes("tessera-worker", children);
+  // --no-nanny: only start them, pass signals on and wait, as before there was a nanny.
+  NannyOptions options = nanny_options("tessera-worker", memory_terminate_fraction);
+  options.restart = nanny;
+  if (!nanny) options.memory_terminate_fraction = 0;
+  return run_worker_processes(options, std::move(children));
+}
+
+// The default for one worker (--nanny): the same command, with --no-nanny, in a child process.
+int run_under_nanny(int argc, char** argv, const std::string& name, const std::string& memory_limit,
+                    double memory_terminate_fraction) {
+  NannyChild c;
+  c.name = name.empty() ? "worker" : name;
+  c.argv = child_command(argc, argv, std::string(argv[0]) == kWorkerModeFlag, {});
+  c.argv.push_back("--no-nanny");
+  c.memory_limit = parse_memory_limit(memory_limit, system_memory(), 1);
+  std::vector<NannyChild> children;
+  children.push_back(std::move(c));
+  return run_worker_processes(nanny_options("tessera-worker", memory_terminate_fraction), std::move(children));
+}
+
+// Whether the scheduler at `address` answers a handshake now (a connection opened and closed).
+bool scheduler_answers(const std::string& address, const std::string& token) {
+  comm::CommOptions co;
+  co.token = token;
+  co.name = "tessera-worker reconnecting";
+  co.connect_timeout = std::chrono::milliseconds(1000);
+  co.handshake_timeout = std::chrono::milliseconds(1000);
+  try {
+    comm::connect(address, co)->close();
+    return true;
+  } catch (const comm::CommError&) {
+    return false;
+  }
 }
 
 }  // namespace
@@ -398,6 +388,17 @@ int worker_main(int argc, char** argv) {
                  "0 (none), 10GB, 0.5 (of the device)");
   add_worker_dashboard_flags(app, dashboard, no_dashboard);
   add_shared_flags(app, preloads, token, log_level);
+  // The nanny (docs/nanny.md).
+  bool nanny = true;
+  double memory_terminate_fraction = 0.95;
+  app.add_flag("--nanny,!--no-nanny", nanny,
+               "Run the worker under a nanny process that restarts it when it dies (default: --nanny)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--memory-terminate-fraction", memory_terminate_fraction,
+                 "The nanny restarts a worker whose resident memory passes this fraction of its memory limit "
+                 "(0: never)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
     setup_logging(log_level);
@@ -407,10 +408,11 @@ int worker_main(int argc, char** argv) {
   try {
     apply_cpu_affinity_env();
     if (!device_memory_limit.empty()) check_device_memory_limit(device_memory_limit);
-    if (nworkers > 1) return run_nworkers(argc, argv, nworkers, name, nthreads, memory_limit);
+    if (nworkers > 1) return run_nworkers(argc, argv, nworkers, name, nthreads, memory_limit, nanny, memory_terminate_fraction);
     if (nworkers < 1) throw Error("--nworkers must be at least 1");
     if (scheduler.empty() && scheduler_file.empty())
       throw Error("give the scheduler address (tcp://host:port) or --scheduler-file");
+    if (nanny) return run_under_nanny(argc, argv, name, memory_limit, memory_terminate_fraction);
     if (scheduler.empty()) scheduler = read_scheduler_file(scheduler_file, death_timeout);
     token = token_or_env(token);
     preload(preloads);
@@ -444,29 +446,66 @@ int worker_main(int argc, char** argv) {
     std::shared_ptr<Worker> worker;
     bool stop_requested = false;
     std::string reason;
+    auto stopping = [&] {
+      std::lock_guard lock(mu);
+      return stop_requested;
+    };
+    int code = 0;
     {
       SignalWatcher signals([&](int) {
         std::shared_ptr<Worker> w;
         {
           std::lock_guard lock(mu);
           w = worker;
-          if (!w) stop_requested = true;
+          stop_requested = true;
         }
         if (w) w->close();
       });
-      auto w = std::make_shared<Worker>(wo);
-      bool stop_now;
-      {
-        std::lock_guard lock(mu);
-        worker = w;
-        stop_now = stop_requested;
+      while (true) {
+        auto w = std::make_shared<Worker>(wo);  // tells a nanny once it registered
+        bool stop_now;
+        {
+          std::lock_guard lock(mu);
+          worker = w;
+          stop_now = stop_requested;
+        }
+        if (stop_now) w->close();
+        reason = w->wait();
+        {
+          std::lock_guard lock(mu);
+          worker.reset();
+        }
+        w.reset();
+        // A scheduler lost (not one that asked this worker to close) may come back: wait for it
+        // --death-timeout, then fail, so that a supervisor (the nanny, systemd) sees it.
+        if (reason.rfind("lost the scheduler", 0) != 0 || stopping()) break;
+        logging::warn("tessera-worker: {}; waiting up to {} s (--death-timeout) for it to come back", reason,
+                      death_timeout);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(death_timeout);
+        bool back = false;
+        while (!stopping() && std::chrono::steady_clock::now() < deadline) {
+          if (!scheduler_file.empty()) {
+            // A scheduler started again writes its (perhaps new) address there.
+            try {
+              wo.scheduler_address = read_scheduler_file(scheduler_file, 0);
+            } catch (const std::exception&) {
+            }
+          }
+          if ((back = scheduler_answers(wo.scheduler_address, token))) break;
+          std::this_thread::sleep_for(std::chrono::milliseconds(250));
+        }
+        if (stopping()) break;
+        if (!back) {
+          logging::error("tessera-worker: the scheduler at {} did not come back within {} s (--death-timeout)",
+                         wo.scheduler_address, death_timeout);
+          code = kExitSchedulerGone;
+          break;
+        }
+        logging::info("tessera-worker: the scheduler at {} is back; registering again", wo.scheduler_address);
       }
-      if (stop_now) w->close();
-      reason = w->wait();
     }
-    worker.reset();
     logging::info("tessera-worker: closed ({})", reason);
-    return 0;
+    return code;
   } catch (const std::exception& e) {
     logging::error("tessera-worker: {}", e.what());
     return 1;
@@ -504,6 +543,12 @@ int cuda_worker_main(int argc, char** argv) {
   bool no_dashboard = false;
   add_worker_dashboard_flags(app, dashboard, no_dashboard);
   add_shared_flags(app, preloads, token, log_level);
+  // This process is the workers' nanny (docs/nanny.md); the flag is passed on to them too.
+  double memory_terminate_fraction = 0.95;
+  app.add_option("--memory-terminate-fraction", memory_terminate_fraction,
+                 "Restart a worker whose resident memory passes this fraction of its memory limit (0: never)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
     setup_logging(log_level);
@@ -528,9 +573,9 @@ int cuda_worker_main(int argc, char** argv) {
       name = host_name();
       if (name.empty()) name = "worker";
     }
-    std::vector<ChildProcess> children;
+    std::vector<NannyChild> children;
     for (int i = 0; i < n; ++i) {
-      ChildProcess c;
+      NannyChild c;
       const std::string& dev = devices[static_cast<std::size_t>(i)];
       c.name = gpu_worker_name(name, dev);
       // This program in worker mode (tessera-cuda-worker and applications calling tessera::init
@@ -540,7 +585,8 @@ int cuda_worker_main(int argc, char** argv) {
                              {"--name", "--nthreads", "--memory-limit", "--resources", "--device-memory-limit"});
       c.argv.insert(c.argv.end(), {"--name", c.name, "--nthreads", std::to_string(nthreads), "--memory-limit",
                                    std::to_string(limit), "--resources", res_text, "--device-memory-limit",
-                                   device_memory_limit});
+                                   device_memory_limit, "--no-nanny"});
+      c.memory_limit = limit;
       c.env["CUDA_VISIBLE_DEVICES"] = cuda_visible_devices_for(static_cast<std::size_t>(i), devices);
       // The CPUs near the GPU, unless the user chose for every worker (the variable is inherited).
       if (!std::getenv(kCpuAffinityEnv))
@@ -552,7 +598,7 @@ int cuda_worker_main(int argc, char** argv) {
                    c.env.count(kCpuAffinityEnv) ? ", CPUs " + c.env[kCpuAffinityEnv] : std::string());
       children.push_back(std::move(c));
     }
-    return run_worker_processes("tessera-cuda-worker", children);
+    return run_worker_processes(nanny_options("tessera-cuda-worker", memory_terminate_fraction), std::move(children));
   } catch (const std::exception& e) {
     logging::error("tessera-cuda-worker: {}", e.what());
     return 1;

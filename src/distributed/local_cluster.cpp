@@ -108,6 +108,8 @@ struct LocalCluster::Impl {
     if (!opt.local_directory.empty()) argv.insert(argv.end(), {"--local-directory", opt.local_directory});
     for (const auto& p : opt.preload) argv.insert(argv.end(), {"--preload", p});
     argv.insert(argv.end(), {"--log-level", child_log_level()});
+    // This cluster watches its worker processes itself (worker_pids() are the workers).
+    argv.push_back("--no-nanny");
     argv.insert(argv.end(), opt.worker_args.begin(), opt.worker_args.end());
     std::map<std::string, std::string> env;
     env["TESSERA_TOKEN"] = opt.token;

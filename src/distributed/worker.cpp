@@ -8,12 +8,15 @@
 #include <condition_variable>
 #include <deque>
 #include <future>
+#include <iomanip>
 #include <mutex>
+#include <sstream>
 #include <thread>
 #include <unordered_map>
 
 #include "../core/logging.hpp"
 #include "dashboard.hpp"
+#include "nanny.hpp"
 #include "data_store.hpp"
 #include "rpc.hpp"
 #include "util.hpp"
@@ -112,6 +115,13 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
   std::condition_variable ccv;
   bool closing = false, closed = false;
   std::string close_reason;
+
+  // When the scheduler last said anything (now()): heartbeats are one-way, so each carries a
+  // who-has probe the scheduler answers; a scheduler that answers nothing for death_timeout
+  // (stopped, or cut off without a FIN) counts as lost.
+  std::atomic<double> last_heard_from_scheduler{0};
+  std::atomic<std::int64_t> next_probe_id{1};
+  std::atomic<bool> scheduler_said_close{false};  // close-worker came
 
   std::atomic<std::size_t> executed{0}, failed{0}, fetched_keys{0}, fetched_bytes{0}, fetches{0}, served_keys{0},
       served_requests{0}, served_bytes{0};
@@ -542,7 +552,10 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
 
   // ---- the scheduler connection -------------------------------------------------------------------------------
   void on_scheduler_message(const comm::Message& m) {
-    if (m.op == wire::kSchedulerEvents) {
+    last_heard_from_scheduler = now();
+    if (m.op == wire::kReply) {
+      // the answer to a liveness probe (heartbeat_loop): hearing it was the point
+    } else if (m.op == wire::kSchedulerEvents) {
       auto events = wire::batch_events<wire::SchedulerToWorker>(m);
       step([&] {
         for (auto& e : events) std::visit([&](auto& x) { handle(WorkerEvent(std::move(x))); }, e);
@@ -557,6 +570,9 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
       }
       if (c) c->close();
     } else if (m.op == wire::kCloseWorker) {
+      // Before the connection's close, which follows at once: that one must not read as a
+      // scheduler lost (worker_main would wait for it to come back).
+      scheduler_said_close = true;
       close_async("the scheduler asked it to close", false);
     } else if (m.op == wire::kRegistered) {
       registered.set_value();
@@ -582,8 +598,28 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
                                    store.stats().device_spilled_bytes});
         check_memory();
       });
+      probe_scheduler();
       l.lock();
     }
+  }
+
+  // Asks the scheduler something it always answers (who has nothing), or gives it up when it
+  // answered nothing for death_timeout.
+  void probe_scheduler() {
+    // Never less than a few heartbeats: the last probe's answer may be one interval old.
+    const double limit = std::max(opt.death_timeout, 3 * opt.heartbeat_interval);
+    const double silent = now() - last_heard_from_scheduler.load();
+    if (silent > limit) {
+      std::ostringstream os;
+      os << "lost the scheduler: it answered nothing for " << std::fixed << std::setprecision(1) << silent
+         << " s (--death-timeout " << opt.death_timeout << " s)";
+      close_async(os.str(), false);
+      return;
+    }
+    comm::Message probe(wire::kWhoHas);
+    probe.set("id", next_probe_id++);
+    probe.set("keys", std::vector<Key>{});
+    scheduler->send(std::move(probe), nullptr);
   }
 
   void shutdown(const std::string& reason, bool tell_scheduler) {
@@ -676,8 +712,12 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
           if (auto self = weak.lock()) self->on_scheduler_message(m);
         },
         [weak](std::exception_ptr reason) {
-          if (auto self = weak.lock()) self->close_async("lost the scheduler: " + describe_exception(reason), false);
+          if (auto self = weak.lock()) {
+            if (self->scheduler_said_close) return;  // closing already, as asked
+            self->close_async("lost the scheduler: " + describe_exception(reason), false);
+          }
         });
+    last_heard_from_scheduler = now();
     wire::WorkerHello hello;
     hello.add.address = address;
     hello.add.name = opt.name;
@@ -709,6 +749,9 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     scheduler->send(std::move(m));
     if (reg.wait_for(std::chrono::duration<double>(std::max(5.0, opt.death_timeout))) != std::future_status::ready)
       throw comm::CommError("worker: the scheduler at " + opt.scheduler_address + " did not answer registration");
+    // Registered: a nanny restarts this process from now on if it dies. Before any task runs,
+    // so that a poison task sent at once still counts as a death after registering.
+    tell_nanny_ready();
     // Several workers share a host (and a worker may run several tasks): BLAS on one thread each.
     tessera::detail::single_thread_blas();
     for (int i = 0; i < std::max(1, opt.nthreads); ++i) threads.emplace_back([this] { exec_loop(); });

@@ -481,7 +481,18 @@ TEST(ClusterBinaries, SchedulerAndWorkerWithSchedulerFile) {
     ASSERT_TRUE(client->wait_for_workers(1, 10s));
     auto info = client->scheduler_info();
     ASSERT_EQ(info.workers.size(), 1u);
-    EXPECT_EQ(info.workers[0].pid, worker);
+    // By default the worker runs in a child of the process started, its nanny (docs/nanny.md).
+    EXPECT_NE(info.workers[0].pid, worker);
+    {
+      std::ifstream stat("/proc/" + std::to_string(info.workers[0].pid) + "/stat");
+      std::string line;
+      std::getline(stat, line);
+      std::istringstream rest(line.substr(line.rfind(')') + 2));
+      char state = 0;
+      int ppid = 0;
+      rest >> state >> ppid;
+      EXPECT_EQ(ppid, worker) << "the worker's parent is its nanny";
+    }
     EXPECT_EQ(info.workers[0].nthreads, 1);
 
     auto x = random::normal(3, 0.0, 1.0, {300, 300}, {100, 100});

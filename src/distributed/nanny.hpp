@@ -1,0 +1,84 @@
+#pragma once
+/**
+ * @file The nanny (Dask's): a parent process that runs worker processes, restarts one that dies
+ * (a signal, or a non-zero exit after it registered) with a back-off and a cap on restarts per
+ * minute, restarts one whose resident memory passes a fraction of its memory limit, and stops
+ * them all on request (the signal passed on, then SIGKILL after a grace period). Private to the
+ * library; docs/nanny.md has the design.
+ */
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace tessera::distributed {
+
+/** @brief A worker's exit status when the scheduler is gone for --death-timeout: not restarted. */
+inline constexpr int kExitSchedulerGone = 3;
+
+/**
+ * @brief The variable naming the descriptor a worker started by a nanny writes one byte to once
+ * it registered: a child that dies before that failed to start, and is not restarted.
+ */
+inline constexpr const char* kNannyReadyFdEnv = "TESSERA_NANNY_READY_FD";
+
+/** @brief Tells the nanny (if this process has one) that the worker registered; once. */
+void tell_nanny_ready();
+
+/** @brief One supervised process. */
+struct NannyChild {
+  std::string name;  ///< for the log ("worker-0")
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+  std::size_t memory_limit = 0;  ///< bytes; 0: no memory terminate threshold
+};
+
+struct NannyOptions {
+  std::string program = "tessera-worker";  ///< names the log lines
+  bool restart = true;                     ///< false: only run, pass signals on and wait
+  int max_restarts_per_minute = 10;        ///< more within 60 s: give that child up
+  double first_backoff = 0.1;              ///< seconds before the first restart; doubled per recent restart
+  double max_backoff = 5;                  ///< seconds
+  double memory_terminate_fraction = 0.95; ///< of a child's memory_limit; 0: never
+  double memory_poll_interval = 0.2;       ///< seconds between /proc reads
+  double stop_grace = 5;                   ///< seconds from the passed-on signal to SIGKILL
+};
+
+/** @brief The resident set size of a process from /proc/PID/statm; 0 when it cannot be read. */
+std::size_t process_rss(pid_t pid);
+
+/** @brief "SIGSEGV (Segmentation fault)". */
+std::string signal_description(int sig);
+
+/**
+ * @brief Runs the children until each ended for good. run() returns 0 when every child exited 0
+ * (or died of a signal stop() passed on), kExitSchedulerGone when one gave up on the scheduler,
+ * else 1. stop() may be called from any thread (a signal watcher), before or during run().
+ */
+class Nanny {
+ public:
+  Nanny(NannyOptions options, std::vector<NannyChild> children);
+  int run();
+  /** @brief Passes `sig` (SIGTERM, SIGINT) on to the children; SIGKILL after stop_grace. */
+  void stop(int sig);
+  /** @brief The pids of the children now running (tests; 0 for a child between lives). */
+  std::vector<pid_t> pids() const;
+  /** @brief Restarts so far, over all children. */
+  int restarts() const { return restarts_.load(); }
+
+ private:
+  struct Slot;
+  void start(Slot& s);
+  NannyOptions opt_;
+  std::vector<NannyChild> children_;
+  mutable std::mutex mu_;  // guards stop_signal_ and the slots' pids (stop() reads them)
+  int stop_signal_ = 0;
+  std::vector<pid_t> pids_;
+  std::atomic<int> restarts_{0};
+};
+
+}  // namespace tessera::distributed
