@@ -593,6 +593,7 @@ class TcpSetup : public std::enable_shared_from_this<TcpSetup> {
           return self->fail(std::make_exception_ptr(CommError("cannot connect to " + self->peer_ + ": " + ec.message())));
         error_code ignored;
         self->socket_.set_option(tcp::no_delay(true), ignored);
+        self->connector_ = true;
         self->handshake(endpoint_address(self->socket_.local_endpoint(ignored)));
       });
     });
@@ -606,8 +607,14 @@ class TcpSetup : public std::enable_shared_from_this<TcpSetup> {
   }
 
  private:
+  // Hellos first (nonces, no secret), then, with a token, each side's proof of it (wire.hpp);
+  // a side goes on only after checking the other's proof. See docs/protocol.md.
   void handshake(const std::string& our_address) {
-    ours_ = make_hello(options_, our_address);
+    try {
+      ours_ = make_hello(options_, our_address);
+    } catch (const CommError& e) {
+      return refuse(e.what());
+    }
     timer_.expires_after(options_.handshake_timeout);
     timer_.async_wait([self = shared_from_this()](error_code ec) {
       if (ec || self->done_) return;
@@ -629,7 +636,7 @@ class TcpSetup : public std::enable_shared_from_this<TcpSetup> {
         } catch (const ProtocolError& e) {
           return self->refuse(e.what());
         }
-        self->in_body_.resize(n);
+        self->in_body_.resize(n);  // n is at most kMaxHelloBody
         asio::async_read(self->socket_, asio::buffer(self->in_body_), [self, version](error_code ec, std::size_t) {
           if (self->done_) return;
           if (ec) return self->io_failed("reading", ec);
@@ -640,18 +647,48 @@ class TcpSetup : public std::enable_shared_from_this<TcpSetup> {
             return self->refuse(e.what());
           }
           if (auto why = wire::check_hello(self->ours_, theirs); !why.empty()) return self->refuse(why);
-          self->succeed(std::move(theirs));
+          if (!(self->ours_.flags & wire::kHelloProves)) return self->succeed(std::move(theirs));
+          self->prove(std::move(theirs));
         });
       });
     });
   }
 
-  void io_failed(const char* doing, error_code ec) {
+  // Sends our proof of the token, then reads and checks the peer's.
+  void prove(wire::Hello theirs) {
+    theirs_ = std::move(theirs);
+    std::vector<std::uint8_t> their_hello(in_fixed_.begin(), in_fixed_.end());
+    their_hello.insert(their_hello.end(), in_body_.begin(), in_body_.end());
+    const auto& connector_hello = connector_ ? out_ : their_hello;
+    const auto& listener_hello = connector_ ? their_hello : out_;
+    const auto their_role = connector_ ? wire::Role::listener : wire::Role::connector;
+    try {
+      proof_out_ = wire::handshake_proof(options_.token, connector_ ? wire::Role::connector : wire::Role::listener,
+                                         connector_hello, listener_hello);
+      expected_ = wire::handshake_proof(options_.token, their_role, connector_hello, listener_hello);
+    } catch (const CommError& e) {
+      return refuse(e.what());
+    }
+    proof_in_.assign(wire::kProofBytes, 0);
+    asio::async_write(socket_, asio::buffer(proof_out_), [self = shared_from_this()](error_code ec, std::size_t) {
+      if (self->done_) return;
+      if (ec) return self->io_failed("sending", ec, "token proof");
+      asio::async_read(self->socket_, asio::buffer(self->proof_in_), [self](error_code ec, std::size_t) {
+        if (self->done_) return;
+        if (ec) return self->io_failed("reading", ec, "token proof");
+        if (!wire::proofs_equal(self->proof_in_, self->expected_))
+          return self->refuse("handshake token mismatch (the peer proved another shared secret)");
+        self->succeed(std::move(self->theirs_));
+      });
+    });
+  }
+
+  void io_failed(const char* doing, error_code ec, const char* what = "hello") {
     const std::string why = ec == asio::error::eof || ec == asio::error::connection_reset
                                 ? "the peer closed the connection"
                                 : ec.message();
     fail(std::make_exception_ptr(
-        HandshakeError("handshake with " + peer_ + " failed while " + doing + " its hello: " + why)));
+        HandshakeError("handshake with " + peer_ + " failed while " + doing + " its " + what + ": " + why)));
   }
 
   void refuse(const std::string& why) {
@@ -699,8 +736,10 @@ class TcpSetup : public std::enable_shared_from_this<TcpSetup> {
   std::string peer_;
   Finish finish_;
   bool done_ = false;
-  wire::Hello ours_;
+  bool connector_ = false;  // we dialled; else we accepted
+  wire::Hello ours_, theirs_;
   std::vector<std::uint8_t> out_;
+  std::vector<std::uint8_t> proof_out_, proof_in_, expected_;
   std::array<std::uint8_t, wire::kHelloFixedBytes> in_fixed_{};
   std::vector<std::uint8_t> in_body_;
 };
