@@ -248,11 +248,11 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
   // ---- reading -----------------------------------------------------------------------------
   std::size_t ntargets() const noexcept { return 1 + in_frames_.size(); }
   std::uint8_t* target_data(std::size_t i) {
-    return i == 0 ? reinterpret_cast<std::uint8_t*>(in_header_.data())
+    return i == 0 ? reinterpret_cast<std::uint8_t*>(in_header_.get())
                   : static_cast<std::uint8_t*>(in_frames_[i - 1]->data());
   }
   std::size_t target_size(std::size_t i) const {
-    return i == 0 ? in_header_.size() : in_frames_[i - 1]->size();
+    return i == 0 ? in_header_size_ : in_frames_[i - 1]->size();
   }
 
   void read_more() {
@@ -330,7 +330,7 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
       return false;
     }
     try {
-      in_header_.resize(pre.header_bytes);
+      reserve_header(pre.header_bytes);
       in_frames_.clear();
       in_frames_.reserve(pre.nframes);
       for (auto n : lens) in_frames_.push_back(allocate_frame(n));
@@ -345,6 +345,19 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
     in_total_ = total;
     in_got_ = 0;
     return true;
+  }
+
+  // Room for the header the preamble announced. Never zero-filled (std::string::resize would
+  // write every page at once): a peer that announces a large header and sends little of it
+  // makes only the pages it filled resident, as with frames (aligned_alloc, frame_pool.cpp).
+  void reserve_header(std::size_t n) {
+    if (n > in_header_cap_) {
+      in_header_.reset();
+      in_header_cap_ = 0;
+      in_header_.reset(new char[n]);
+      in_header_cap_ = n;
+    }
+    in_header_size_ = n;
   }
 
   void skip_full_targets() {
@@ -427,7 +440,7 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
   void finish_message() {
     Message msg;
     try {
-      decode_header(in_header_.data(), in_header_.size(), msg);
+      decode_header(in_header_.get(), in_header_size_, msg);
     } catch (const ProtocolError& e) {
       protocol_error(e.what());
       return;
@@ -435,9 +448,12 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
     msg.frames = std::move(in_frames_);
     in_frames_.clear();
     in_body_ = false;
-    std::size_t bytes = in_header_.size();
+    std::size_t bytes = in_header_size_;
     for (const auto& f : msg.frames) bytes += f->size();
-    if (in_header_.capacity() > kReadBuffer) std::string().swap(in_header_);
+    if (in_header_cap_ > kReadBuffer) {
+      in_header_.reset();
+      in_header_cap_ = 0;
+    }
     backlog_.pushed(bytes);
     inbox_->push(std::move(msg));
   }
@@ -493,6 +509,8 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
       for (auto& o : inflight) call_done(o.done, closed_error(peer_, why));
     }
     in_frames_.clear();
+    in_header_.reset();
+    in_header_cap_ = 0;
     riov_.clear();
   }
 
@@ -515,7 +533,8 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
   std::vector<std::uint8_t> rbuf_;
   std::size_t rbeg_ = 0, rend_ = 0;
   bool in_body_ = false;
-  std::string in_header_;
+  std::unique_ptr<char[]> in_header_;  // not zeroed: see reserve_header
+  std::size_t in_header_size_ = 0, in_header_cap_ = 0;
   std::vector<Frame> in_frames_;
   std::size_t tgt_ = 0, tgt_off_ = 0;
   std::uint64_t in_total_ = 0, in_got_ = 0;
