@@ -103,11 +103,7 @@ Hello decode_hello_body(std::uint32_t version, const std::uint8_t* p, std::size_
   const std::uint8_t* end = p + n;
   Hello h;
   h.version = version;
-  if (version != kProtocolVersion) return h;
   h.nonce = get_string(p, end, "nonce");
-  if (h.nonce.size() != kNonceBytes)
-    throw ProtocolError("handshake nonce of " + std::to_string(h.nonce.size()) + " bytes, not " +
-                        std::to_string(kNonceBytes));
   h.name = get_string(p, end, "name");
   h.address = get_string(p, end, "address");
   const auto transports = get_string(p, end, "transports");
@@ -118,6 +114,15 @@ Hello decode_hello_body(std::uint32_t version, const std::uint8_t* p, std::size_
     if (comma > start) h.transports.push_back(transports.substr(start, comma - start));
     start = comma + 1;
   }
+  // Another version: its name is known (the four strings keep their place), the rest is not
+  // ours to read; version 1 sent its token where the nonce is, which is not kept.
+  if (version != kProtocolVersion) {
+    h.nonce.clear();
+    return h;
+  }
+  if (h.nonce.size() != kNonceBytes)
+    throw ProtocolError("handshake nonce of " + std::to_string(h.nonce.size()) + " bytes, not " +
+                        std::to_string(kNonceBytes));
   if (end - p < 4) throw ProtocolError("truncated handshake (flags)");
   h.flags = get<std::uint32_t>(p);
   return h;

@@ -54,8 +54,8 @@ std::vector<std::uint8_t> encode_hello(const Hello& hello);
 /** @brief Body length from the fixed part; throws ProtocolError on a bad magic or size. */
 std::uint32_t decode_hello_fixed(const std::uint8_t* p, std::uint32_t& version);
 /**
- * @brief Decodes the body; throws ProtocolError when malformed. A body of another version is
- * not parsed (its layout is unknown): only version is set, for check_hello to refuse.
+ * @brief Decodes the body; throws ProtocolError when malformed. Of a body of another version
+ * only the four strings are read (name, address and transports, for check_hello's refusal).
  */
 Hello decode_hello_body(std::uint32_t version, const std::uint8_t* p, std::size_t n);
 
@@ -83,5 +83,7 @@ std::vector<std::uint8_t> handshake_proof(const std::string& token, Role role,
                                           const std::vector<std::uint8_t>& listener_hello);
 /** @brief Constant-time comparison (CRYPTO_memcmp); false when the sizes differ. */
 bool proofs_equal(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b);
+/** @brief Whether two tokens are equal, in time independent of where they differ (inproc://). */
+bool tokens_equal(const std::string& a, const std::string& b);
 
 }  // namespace tessera::comm::wire
