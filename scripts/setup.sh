@@ -21,7 +21,7 @@ PACKAGES=(
   cmake ninja-build g++ pkg-config ccache doxygen
   libgtest-dev libgmock-dev libbenchmark-dev
   libboost-dev prometheus-cpp-dev nlohmann-json3-dev
-  libcereal-dev libspdlog-dev librandom123-dev libopenblas-dev liblapacke-dev libeigen3-dev libsleef-dev libucx-dev ucx-utils libcli11-dev libhdf5-dev
+  libcereal-dev libspdlog-dev librandom123-dev libopenblas-dev liblapacke-dev libeigen3-dev libsleef-dev libucx-dev ucx-utils libcli11-dev libhdf5-dev libssl-dev
   python3-venv
 )
 

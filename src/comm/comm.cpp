@@ -303,7 +303,8 @@ namespace tessera::comm::detail {
 wire::Hello make_hello(const CommOptions& options, std::string address) {
   wire::Hello h;
   h.version = options.protocol_version ? options.protocol_version : wire::kProtocolVersion;
-  h.token = options.token;
+  h.nonce = wire::make_nonce();
+  if (!options.token.empty()) h.flags |= wire::kHelloProves;
   h.name = options.name;
   h.address = options.advertise_address.empty() ? std::move(address) : options.advertise_address;
   auto& r = registry();

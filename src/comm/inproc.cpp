@@ -122,9 +122,16 @@ class InprocTransport final : public Transport {
     const auto client_address = listener->address + "#" + std::to_string(++listener->next_client);
     const auto ours = make_hello(options, client_address);
     const auto theirs = make_hello(listener->options, listener->address);
-    if (auto why = wire::check_hello(ours, theirs); !why.empty()) {
+    // One process: no proofs to trade (nothing crosses a network); the tokens are compared.
+    const char* token_why = wire::tokens_equal(options.token, listener->options.token)
+                                ? nullptr
+                                : "handshake token mismatch (the peer uses another shared secret)";
+    auto why = wire::check_hello(ours, theirs);
+    if (why.empty() && token_why) why = token_why;
+    if (!why.empty()) {
       // Each side words the refusal from where it stands, as over tcp://.
-      const auto server_why = wire::check_hello(theirs, ours);
+      auto server_why = wire::check_hello(theirs, ours);
+      if (server_why.empty() && token_why) server_why = token_why;
       logging::warn("comm: {} refused a connection from {}: {}", listener->address, client_address, server_why);
       auto server_error =
           std::make_exception_ptr(HandshakeError("handshake with " + client_address + " refused: " + server_why));

@@ -1,10 +1,9 @@
 #include "tessera/comm/message.hpp"
 
 #include <cstdint>
-#include <istream>
 #include <sstream>
-#include <streambuf>
 
+#include "bounded_archive.hpp"
 #include "tessera/comm/comm.hpp"
 #include "ops/task_serialize.hpp"
 
@@ -20,14 +19,6 @@ struct BlockRef {
   template <class Archive>
   void serialize(Archive& ar) {
     ar(dtype, shape, frame);
-  }
-};
-
-// Reads the header in place, without copying it into a string first.
-struct MemoryBuf : std::streambuf {
-  MemoryBuf(const char* p, std::size_t n) {
-    char* b = const_cast<char*>(p);
-    setg(b, b, b + n);
   }
 };
 
@@ -84,18 +75,17 @@ std::string encode_header(const Message& msg) {
 }
 
 void decode_header(const void* data, std::size_t size, Message& msg) {
-  MemoryBuf buf(static_cast<const char*>(data), size);
-  std::istream is(&buf);
+  // Bounded: no length inside the header may claim more than the header holds (a peer's
+  // message costs no more memory than it sent).
+  detail::BoundedInputArchive ar(data, size);
   try {
-    cereal::BinaryInputArchive ar(is);
     ar(msg.op, msg.fields);
   } catch (const std::exception& e) {
-    // cereal throws its own exceptions, and a corrupt length can make it ask for absurd memory.
     throw ProtocolError(std::string("corrupt message header (") + std::to_string(size) +
                         " bytes): " + e.what());
   }
-  if (buf.in_avail() != 0)
-    throw ProtocolError("corrupt message header: " + std::to_string(buf.in_avail()) +
+  if (ar.remaining() != 0)
+    throw ProtocolError("corrupt message header: " + std::to_string(ar.remaining()) +
                         " bytes left over after decoding");
 }
 

@@ -4,6 +4,7 @@
 // message, and every write, use plain non-blocking recvmsg/sendmsg on the socket with no size
 // cap (Asio's composed read/write move at most 64 KiB per system call), waiting for readiness
 // with async_wait only when the socket has nothing (more) to give or take.
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -23,6 +24,7 @@
 #include "../core/logging.hpp"
 #include "frame_pool.hpp"
 #include "inbox.hpp"
+#include "log_limiter.hpp"
 #include "transports.hpp"
 
 namespace tessera::comm::detail {
@@ -82,6 +84,22 @@ HostPort parse_tcp_address(const std::string& address) {
   return hp;
 }
 
+/** One of a listener's max_connections, held from accept until the socket closes. */
+class ConnSlot {
+ public:
+  explicit ConnSlot(std::shared_ptr<std::atomic<std::size_t>> open) : open_(std::move(open)) {}
+  ~ConnSlot() { release(); }
+  ConnSlot(const ConnSlot&) = delete;
+  ConnSlot& operator=(const ConnSlot&) = delete;
+  void release() {
+    if (open_) --*open_;
+    open_.reset();
+  }
+
+ private:
+  std::shared_ptr<std::atomic<std::size_t>> open_;
+};
+
 /** One message on its way out: preamble (with the header when small), header, frames. */
 struct Out {
   std::vector<std::uint8_t> head;
@@ -94,9 +112,10 @@ struct Out {
 class TcpConn : public std::enable_shared_from_this<TcpConn> {
  public:
   TcpConn(std::shared_ptr<asio::io_context> io, tcp::socket socket, const CommOptions& options,
-          std::shared_ptr<Inbox> inbox, std::string peer)
+          std::shared_ptr<Inbox> inbox, std::string peer, std::unique_ptr<ConnSlot> slot)
       : io_(std::move(io)), socket_(std::move(socket)), options_(options), inbox_(std::move(inbox)),
-        peer_(std::move(peer)), resume_timer_(*io_), close_timer_(*io_) {}
+        peer_(std::move(peer)), resume_timer_(*io_), close_timer_(*io_), first_timer_(*io_),
+        slot_(std::move(slot)) {}
 
   const CommOptions& options() const noexcept { return options_; }
 
@@ -104,6 +123,17 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
     error_code ignored;
     socket_.native_non_blocking(true, ignored);  // recvmsg/sendmsg below must never block
     rbuf_.resize(kReadBuffer);
+    // Only accepted connections (they hold a listener's slot) must speak first.
+    if (slot_ && options_.first_message_timeout.count() > 0) {
+      first_timer_.expires_after(options_.first_message_timeout);
+      first_timer_.async_wait([self = shared_from_this()](error_code ec) {
+        if (ec || self->closed_ || self->got_message_) return;
+        const std::string why = "no message within " + std::to_string(self->options_.first_message_timeout.count()) +
+                                " ms of the handshake";
+        logging::debug("comm: closing {}: {}", self->peer_, why);
+        self->fail(std::make_exception_ptr(CommClosedError("comm to " + self->peer_ + ": " + why)), why);
+      });
+    }
     process();
   }
 
@@ -248,11 +278,11 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
   // ---- reading -----------------------------------------------------------------------------
   std::size_t ntargets() const noexcept { return 1 + in_frames_.size(); }
   std::uint8_t* target_data(std::size_t i) {
-    return i == 0 ? reinterpret_cast<std::uint8_t*>(in_header_.data())
+    return i == 0 ? reinterpret_cast<std::uint8_t*>(in_header_.get())
                   : static_cast<std::uint8_t*>(in_frames_[i - 1]->data());
   }
   std::size_t target_size(std::size_t i) const {
-    return i == 0 ? in_header_.size() : in_frames_[i - 1]->size();
+    return i == 0 ? in_header_size_ : in_frames_[i - 1]->size();
   }
 
   void read_more() {
@@ -330,7 +360,7 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
       return false;
     }
     try {
-      in_header_.resize(pre.header_bytes);
+      reserve_header(pre.header_bytes);
       in_frames_.clear();
       in_frames_.reserve(pre.nframes);
       for (auto n : lens) in_frames_.push_back(allocate_frame(n));
@@ -345,6 +375,19 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
     in_total_ = total;
     in_got_ = 0;
     return true;
+  }
+
+  // Room for the header the preamble announced. Never zero-filled (std::string::resize would
+  // write every page at once): a peer that announces a large header and sends little of it
+  // makes only the pages it filled resident, as with frames (aligned_alloc, frame_pool.cpp).
+  void reserve_header(std::size_t n) {
+    if (n > in_header_cap_) {
+      in_header_.reset();
+      in_header_cap_ = 0;
+      in_header_.reset(new char[n]);
+      in_header_cap_ = n;
+    }
+    in_header_size_ = n;
   }
 
   void skip_full_targets() {
@@ -427,7 +470,7 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
   void finish_message() {
     Message msg;
     try {
-      decode_header(in_header_.data(), in_header_.size(), msg);
+      decode_header(in_header_.get(), in_header_size_, msg);
     } catch (const ProtocolError& e) {
       protocol_error(e.what());
       return;
@@ -435,9 +478,16 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
     msg.frames = std::move(in_frames_);
     in_frames_.clear();
     in_body_ = false;
-    std::size_t bytes = in_header_.size();
+    if (!got_message_) {
+      got_message_ = true;
+      first_timer_.cancel();
+    }
+    std::size_t bytes = in_header_size_;
     for (const auto& f : msg.frames) bytes += f->size();
-    if (in_header_.capacity() > kReadBuffer) std::string().swap(in_header_);
+    if (in_header_cap_ > kReadBuffer) {
+      in_header_.reset();
+      in_header_cap_ = 0;
+    }
     backlog_.pushed(bytes);
     inbox_->push(std::move(msg));
   }
@@ -478,9 +528,11 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
     close_text_ = why;
     resume_timer_.cancel();
     close_timer_.cancel();
+    first_timer_.cancel();
     error_code ignored;
     socket_.shutdown(tcp::socket::shutdown_both, ignored);
     socket_.close(ignored);
+    if (slot_) slot_->release();
     if (reason) inbox_->push_close(reason);
     auto queued = std::move(queue_);
     queue_.clear();
@@ -493,6 +545,8 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
       for (auto& o : inflight) call_done(o.done, closed_error(peer_, why));
     }
     in_frames_.clear();
+    in_header_.reset();
+    in_header_cap_ = 0;
     riov_.clear();
   }
 
@@ -501,7 +555,9 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
   CommOptions options_;
   std::shared_ptr<Inbox> inbox_;
   std::string peer_;
-  asio::steady_timer resume_timer_, close_timer_;
+  asio::steady_timer resume_timer_, close_timer_, first_timer_;
+  std::unique_ptr<ConnSlot> slot_;  // null on connections we dialled
+  bool got_message_ = false;
   bool closed_ = false;
   bool closing_ = false;
   std::string close_text_;
@@ -515,7 +571,8 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
   std::vector<std::uint8_t> rbuf_;
   std::size_t rbeg_ = 0, rend_ = 0;
   bool in_body_ = false;
-  std::string in_header_;
+  std::unique_ptr<char[]> in_header_;  // not zeroed: see reserve_header
+  std::size_t in_header_size_ = 0, in_header_cap_ = 0;
   std::vector<Frame> in_frames_;
   std::size_t tgt_ = 0, tgt_off_ = 0;
   std::uint64_t in_total_ = 0, in_got_ = 0;
@@ -528,9 +585,10 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
 class TcpComm final : public Comm {
  public:
   TcpComm(std::shared_ptr<asio::io_context> io, tcp::socket socket, const CommOptions& options,
-          std::string local, std::string peer, PeerInfo info)
+          std::string local, std::string peer, PeerInfo info, std::unique_ptr<ConnSlot> slot)
       : Comm(std::move(local), std::move(peer), std::move(info)) {
-    conn_ = std::make_shared<TcpConn>(std::move(io), std::move(socket), options, inbox(), peer_address());
+    conn_ = std::make_shared<TcpConn>(std::move(io), std::move(socket), options, inbox(), peer_address(),
+                                      std::move(slot));
   }
   ~TcpComm() override { close(); }
 
@@ -593,21 +651,29 @@ class TcpSetup : public std::enable_shared_from_this<TcpSetup> {
           return self->fail(std::make_exception_ptr(CommError("cannot connect to " + self->peer_ + ": " + ec.message())));
         error_code ignored;
         self->socket_.set_option(tcp::no_delay(true), ignored);
+        self->connector_ = true;
         self->handshake(endpoint_address(self->socket_.local_endpoint(ignored)));
       });
     });
   }
 
-  void accept(tcp::socket socket, const std::string& listener_address) {
+  void accept(tcp::socket socket, const std::string& listener_address, std::unique_ptr<ConnSlot> slot) {
     socket_ = std::move(socket);
+    slot_ = std::move(slot);
     error_code ignored;
     socket_.set_option(tcp::no_delay(true), ignored);
     handshake(listener_address);
   }
 
  private:
+  // Hellos first (nonces, no secret), then, with a token, each side's proof of it (wire.hpp);
+  // a side goes on only after checking the other's proof. See docs/protocol.md.
   void handshake(const std::string& our_address) {
-    ours_ = make_hello(options_, our_address);
+    try {
+      ours_ = make_hello(options_, our_address);
+    } catch (const CommError& e) {
+      return refuse(e.what());
+    }
     timer_.expires_after(options_.handshake_timeout);
     timer_.async_wait([self = shared_from_this()](error_code ec) {
       if (ec || self->done_) return;
@@ -629,7 +695,7 @@ class TcpSetup : public std::enable_shared_from_this<TcpSetup> {
         } catch (const ProtocolError& e) {
           return self->refuse(e.what());
         }
-        self->in_body_.resize(n);
+        self->in_body_.resize(n);  // n is at most kMaxHelloBody
         asio::async_read(self->socket_, asio::buffer(self->in_body_), [self, version](error_code ec, std::size_t) {
           if (self->done_) return;
           if (ec) return self->io_failed("reading", ec);
@@ -640,18 +706,48 @@ class TcpSetup : public std::enable_shared_from_this<TcpSetup> {
             return self->refuse(e.what());
           }
           if (auto why = wire::check_hello(self->ours_, theirs); !why.empty()) return self->refuse(why);
-          self->succeed(std::move(theirs));
+          if (!(self->ours_.flags & wire::kHelloProves)) return self->succeed(std::move(theirs));
+          self->prove(std::move(theirs));
         });
       });
     });
   }
 
-  void io_failed(const char* doing, error_code ec) {
+  // Sends our proof of the token, then reads and checks the peer's.
+  void prove(wire::Hello theirs) {
+    theirs_ = std::move(theirs);
+    std::vector<std::uint8_t> their_hello(in_fixed_.begin(), in_fixed_.end());
+    their_hello.insert(their_hello.end(), in_body_.begin(), in_body_.end());
+    const auto& connector_hello = connector_ ? out_ : their_hello;
+    const auto& listener_hello = connector_ ? their_hello : out_;
+    const auto their_role = connector_ ? wire::Role::listener : wire::Role::connector;
+    try {
+      proof_out_ = wire::handshake_proof(options_.token, connector_ ? wire::Role::connector : wire::Role::listener,
+                                         connector_hello, listener_hello);
+      expected_ = wire::handshake_proof(options_.token, their_role, connector_hello, listener_hello);
+    } catch (const CommError& e) {
+      return refuse(e.what());
+    }
+    proof_in_.assign(wire::kProofBytes, 0);
+    asio::async_write(socket_, asio::buffer(proof_out_), [self = shared_from_this()](error_code ec, std::size_t) {
+      if (self->done_) return;
+      if (ec) return self->io_failed("sending", ec, "token proof");
+      asio::async_read(self->socket_, asio::buffer(self->proof_in_), [self](error_code ec, std::size_t) {
+        if (self->done_) return;
+        if (ec) return self->io_failed("reading", ec, "token proof");
+        if (!wire::proofs_equal(self->proof_in_, self->expected_))
+          return self->refuse("handshake token mismatch (the peer proved another shared secret)");
+        self->succeed(std::move(self->theirs_));
+      });
+    });
+  }
+
+  void io_failed(const char* doing, error_code ec, const char* what = "hello") {
     const std::string why = ec == asio::error::eof || ec == asio::error::connection_reset
                                 ? "the peer closed the connection"
                                 : ec.message();
     fail(std::make_exception_ptr(
-        HandshakeError("handshake with " + peer_ + " failed while " + doing + " its hello: " + why)));
+        HandshakeError("handshake with " + peer_ + " failed while " + doing + " its " + what + ": " + why)));
   }
 
   void refuse(const std::string& why) {
@@ -666,7 +762,8 @@ class TcpSetup : public std::enable_shared_from_this<TcpSetup> {
     const auto remote = endpoint_address(socket_.remote_endpoint(ec));
     if (ec) return finish(nullptr, std::make_exception_ptr(CommError("connection to " + peer_ + " lost: " + ec.message())));
     PeerInfo info{theirs.version, std::move(theirs.name), std::move(theirs.address), std::move(theirs.transports)};
-    auto comm = std::make_shared<TcpComm>(io_, std::move(socket_), options_, local, remote, std::move(info));
+    auto comm = std::make_shared<TcpComm>(io_, std::move(socket_), options_, local, remote, std::move(info),
+                                          std::move(slot_));
     comm->start();
     finish(std::move(comm), nullptr);
   }
@@ -678,6 +775,7 @@ class TcpSetup : public std::enable_shared_from_this<TcpSetup> {
     resolver_.cancel();
     error_code ignored;
     socket_.close(ignored);
+    if (slot_) slot_->release();
     finish(nullptr, std::move(e));
   }
 
@@ -699,8 +797,11 @@ class TcpSetup : public std::enable_shared_from_this<TcpSetup> {
   std::string peer_;
   Finish finish_;
   bool done_ = false;
-  wire::Hello ours_;
+  bool connector_ = false;  // we dialled; else we accepted
+  std::unique_ptr<ConnSlot> slot_;  // accepted: the listener's slot, handed on to the comm
+  wire::Hello ours_, theirs_;
   std::vector<std::uint8_t> out_;
+  std::vector<std::uint8_t> proof_out_, proof_in_, expected_;
   std::array<std::uint8_t, wire::kHelloFixedBytes> in_fixed_{};
   std::vector<std::uint8_t> in_body_;
 };
@@ -737,30 +838,46 @@ class TcpListenerImpl : public std::enable_shared_from_this<TcpListenerImpl> {
       if (self->stopped_) return;
       if (ec) {
         if (ec == asio::error::operation_aborted) return;
-        // Out of file descriptors and the like: say so and try again shortly, never spin.
-        logging::warn("comm: accept on {} failed: {}", self->address_, ec.message());
-        self->retry_.expires_after(std::chrono::milliseconds(100));
+        // Out of file descriptors and the like: back off (doubling up to a second) instead of
+        // spinning, and say so at most once per interval.
+        self->accept_backoff_ = std::min(std::max(self->accept_backoff_ * 2, kAcceptBackoffMin), kAcceptBackoffMax);
+        if (std::size_t more = 0; self->accept_log_.allow(more))
+          logging::warn("comm: accept on {} failed: {}; retrying in {} ms{}", self->address_, ec.message(),
+                        self->accept_backoff_.count(), suppressed_text(more, "accept failures"));
+        self->retry_.expires_after(self->accept_backoff_);
         self->retry_.async_wait([self](error_code ec) {
           if (!ec && !self->stopped_) self->accept_next();
         });
         return;
       }
+      self->accept_backoff_ = std::chrono::milliseconds(0);
       error_code ignored;
       const auto peer = endpoint_address(socket.remote_endpoint(ignored));
+      if (self->open_->load() >= self->max_connections_) {
+        socket.close(ignored);  // at the cap: the descriptor goes back at once
+        self->log_refusal(peer, std::to_string(self->max_connections_) +
+                                    " connections are open, the limit (max_connections)");
+        return self->accept_next();
+      }
+      ++*self->open_;
+      auto slot = std::make_unique<ConnSlot>(self->open_);
       auto setup = std::make_shared<TcpSetup>(
           self->io_, self->options_, peer, [self, peer](std::shared_ptr<Comm> comm, std::exception_ptr e) {
             if (e) {
-              logging::warn("comm: {} refused a connection from {}: {}", self->address_, peer, describe_exception(e));
+              self->log_refusal(peer, describe_exception(e));
               if (self->on_error_ && !self->stopped_) self->on_error_(peer, e);
               return;
             }
             if (self->stopped_) return comm->close();
             self->on_comm_(std::move(comm));
           });
-      setup->accept(std::move(socket), self->address_);
+      setup->accept(std::move(socket), self->address_, std::move(slot));
       self->accept_next();
     });
   }
+
+  /** Connections this listener holds now (in the handshake or open). */
+  std::size_t open_connections() const noexcept { return open_->load(); }
 
   void stop() {
     stopped_ = true;
@@ -778,6 +895,31 @@ class TcpListenerImpl : public std::enable_shared_from_this<TcpListenerImpl> {
   ListenErrorHandler on_error_;
   std::string address_;
   bool stopped_ = false;
+  std::size_t max_connections_ = effective_max_connections(options_);
+  std::shared_ptr<std::atomic<std::size_t>> open_ = std::make_shared<std::atomic<std::size_t>>(0);
+  std::chrono::milliseconds accept_backoff_{0};
+  LogLimiter accept_log_{kLogInterval};
+  LogLimiter refusal_log_{std::chrono::seconds(1)};
+
+  static constexpr std::chrono::milliseconds kAcceptBackoffMin{50}, kAcceptBackoffMax{1000};
+  static constexpr std::chrono::seconds kLogInterval{10};
+
+  static std::size_t effective_max_connections(const CommOptions& options) {
+    if (options.max_connections > 0) return options.max_connections;
+    rlimit lim{};
+    if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return 65536;
+    return std::max<std::size_t>(16, static_cast<std::size_t>(lim.rlim_cur) / 4 * 3);
+  }
+
+  static std::string suppressed_text(std::size_t n, const char* what) {
+    return n ? " (" + std::to_string(n) + " more " + what + " not logged)" : std::string();
+  }
+
+  void log_refusal(const std::string& peer, const std::string& why) {
+    if (std::size_t more = 0; refusal_log_.allow(more))
+      logging::warn("comm: {} refused a connection from {}: {}{}", address_, peer, why,
+                    suppressed_text(more, "refusals"));
+  }
 };
 
 class TcpListener final : public Listener {

@@ -1,6 +1,5 @@
 #include "wire.hpp"
 
-#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -67,12 +66,15 @@ Preamble decode_preamble_fixed(const std::uint8_t* p) {
 
 std::vector<std::uint8_t> encode_hello(const Hello& hello) {
   std::vector<std::uint8_t> body;
-  put_string(body, hello.token);
+  // Version 1's four strings (the nonce where the token was), then the flags: a version 1 peer
+  // reads the strings, ignores the rest and reports the version mismatch.
+  put_string(body, hello.nonce);
   put_string(body, hello.name);
   put_string(body, hello.address);
   std::string transports;
   for (const auto& t : hello.transports) transports += (transports.empty() ? "" : ",") + t;
   put_string(body, transports);
+  put<std::uint32_t>(body, hello.flags);
   std::vector<std::uint8_t> out;
   out.reserve(kHelloFixedBytes + body.size());
   put<std::uint32_t>(out, kHelloMagic);
@@ -101,7 +103,7 @@ Hello decode_hello_body(std::uint32_t version, const std::uint8_t* p, std::size_
   const std::uint8_t* end = p + n;
   Hello h;
   h.version = version;
-  h.token = get_string(p, end, "token");
+  h.nonce = get_string(p, end, "nonce");
   h.name = get_string(p, end, "name");
   h.address = get_string(p, end, "address");
   const auto transports = get_string(p, end, "transports");
@@ -112,6 +114,17 @@ Hello decode_hello_body(std::uint32_t version, const std::uint8_t* p, std::size_
     if (comma > start) h.transports.push_back(transports.substr(start, comma - start));
     start = comma + 1;
   }
+  // Another version: its name is known (the four strings keep their place), the rest is not
+  // ours to read; version 1 sent its token where the nonce is, which is not kept.
+  if (version != kProtocolVersion) {
+    h.nonce.clear();
+    return h;
+  }
+  if (h.nonce.size() != kNonceBytes)
+    throw ProtocolError("handshake nonce of " + std::to_string(h.nonce.size()) + " bytes, not " +
+                        std::to_string(kNonceBytes));
+  if (end - p < 4) throw ProtocolError("truncated handshake (flags)");
+  h.flags = get<std::uint32_t>(p);
   return h;
 }
 
@@ -120,15 +133,9 @@ std::string check_hello(const Hello& ours, const Hello& theirs) {
     return "protocol version mismatch: we speak " + std::to_string(ours.version) + ", peer " +
            (theirs.name.empty() ? std::string() : "'" + theirs.name + "' ") + "speaks " +
            std::to_string(theirs.version);
-  // Constant time in the token's content, so timing does not reveal a matching prefix.
-  unsigned diff = ours.token.size() != theirs.token.size();
-  const std::size_t n = std::max(ours.token.size(), theirs.token.size());
-  for (std::size_t i = 0; i < n; ++i) {
-    const unsigned char a = i < ours.token.size() ? ours.token[i] : 0;
-    const unsigned char b = i < theirs.token.size() ? theirs.token[i] : 0;
-    diff |= a ^ b;
-  }
-  if (diff) return "handshake token mismatch (the peer uses another shared secret)";
+  const bool we_prove = ours.flags & kHelloProves, they_prove = theirs.flags & kHelloProves;
+  if (we_prove && !they_prove) return "handshake token mismatch (we require a token; the peer has none)";
+  if (!we_prove && they_prove) return "handshake token mismatch (the peer requires a token; we have none)";
   return {};
 }
 

@@ -10,12 +10,16 @@
 
 namespace tessera::comm::wire {
 
-inline constexpr std::uint32_t kProtocolVersion = 1;
+// 2: the hello carries a nonce instead of the token; a token is proven by an HMAC (wire_auth.cpp).
+inline constexpr std::uint32_t kProtocolVersion = 2;
 inline constexpr std::uint32_t kMessageMagic = 0x4D525354;  ///< "TSRM" little-endian
 inline constexpr std::uint32_t kHelloMagic = 0x48525354;    ///< "TSRH" little-endian
 inline constexpr std::size_t kPreambleFixedBytes = 24;      ///< before the frame lengths
 inline constexpr std::size_t kHelloFixedBytes = 12;         ///< magic, version, body length
 inline constexpr std::size_t kMaxHelloBody = 64 * 1024;
+inline constexpr std::size_t kNonceBytes = 32;
+inline constexpr std::size_t kProofBytes = 32;          ///< HMAC-SHA256
+inline constexpr std::uint32_t kHelloProves = 1;        ///< hello flag: a token proof follows
 
 /** @brief The fixed part of a message preamble. */
 struct Preamble {
@@ -33,10 +37,14 @@ std::vector<std::uint8_t> encode_preamble(std::uint64_t header_bytes,
 /** @brief Reads the fixed part (kPreambleFixedBytes bytes); no validation. */
 Preamble decode_preamble_fixed(const std::uint8_t* p);
 
-/** @brief What each side says when a connection opens. */
+/**
+ * @brief What each side says when a connection opens. It never holds the token: a side with a
+ * token sets kHelloProves and then sends handshake_proof() over both hellos.
+ */
 struct Hello {
   std::uint32_t version = kProtocolVersion;
-  std::string token;
+  std::string nonce;        ///< kNonceBytes from the OS random source (make_nonce)
+  std::uint32_t flags = 0;  ///< kHelloProves
   std::string name;
   std::string address;
   std::vector<std::string> transports;
@@ -45,10 +53,37 @@ struct Hello {
 std::vector<std::uint8_t> encode_hello(const Hello& hello);
 /** @brief Body length from the fixed part; throws ProtocolError on a bad magic or size. */
 std::uint32_t decode_hello_fixed(const std::uint8_t* p, std::uint32_t& version);
-/** @brief Decodes the body; throws ProtocolError when malformed. */
+/**
+ * @brief Decodes the body; throws ProtocolError when malformed. Of a body of another version
+ * only the four strings are read (name, address and transports, for check_hello's refusal).
+ */
 Hello decode_hello_body(std::uint32_t version, const std::uint8_t* p, std::size_t n);
 
-/** @brief Empty when hello may talk to us, else the reason (version first, then token). */
+/**
+ * @brief Empty when hello may talk to us, else the reason: the version first, then whether both
+ * sides have a token (the token itself is checked by the proofs that follow).
+ */
 std::string check_hello(const Hello& ours, const Hello& theirs);
+
+// ---- proving the token (wire_auth.cpp) --------------------------------------------------------
+
+/** @brief Which end of the connection computes a proof; the two never produce the same one. */
+enum class Role { connector, listener };
+
+/** @brief n bytes from the OS random source (OpenSSL RAND_bytes); throws CommError on failure. */
+std::string random_bytes(std::size_t n);
+/** @brief A fresh nonce for a hello. */
+inline std::string make_nonce() { return random_bytes(kNonceBytes); }
+/**
+ * @brief HMAC-SHA256 keyed by the token over role and both hellos as sent (the connector's
+ * first), so it binds both nonces, names, addresses and flags: kProofBytes.
+ */
+std::vector<std::uint8_t> handshake_proof(const std::string& token, Role role,
+                                          const std::vector<std::uint8_t>& connector_hello,
+                                          const std::vector<std::uint8_t>& listener_hello);
+/** @brief Constant-time comparison (CRYPTO_memcmp); false when the sizes differ. */
+bool proofs_equal(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b);
+/** @brief Whether two tokens are equal, in time independent of where they differ (inproc://). */
+bool tokens_equal(const std::string& a, const std::string& b);
 
 }  // namespace tessera::comm::wire

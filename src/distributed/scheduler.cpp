@@ -466,12 +466,15 @@ Scheduler::Scheduler(SchedulerOptions options) : impl_(std::make_shared<Impl>(st
   co.token = impl_->opt.token;
   co.name = "scheduler";
   co.max_header_bytes = kClusterMaxHeaderBytes;
+  // Clients and workers register at once: a connection that says nothing is closed.
+  co.first_message_timeout = co.handshake_timeout;
   std::weak_ptr<Impl> weak = impl_;
   auto on_comm = [weak](std::shared_ptr<comm::Comm> c) {
     if (auto self = weak.lock()) self->on_accept(std::move(c));
   };
   auto on_error = [](const std::string& peer, std::exception_ptr reason) {
-    logging::warn("scheduler: refused connection from {}: {}", peer, describe_exception(reason));
+    // comm already logs refusals, at a bounded rate (a peer may cause them at will).
+    logging::debug("scheduler: refused connection from {}: {}", peer, describe_exception(reason));
   };
   impl_->listener = comm::listen(impl_->opt.address, on_comm, co, on_error);
   for (const auto& a : impl_->opt.also_listen) impl_->other_listeners.push_back(comm::listen(a, on_comm, co, on_error));

@@ -1,6 +1,7 @@
 #include "util.hpp"
 
 #include <spawn.h>
+#include <openssl/rand.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -8,7 +9,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <random>
 #include <sstream>
 #include <thread>
 
@@ -31,12 +31,16 @@ std::string describe_status(int status) {
   return "stopped";
 }
 
+// From the OS random source (OpenSSL's RAND_bytes, seeded by getrandom and reseeded after a
+// fork): tokens and ids must be neither guessable nor shared by a forked child and its parent.
 std::string random_hex(int n) {
-  static thread_local std::mt19937_64 rng(std::random_device{}() ^
-                                           std::hash<std::thread::id>{}(std::this_thread::get_id()));
   static const char* digits = "0123456789abcdef";
+  std::string bytes(static_cast<std::size_t>(n + 1) / 2, '\0');
+  if (!bytes.empty() && RAND_bytes(reinterpret_cast<unsigned char*>(bytes.data()), static_cast<int>(bytes.size())) != 1)
+    throw Error("the OS random source failed (OpenSSL RAND_bytes)");
   std::string s(static_cast<std::size_t>(n), '0');
-  for (auto& c : s) c = digits[rng() & 15];
+  for (std::size_t i = 0; i < s.size(); ++i)
+    s[i] = digits[(static_cast<unsigned char>(bytes[i / 2]) >> (i % 2 ? 0 : 4)) & 15];
   return s;
 }
 

@@ -676,7 +676,8 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
         },
         co,
         [](const std::string& peer, std::exception_ptr reason) {
-          logging::warn("worker: refused connection from {}: {}", peer, describe_exception(reason));
+          // comm already logs refusals, at a bounded rate (a peer may cause them at will).
+          logging::debug("worker: refused connection from {}: {}", peer, describe_exception(reason));
         });
     address = listener->address();
     co.name = opt.name.empty() ? address : opt.name;

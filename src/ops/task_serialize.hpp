@@ -57,6 +57,12 @@ void load(Archive& ar, Block& b) {
       throw SerializationError("corrupt block: shape " + shape_to_string(shape) + " is too large");
     bytes *= d;
   }
+  // A bounded archive (comm's BoundedInputArchive) knows how many bytes the block can still
+  // have: refuse a larger claim before allocating it.
+  if constexpr (requires { ar.remaining(); })
+    if (static_cast<std::uint64_t>(bytes) > ar.remaining())
+      throw SerializationError("corrupt block: shape " + shape_to_string(shape) + " needs " + std::to_string(bytes) +
+                               " bytes; only " + std::to_string(ar.remaining()) + " are left");
   Block out(static_cast<DType>(dt), std::move(shape));
   if (out.nbytes() > 0) ar(cereal::binary_data(out.raw(), out.nbytes()));
   b = std::move(out);

@@ -67,9 +67,9 @@ class RawSocket {
   int fd_ = -1;
 };
 
-std::vector<std::uint8_t> good_hello(const std::string& token = "") {
+std::vector<std::uint8_t> good_hello() {
   wire::Hello h;
-  h.token = token;
+  h.nonce = wire::make_nonce();
   h.name = "raw";
   return wire::encode_hello(h);
 }

@@ -71,6 +71,7 @@ class DeafPeer {
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("connect failed");
     wire::Hello h;
+    h.nonce = wire::make_nonce();
     h.name = "deaf";
     const auto hello = wire::encode_hello(h);
     if (::send(fd_, hello.data(), hello.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(hello.size()))

@@ -721,22 +721,29 @@ std::vector<std::uint8_t> random_bytes(std::size_t n, unsigned seed) {
 
 comm::wire::Hello hello(const std::string& token) {
   comm::wire::Hello h;
-  h.token = token;
+  h.nonce = comm::wire::make_nonce();
+  if (!token.empty()) h.flags |= comm::wire::kHelloProves;
   h.name = "raw-test";
   h.address = "tcp://127.0.0.1:1";
   h.transports = {"tcp"};
   return h;
 }
 
-// Sends our hello and reads the peer's; true when the peer's arrived whole.
+// Sends our hello, reads the peer's, then (with a token) trades proofs of it; true when the
+// peer's hello and proof arrived whole.
 bool handshake(tessera_test::RawSocket& s, const std::string& token) {
-  if (!s.send_all(comm::wire::encode_hello(hello(token)))) return false;
-  std::uint8_t fixed[comm::wire::kHelloFixedBytes];
-  if (!s.recv_exact(fixed, sizeof fixed)) return false;
+  const auto ours = comm::wire::encode_hello(hello(token));
+  if (!s.send_all(ours)) return false;
+  std::vector<std::uint8_t> theirs(comm::wire::kHelloFixedBytes);
+  if (!s.recv_exact(theirs.data(), theirs.size())) return false;
   std::uint32_t version = 0;
-  std::uint32_t n = comm::wire::decode_hello_fixed(fixed, version);
-  std::vector<std::uint8_t> body(n);
-  return s.recv_exact(body.data(), n);
+  std::uint32_t n = comm::wire::decode_hello_fixed(theirs.data(), version);
+  theirs.resize(theirs.size() + n);
+  if (!s.recv_exact(theirs.data() + comm::wire::kHelloFixedBytes, n)) return false;
+  if (token.empty()) return true;
+  if (!s.send_all(comm::wire::handshake_proof(token, comm::wire::Role::connector, ours, theirs))) return false;
+  std::vector<std::uint8_t> proof(comm::wire::kProofBytes);
+  return s.recv_exact(proof.data(), proof.size());
 }
 
 std::vector<std::uint8_t> framed(const comm::Message& m) {
@@ -774,7 +781,13 @@ void throw_garbage_at(int port, const std::string& token, bool scheduler) {
     h[8] = h[9] = h[10] = h[11] = 0xff;
     refused("a hello with a body length over the limit", h, false);
   }
-  refused("a hello with the wrong token", comm::wire::encode_hello(raw::hello(token + "-wrong")), false);
+  {
+    // The proof cannot be right without the peer's hello; any 32 bytes stand for a wrong token.
+    Bytes h = comm::wire::encode_hello(raw::hello(token));
+    const auto proof = comm::wire::handshake_proof(token + "-wrong", comm::wire::Role::connector, h, h);
+    h.insert(h.end(), proof.begin(), proof.end());
+    refused("a hello with a proof of the wrong token", h, false);
+  }
   {
     SCOPED_TRACE("half a hello, then close");
     RawSocket s(port);

@@ -66,6 +66,14 @@ struct CommOptions {
   /// How long a closed tcp:// comm keeps writing what was queued before close() to a peer that
   /// reads too slowly; then it drops the connection and those sends fail. close() never waits.
   std::chrono::milliseconds close_timeout{2000};
+  /// Listeners (tcp://, and ucx://'s TCP side): connections one listener holds at once, in the
+  /// handshake or open; one more is closed as soon as it is accepted. 0: three quarters of the
+  /// process's file-descriptor limit (RLIMIT_NOFILE), so refusing never needs a descriptor
+  /// that is not there. See docs/security.md.
+  std::size_t max_connections = 0;
+  /// Listeners: an accepted connection whose first whole message has not arrived this long
+  /// after its handshake is closed (a peer that connects and idles). 0: no limit.
+  std::chrono::milliseconds first_message_timeout{0};
 };
 
 /** @brief What the peer said in the handshake. */
