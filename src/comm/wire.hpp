@@ -10,7 +10,7 @@
 
 namespace tessera::comm::wire {
 
-inline constexpr std::uint32_t kProtocolVersion = 1;
+inline constexpr std::uint32_t kProtocolVersion = 2;  // 2: TaskFinished carries the thread
 inline constexpr std::uint32_t kMessageMagic = 0x4D525354;  ///< "TSRM" little-endian
 inline constexpr std::uint32_t kHelloMagic = 0x48525354;    ///< "TSRH" little-endian
 inline constexpr std::size_t kPreambleFixedBytes = 24;      ///< before the frame lengths

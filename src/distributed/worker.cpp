@@ -299,7 +299,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
   }
 
   // ---- running tasks ------------------------------------------------------------------------------------
-  void exec_loop() {
+  void exec_loop(int thread) {
     while (true) {
       Execute ex;
       {
@@ -309,7 +309,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
         ex = std::move(queue.front());
         queue.pop_front();
       }
-      run_task(ex);
+      run_task(ex, thread);
     }
   }
   bool closing_now() const {
@@ -317,7 +317,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     return closing;
   }
 
-  void run_task(const Execute& ex) {
+  void run_task(const Execute& ex, int thread) {
     const Task& task = *ex.task;
     std::vector<Value> args;
     args.reserve(task.args.size());
@@ -361,7 +361,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
       executed++;
       step(
           [&] {
-            handle(ExecuteSuccess{task.key, nbytes, std::move(type), t0, t1});
+            handle(ExecuteSuccess{task.key, nbytes, std::move(type), t0, t1, thread});
             check_memory();
           },
           /*batch=*/true);
@@ -579,7 +579,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
       l.unlock();
       step([&] {
         outbox.push_back(Heartbeat{address, now(), store.memory_bytes(), store.device_bytes(),
-                                   store.stats().device_spilled_bytes});
+                                   store.stats().device_spilled_bytes, store.spilled_bytes()});
         check_memory();
       });
       l.lock();
@@ -711,7 +711,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
       throw comm::CommError("worker: the scheduler at " + opt.scheduler_address + " did not answer registration");
     // Several workers share a host (and a worker may run several tasks): BLAS on one thread each.
     tessera::detail::single_thread_blas();
-    for (int i = 0; i < std::max(1, opt.nthreads); ++i) threads.emplace_back([this] { exec_loop(); });
+    for (int i = 0; i < std::max(1, opt.nthreads); ++i) threads.emplace_back([this, i] { exec_loop(i); });
     heartbeat = std::thread([this] { heartbeat_loop(); });
     flusher = std::thread([this] { flush_loop(); });
     std::string gpu_text = "no GPU";

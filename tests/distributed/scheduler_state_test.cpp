@@ -602,7 +602,7 @@ TEST(WorkerState, ExecutesNoMoreThanThreadsOrResourcesAllow) {
   submit("c3", false, 4);
   EXPECT_EQ(executing, (std::vector<Key>{"g1", "c1", "c2"}));
   EXPECT_EQ(w.executing_count(), 3u);
-  for (auto& a : w.handle(ExecuteSuccess{"g1", 8, "int64", 0, 1}))
+  for (auto& a : w.handle(ExecuteSuccess{"g1", 8, "int64", 0, 1, 0}))
     if (auto* e = std::get_if<Execute>(&a)) executing.push_back(e->key);
   EXPECT_EQ(executing.back(), "g2") << "the GPU is free again and g2 has priority";
   w.check_invariants();
@@ -636,9 +636,9 @@ TEST(SchedulerState, StoryOfATaskThatRanListsItsTransitionsInOrderWithStimulusId
   SchedulerState s(cfg);
   s.handle(AddWorker{"tcp://w1", "w1", 1, {}, 0, {"op"}, 1.0});                                  // event 1
   s.handle(UpdateGraph{"client", {make_task("a"), make_task("b", {"a"})}, {"b"}, {}, 2.0});        // event 2
-  s.handle(Heartbeat{"tcp://w1", 3.0, 0, 0, 0});                                                  // event 3
-  s.handle(TaskFinished{"tcp://w1", "a", 8, "int64", 3.0, 3.5});                                  // event 4
-  s.handle(TaskFinished{"tcp://w1", "b", 8, "int64", 3.5, 4.0});                                  // event 5
+  s.handle(Heartbeat{"tcp://w1", 3.0, 0, 0, 0, 0});                                                  // event 3
+  s.handle(TaskFinished{"tcp://w1", "a", 8, "int64", 3.0, 3.5, 0});                                  // event 4
+  s.handle(TaskFinished{"tcp://w1", "b", 8, "int64", 3.5, 4.0, 0});                                  // event 5
   s.handle(ReleaseKeys{"client", {"b"}});                                                         // event 6
   EXPECT_EQ(s.status("a"), std::nullopt);
 
@@ -665,7 +665,7 @@ TEST(SchedulerState, TransitionLogIsBoundedAndCanBeTurnedOff) {
   SchedulerState s(cfg);
   s.handle(AddWorker{"tcp://w1", "w1", 1, {}, 0, {"op"}, 1.0});
   s.handle(UpdateGraph{"client", {make_task("a"), make_task("b", {"a"})}, {"b"}, {}, 2.0});
-  s.handle(TaskFinished{"tcp://w1", "a", 8, "int64", 3.0, 3.5});
+  s.handle(TaskFinished{"tcp://w1", "a", 8, "int64", 3.0, 3.5, 0});
   // Logged: b released>waiting, a released>waiting, a waiting>processing, a processing>memory,
   // b waiting>processing; the ring keeps the last three.
   EXPECT_EQ(moves(s.story("a")), (std::vector<std::string>{"waiting>processing", "processing>memory"}));
