@@ -115,7 +115,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
   std::condition_variable cv;
   bool stopping = false, stopped = false;
 
-  explicit Impl(SchedulerOptions o) : opt(std::move(o)), state(opt.state) {}
+  explicit Impl(SchedulerOptions o) : opt(std::move(o)), state(opt.state), task_stream(opt.task_stream_length) {}
 
   double now() const { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
@@ -235,7 +235,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
   // One bar of the task stream: O(1) (a hash lookup and a slot overwritten), under the lock
   // this event already holds. Keys a worker only learned (no execution times) are not bars.
   void record_finished(Conn& c, const TaskFinished& x) {
-    if (x.stop <= 0 || x.stop < x.start) return;
+    if (x.stop <= 0 || x.stop < x.start || opt.task_stream_length == 0) return;
     if (double offset = now() - x.stop; offset < c.clock_offset) {  // rare: a faster message than any before
       c.clock_offset = offset;
       clock_offsets[c.id] = offset;
