@@ -86,6 +86,7 @@ ProgressDisplay::~ProgressDisplay() {
 
 void ProgressDisplay::start(std::size_t total) {
   std::lock_guard l(mu_);
+  if (running_ || thread_.joinable()) return;  // one bar per display: its thread starts once
   total_ = total;
   done_ = 0;
   started_ = std::chrono::steady_clock::now();

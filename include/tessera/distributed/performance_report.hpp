@@ -1,6 +1,7 @@
 #pragma once
 /**
- * @file A computation's task stream and summary as one self-contained HTML page (Dask's
+ * @file
+ * A computation's task stream and summary as one self-contained HTML page (Dask's
  * performance_report): inline SVG and styles, nothing fetched from elsewhere, so it opens
  * offline and can be attached to an issue.
  *

@@ -1,6 +1,7 @@
 #pragma once
 /**
- * @file distributed.progress for futures: a terminal bar of how many are done, drawn until
+ * @file
+ * distributed.progress for futures: a terminal bar of how many are done, drawn until
  * every one has finished, erred or been cancelled.
  *
  *     auto fs = client.map(slow_inc, xs);

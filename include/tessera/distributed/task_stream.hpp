@@ -1,6 +1,7 @@
 #pragma once
 /**
- * @file What ran where and when: the scheduler's record of finished tasks (Dask's task stream),
+ * @file
+ * What ran where and when: the scheduler's record of finished tasks (Dask's task stream),
  * served at /api/v1/task-stream, shown on /status and returned by Client::get_task_stream().
  */
 #include <cstddef>

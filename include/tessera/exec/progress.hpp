@@ -1,6 +1,7 @@
 #pragma once
 /**
- * @file Terminal progress bars, like dask.diagnostics.ProgressBar:
+ * @file
+ * Terminal progress bars, like dask.diagnostics.ProgressBar:
  *
  *     {
  *       tessera::ProgressBar bar;             // every local get() while it lives draws a bar
@@ -38,7 +39,7 @@ std::shared_ptr<ExecutionObserver> set_execution_observer(std::shared_ptr<Execut
 std::shared_ptr<ExecutionObserver> execution_observer();
 
 /**
- * @brief One line of the bar, without the leading '\r': "[####    ] | 10% Completed |  0.5s".
+ * @brief One line of the bar, without the leading carriage return: "[####    ] | 10% Completed |  0.5s".
  * `width` is the number of characters between the brackets.
  */
 std::string progress_bar_line(double fraction, double elapsed_s, int width = 40);
@@ -60,6 +61,7 @@ class ProgressDisplay {
   ~ProgressDisplay();  ///< finish(false) if still drawing
   ProgressDisplay(const ProgressDisplay&) = delete;
   ProgressDisplay& operator=(const ProgressDisplay&) = delete;
+  /** @brief Starts drawing a bar of `total` steps; once per display (later calls do nothing). */
   void start(std::size_t total);
   void add_done(std::size_t n = 1) { done_.fetch_add(n, std::memory_order_relaxed); }
   void set_done(std::size_t n) { done_.store(n, std::memory_order_relaxed); }
