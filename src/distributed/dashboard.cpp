@@ -91,7 +91,7 @@ HttpResponse SchedulerDashboard::route(const HttpRequest& req) {
     std::uint64_t limit = std::min(query_count(req.target, "limit", kMaxTaskStreamRequest), kMaxTaskStreamRequest);
     // tail=n: only the newest n (a page opened late skips what it would not draw anyway).
     if (auto tail = query_count(req.target, "tail", 0); tail > 0) {
-      std::uint64_t newest = cache_.get().tasks_finished;
+      std::uint64_t newest = cache_.get().stream_newest;
       if (newest > tail) since = std::max(since, newest - tail);
     }
     TaskStreamPage page = task_stream_ ? task_stream_(since, static_cast<std::size_t>(limit)) : TaskStreamPage{};

@@ -22,7 +22,8 @@ struct SchedulerSnapshot {
   std::size_t clients = 0;
   /** Tasks by operation and state (SchedulerState::status_counts_by_op). */
   std::vector<std::pair<std::string, std::vector<std::size_t>>> by_op;
-  std::uint64_t tasks_finished = 0;  ///< the task stream's newest id: tasks run so far
+  std::uint64_t tasks_finished = 0;  ///< tasks run so far (transfers not counted)
+  std::uint64_t stream_newest = 0;   ///< the task stream's newest id (tasks and transfers)
 };
 
 /** @brief One worker as its dashboard sees it. */

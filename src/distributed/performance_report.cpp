@@ -31,6 +31,7 @@ std::string escape(const std::string& s) {
 
 // The same colour for an operation as on the live page (status_page.cpp): a hash to a hue.
 std::string colour(const std::string& prefix) {
+  if (prefix == "transfer") return "#d62728";
   std::uint32_t h = 0;
   for (unsigned char c : prefix) h = h * 31 + c;
   return "hsl(" + std::to_string(h % 360) + ",65%,52%)";
@@ -55,13 +56,21 @@ std::string performance_report_html(const std::vector<TaskStreamEntry>& entries,
   std::map<std::string, Totals> by_prefix, by_worker;
   std::set<std::pair<std::string, int>> rows;
   double t0 = entries.empty() ? 0 : entries.front().start, t1 = t0;
-  Totals all;
+  Totals all, moved;  // tasks; transfers (not compute, so counted apart)
   for (const auto& e : entries) {
     const double d = e.stop - e.start;
-    for (Totals* t : {&by_prefix[e.prefix], &by_worker[e.worker], &all}) {
-      t->tasks++;
-      t->seconds += d;
-      t->nbytes += e.nbytes;
+    const bool transfer = e.thread < 0 && e.prefix == "transfer";
+    auto add = [&](Totals& t) {
+      t.tasks++;
+      t.seconds += d;
+      t.nbytes += e.nbytes;
+    };
+    if (transfer) {
+      add(moved);
+    } else {
+      add(by_prefix[e.prefix]);
+      add(by_worker[e.worker]);
+      add(all);
     }
     rows.insert({e.worker, e.thread});
     t0 = std::min(t0, e.start);
@@ -83,8 +92,12 @@ std::string performance_report_html(const std::vector<TaskStreamEntry>& entries,
     << "<tr><td>task stream span</td><td>" << fixed(entries.empty() ? 0 : span) << " s</td></tr>"
     << "<tr><td>compute time (all threads)</td><td>" << fixed(all.seconds) << " s</td></tr>"
     << "<tr><td>workers</td><td>" << by_worker.size() << "</td></tr>"
-    << "<tr><td>threads used</td><td>" << rows.size() << "</td></tr>"
-    << "<tr><td>result bytes</td><td>" << all.nbytes << "</td></tr></table>\n";
+    << "<tr><td>threads used</td><td>"
+    << std::count_if(rows.begin(), rows.end(), [](const auto& r) { return r.second >= 0; }) << "</td></tr>"
+    << "<tr><td>result bytes</td><td>" << all.nbytes << "</td></tr>"
+    << "<tr><td>transfers</td><td>" << moved.tasks << "</td></tr>"
+    << "<tr><td>bytes transferred</td><td>" << moved.nbytes << "</td></tr>"
+    << "<tr><td>transfer time</td><td>" << fixed(moved.seconds) << " s</td></tr></table>\n";
   o << "<h2>By operation</h2>\n<table id=\"operations\"><tr><th>operation</th><th>tasks</th><th>compute s</th>"
        "<th>mean ms</th><th>result bytes</th></tr>";
   for (const auto& [p, t] : by_prefix)
@@ -104,7 +117,8 @@ std::string performance_report_html(const std::vector<TaskStreamEntry>& entries,
   o << "<h2>Task stream</h2>\n<svg id=\"task-stream\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << label_w + plot_w + 10
     << "\" height=\"" << height << "\" font-size=\"11\">\n";
   for (const auto& [r, i] : row_of)
-    o << "<text x=\"2\" y=\"" << i * row_h + row_h - 5 << "\">" << escape(r.first) << " #" << r.second << "</text>\n";
+    o << "<text x=\"2\" y=\"" << i * row_h + row_h - 5 << "\">" << escape(r.first)
+      << (r.second < 0 ? std::string(" transfers") : " #" + std::to_string(r.second)) << "</text>\n";
   for (const auto& e : entries) {
     const double x = label_w + (e.start - t0) / span * plot_w;
     const double w = std::max(0.5, (e.stop - e.start) / span * plot_w);

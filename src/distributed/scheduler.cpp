@@ -27,6 +27,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+const std::string kTransferPrefix = "transfer";  // the task stream's name for fetches from peers
+
 
 // One connection as the scheduler sees it, with the events batched for it during one step.
 struct Conn {
@@ -101,6 +103,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
   std::vector<Conn*> dirty;
   std::vector<SchedulerAction> actions;
   TaskStreamRing task_stream;  // times on each worker's clock; see clock_offsets
+  std::uint64_t tasks_finished = 0;  // executions reported (the page's tasks/s), transfers not counted
   // Worker address -> its clock's offset to ours (Conn::clock_offset, kept after the worker
   // leaves so its bars stay placed). Applied when the stream is read, so every bar of a worker
   // gets its best estimate, including bars recorded before a faster message improved it.
@@ -229,18 +232,27 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
   // on its own thread, after the lock is released).
   SchedulerSnapshot snapshot() const {
     std::lock_guard lock(mu);
-    return SchedulerSnapshot{info(), clients.size(), state.status_counts_by_op(), task_stream.newest()};
+    return SchedulerSnapshot{info(), clients.size(), state.status_counts_by_op(), tasks_finished, task_stream.newest()};
   }
 
   // One bar of the task stream: O(1) (a hash lookup and a slot overwritten), under the lock
   // this event already holds. Keys a worker only learned (no execution times) are not bars.
   void record_finished(Conn& c, const TaskFinished& x) {
-    if (x.stop <= 0 || x.stop < x.start || opt.task_stream_length == 0) return;
+    if (x.stop <= 0 || x.stop < x.start) return;
+    ++tasks_finished;
+    if (opt.task_stream_length == 0) return;
     if (double offset = now() - x.stop; offset < c.clock_offset) {  // rare: a faster message than any before
       c.clock_offset = offset;
       clock_offsets[c.id] = offset;
     }
     task_stream.push(x.key, state.op_of(x.key), c.id, x.thread, x.start, x.stop, x.nbytes);
+  }
+
+  // A transfer as a bar of its own: prefix "transfer", the peer it came from as the key, thread
+  // -1 (a row of its own under the worker's threads on the page).
+  void record_transfer(const Conn& c, const wire::TransferDone& x) {
+    if (x.stop < x.start || opt.task_stream_length == 0) return;
+    task_stream.push(x.peer, kTransferPrefix, c.id, -1, x.start, x.stop, x.nbytes);
   }
 
   // A page on the scheduler's clock. Called with the lock held.
@@ -324,7 +336,9 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
             [&](auto& x) {
               using T = std::decay_t<decltype(x)>;
               // A worker speaks only for itself.
-              if constexpr (std::is_same_v<T, Heartbeat>) {
+              if constexpr (std::is_same_v<T, wire::TransferDone>) {
+                record_transfer(c, x);  // the task stream only: not a state-machine event
+              } else if constexpr (std::is_same_v<T, Heartbeat>) {
                 x.address = c.id;
                 x.now = now();
                 c.device_memory = x.device_memory;
@@ -336,7 +350,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
                 x.worker = c.id;
                 if constexpr (std::is_same_v<T, TaskFinished>) record_finished(c, x);
               }
-              handle(std::move(x));
+              if constexpr (!std::is_same_v<T, wire::TransferDone>) handle(std::move(x));
             },
             e);
       }

@@ -45,6 +45,7 @@ const KEEP = 20000;           // bars kept in the page
 let since = 0, bars = [], uptime = 0, rate = [], finishedSeen = null;
 const colours = {};
 function colour(prefix) {
+  if (prefix === "transfer") return "#d62728";  // fetches from peers: red, as in Dask's task stream
   if (!colours[prefix]) {
     let h = 0;
     for (const c of prefix) h = (h * 31 + c.charCodeAt(0)) >>> 0;
@@ -114,10 +115,12 @@ function showProgress(p) {
     body.appendChild(tr);
   }
 }
+// A worker's threads, then its transfers ("#~" sorts after the thread numbers).
+function rowName(b) { return b.worker + (b.thread < 0 ? " #~transfers" : " #" + b.thread); }
 function drawStream() {
   const cv = document.getElementById("stream"), ctx = cv.getContext("2d");
   const rowsByName = new Map();
-  for (const b of bars) rowsByName.set(b.worker + " #" + b.thread, true);
+  for (const b of bars) rowsByName.set(rowName(b), true);
   const rows = [...rowsByName.keys()].sort();
   const rowIndex = new Map(rows.map((r, i) => [r, i]));
   const rowH = Math.max(8, Math.min(24, Math.floor(180 / Math.max(1, rows.length))));
@@ -129,14 +132,17 @@ function drawStream() {
   const span = Math.min(WINDOW_S, Math.max(1, end - first)), start = end - span;
   ctx.clearRect(0, 0, cv.width, cv.height);
   ctx.font = "11px system-ui, sans-serif"; ctx.fillStyle = "#444";
-  rows.forEach((r, i) => ctx.fillText(r.length > 34 ? "..." + r.slice(-31) : r, 4, i * rowH + rowH - 2));
+  rows.forEach((r, i) => {
+    const label = r.replace(" #~transfers", " transfers");
+    ctx.fillText(label.length > 34 ? "..." + label.slice(-31) : label, 4, i * rowH + rowH - 2);
+  });
   let drawn = 0;
   for (const b of bars) {
     if (b.stop < start) continue;
     const x0 = left + (Math.max(b.start, start) - start) / span * width;
     const x1 = left + (b.stop - start) / span * width;
     ctx.fillStyle = colour(b.prefix);
-    ctx.fillRect(x0, rowIndex.get(b.worker + " #" + b.thread) * rowH + 1, Math.max(1, x1 - x0), rowH - 2);
+    ctx.fillRect(x0, rowIndex.get(rowName(b)) * rowH + 1, Math.max(1, x1 - x0), rowH - 2);
     drawn++;
   }
   ctx.fillStyle = "#666";

@@ -219,8 +219,24 @@ struct KeyReady {
   }
 };
 
+/**
+ * @brief Worker -> scheduler: a fetch from a peer completed (for the task stream only; the state
+ * machine learns the keys from AddKeys). Times on the worker's clock.
+ */
+struct TransferDone {
+  std::string worker;  ///< stamped by the scheduler
+  std::string peer;
+  std::size_t nkeys = 0;
+  std::size_t nbytes = 0;
+  double start = 0, stop = 0;
+  template <class A>
+  void serialize(A& ar) {
+    ar(worker, peer, nkeys, nbytes, start, stop);
+  }
+};
+
 using WorkerToScheduler = std::variant<TaskFinished, TaskErred, AddKeys, RemoveKeys, MissingData, StealResponse,
-                                       WorkerStatusChange, Heartbeat>;
+                                       WorkerStatusChange, Heartbeat, TransferDone>;
 using SchedulerToWorker = std::variant<ComputeTask, FreeKeys, StealRequest>;
 using ClientToScheduler = std::variant<UpdateGraph, ReleaseKeys, CancelKeys, RetryKeys>;
 using SchedulerToClient = std::variant<KeyReady, KeyErred, OperationUnavailable, KeyCancelled>;

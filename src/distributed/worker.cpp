@@ -379,7 +379,8 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     if (device >= 0) req.set(wire::kTakesDeviceBlocks, true);
     std::weak_ptr<Impl> weak = shared_from_this();
     std::string peer_addr = g.peer;
-    RpcTable::Callback cb = [weak, peer_addr](const comm::Message* reply, std::exception_ptr err) {
+    const double asked = now();  // the transfer's bar starts here (connecting included)
+    RpcTable::Callback cb = [weak, peer_addr, asked](const comm::Message* reply, std::exception_ptr err) {
       auto self = weak.lock();
       if (!self) return;
       if (err) {
@@ -389,6 +390,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
         return;
       }
       std::vector<std::pair<Key, std::size_t>> got;
+      std::size_t got_bytes = 0;
       try {
         auto keys = reply->get<std::vector<Key>>("keys");
         auto values = wire::get_values(*reply);
@@ -397,6 +399,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
         for (std::size_t i = 0; i < keys.size(); ++i) {
           std::size_t nb = values[i].nbytes();
           self->fetched_bytes += nb;
+          got_bytes += nb;
           self->store.put(keys[i], std::move(values[i]));
           got.push_back({keys[i], nb});
         }
@@ -407,7 +410,10 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
         self->step([&] { self->handle(GatherDepFailure{peer_addr, why}); });
         return;
       }
+      const double arrived = self->now();
+      const std::size_t nkeys = got.size();
       self->step([&] {
+        self->outbox.push_back(wire::TransferDone{{}, peer_addr, nkeys, got_bytes, asked, arrived});
         self->handle(GatherDepSuccess{peer_addr, std::move(got)});
         self->check_memory();
       });

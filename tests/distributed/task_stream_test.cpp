@@ -35,6 +35,28 @@ std::int64_t ts_nap(std::int64_t x) {
   return x + 1;
 }
 TESSERA_REGISTER_FUNCTION_AS("task_stream_test.nap", ts_nap);
+std::int64_t ts_add(std::int64_t a, std::int64_t b) { return a + b; }
+TESSERA_REGISTER_FUNCTION_AS("task_stream_test.add", ts_add);
+
+// A scheduler serving its dashboard and two in-process workers of `threads` threads each.
+struct StreamCluster {
+  std::unique_ptr<Scheduler> sched;
+  std::vector<std::unique_ptr<Worker>> workers;
+  explicit StreamCluster(int threads) {
+    SchedulerOptions so;
+    so.address = "tcp://127.0.0.1:0";
+    so.dashboard_address = ":0";
+    sched = std::make_unique<Scheduler>(so);
+    for (int i = 0; i < 2; ++i) {
+      WorkerOptions wo;
+      wo.scheduler_address = sched->address();
+      wo.name = "ts-" + std::to_string(i);
+      wo.nthreads = threads;
+      wo.heartbeat_interval = 0.1;
+      workers.push_back(std::make_unique<Worker>(wo));
+    }
+  }
+};
 
 TEST(TaskStreamRing, KeepsTheNewestAndPagesBySince) {
   TaskStreamRing ring(3);
@@ -101,21 +123,9 @@ TEST(TaskStreamJson, QueryParametersAndRenderings) {
 }
 
 TEST(TaskStreamCluster, RecordsWhatRanWhereAndServesIt) {
-  SchedulerOptions so;
-  so.address = "tcp://127.0.0.1:0";
-  so.dashboard_address = ":0";
-  Scheduler sched(so);
-  const int port = port_of(sched.dashboard_url());
-  std::vector<std::unique_ptr<Worker>> workers;
-  for (int i = 0; i < 2; ++i) {
-    WorkerOptions wo;
-    wo.scheduler_address = sched.address();
-    wo.name = "ts-" + std::to_string(i);
-    wo.nthreads = 2;
-    wo.heartbeat_interval = 0.1;
-    workers.push_back(std::make_unique<Worker>(wo));
-  }
-  Client client(sched.address(), tessera_test::client_options());
+  StreamCluster cluster(2);
+  const int port = port_of(cluster.sched->dashboard_url());
+  Client client(cluster.sched->address(), tessera_test::client_options());
   ASSERT_TRUE(client.wait_for_workers(2, 10s));
   const std::uint64_t before = client.task_stream_position();
 
@@ -219,6 +229,43 @@ TEST(TaskStreamCluster, RecordsWhatRanWhereAndServesIt) {
   EXPECT_NE(html.find("<td>tasks</td><td>24</td>"), std::string::npos);
   EXPECT_EQ(html.find("<script src"), std::string::npos);
   std::filesystem::remove(report);
+}
+
+TEST(TaskStreamCluster, ShowsTransfersBetweenWorkers) {
+  StreamCluster cluster(1);
+  Client client(cluster.sched->address(), tessera_test::client_options());
+  ASSERT_TRUE(client.wait_for_workers(2, 10s));
+  const std::uint64_t before = client.task_stream_position();
+  std::vector<std::int64_t> xs(8);
+  for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<std::int64_t>(i);
+  auto fs = client.map(ts_nap, xs);
+  client.gather(fs);
+  // Every pair: some inputs of each sum live on the other worker.
+  std::vector<TypedFuture<std::int64_t>> sums;
+  for (std::size_t i = 0; i < fs.size(); ++i)
+    for (std::size_t j = i + 1; j < fs.size(); ++j) sums.push_back(client.submit(ts_add, fs[i], fs[j]));
+  client.gather(sums);
+
+  std::set<std::string> addresses;
+  for (const auto& w : cluster.workers) addresses.insert(w->address());
+  std::size_t tasks = 0, transfers = 0;
+  for (const auto& e : client.get_task_stream(before)) {
+    if (e.prefix != "transfer") {
+      ++tasks;
+      EXPECT_GE(e.thread, 0);
+      continue;
+    }
+    ++transfers;
+    EXPECT_EQ(e.thread, -1) << "a transfer is not on an execution thread";
+    EXPECT_TRUE(addresses.count(e.key)) << "the key of a transfer is the peer: " << e.key;
+    EXPECT_NE(e.key, e.worker) << "fetched from the other worker";
+    EXPECT_GT(e.nbytes, 0u);
+    EXPECT_GE(e.stop, e.start);
+  }
+  EXPECT_EQ(tasks, xs.size() + sums.size());
+  EXPECT_GE(transfers, 1u) << "sums of results on both workers fetch some";
+  std::string html = performance_report_html(client.get_task_stream(before), "transfers", 1);
+  EXPECT_NE(html.find("transfers</text>"), std::string::npos) << "a row for each worker's transfers";
 }
 
 TEST(PerformanceReportHtml, EscapesKeysAndSurvivesAnEmptyStream) {

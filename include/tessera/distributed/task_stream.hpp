@@ -21,13 +21,13 @@ namespace tessera::distributed {
  */
 struct TaskStreamEntry {
   std::uint64_t id = 0;  ///< 1, 2, ... in the order the scheduler heard of them
-  Key key;
-  std::string prefix;  ///< the task's operation (Task::op): what a bar is coloured by
-  std::string worker;  ///< address
-  int thread = -1;     ///< the worker's execution thread (0 .. nthreads-1), -1 when unknown
+  Key key;             ///< the task's key; for a transfer, the peer the data came from
+  std::string prefix;  ///< the task's operation (Task::op): what a bar is coloured by; "transfer" for a fetch
+  std::string worker;  ///< address (for a transfer: the worker that fetched)
+  int thread = -1;     ///< the worker's execution thread (0 .. nthreads-1); -1 for transfers
   double start = 0;
   double stop = 0;
-  std::size_t nbytes = 0;  ///< size of the result
+  std::size_t nbytes = 0;  ///< size of the result; for a transfer, the bytes fetched
   template <class A>
   void serialize(A& ar) {
     ar(id, key, prefix, worker, thread, start, stop, nbytes);
