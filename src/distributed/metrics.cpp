@@ -169,7 +169,10 @@ std::string progress_json(const SchedulerSnapshot& s) {
     p["total"] = total;
     prefixes.push_back(std::move(p));
   }
-  nlohmann::json out = {{"uptime", s.info.uptime}, {"finished", s.tasks_finished}, {"prefixes", std::move(prefixes)}};
+  nlohmann::json out = {{"uptime", s.info.uptime},
+                        {"finished", s.tasks_finished},
+                        {"clients", s.clients},
+                        {"prefixes", std::move(prefixes)}};
   return out.dump();
 }
 

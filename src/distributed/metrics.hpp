@@ -49,7 +49,7 @@ std::string workers_json(const wire::ClusterInfo& info);
 std::string tasks_json(const wire::ClusterInfo& info);
 
 /**
- * @brief {"uptime": s, "finished": n, "prefixes": [{"name": op, "total": n, "released": n, "waiting": n,
+ * @brief {"uptime": s, "finished": n, "clients": n, "prefixes": [{"name": op, "total": n, "released": n, "waiting": n,
  * "no-worker": n, "queued": n, "processing": n, "memory": n, "erred": n}]}: Dask's progress by prefix.
  */
 std::string progress_json(const SchedulerSnapshot& s);

@@ -28,7 +28,7 @@ th { background: #f0f0f0; } td:first-child, th:first-child { text-align: left; }
 <h1>Tessera scheduler</h1>
 <div id="summary"><span>workers <b id="n-workers">0</b></span><span>threads <b id="n-threads">0</b></span>
 <span>tasks/s <b id="tasks-per-second">0</b></span><span>finished <b id="n-finished">0</b></span>
-<span>uptime <b id="uptime">0</b> s</span><span id="error"></span></div>
+<span>clients <b id="n-clients">0</b></span><span>uptime <b id="uptime">0</b> s</span><span id="error"></span></div>
 <h2>Task stream</h2>
 <canvas id="stream" width="1240" height="200" data-bars="0"></canvas>
 <ul class="legend" id="stream-legend"></ul>
@@ -88,6 +88,7 @@ function showProgress(p) {
   uptime = p.uptime;
   document.getElementById("uptime").textContent = p.uptime.toFixed(1);
   document.getElementById("n-finished").textContent = p.finished;
+  document.getElementById("n-clients").textContent = p.clients;
   // The scheduler's own clock (uptime), not the page's: a busy or throttled tab, or a headless
   // browser's virtual time, must not skew the figure.
   const now = p.uptime;

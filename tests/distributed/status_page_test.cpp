@@ -128,6 +128,7 @@ TEST(StatusPage, ChromiumShowsBothWorkersAndTheTaskStream) {
   EXPECT_NE(dom.find("class=\"stream-prefix\""), std::string::npos) << "a legend entry per operation";
   EXPECT_NE(dom.find("class=\"progress-row\""), std::string::npos) << "progress per operation (16 held)";
   EXPECT_NE(dom.find("<b id=\"n-workers\">2</b>"), std::string::npos);
+  EXPECT_NE(dom.find("<b id=\"n-clients\">1</b>"), std::string::npos) << "this test's client";
   EXPECT_NE(dom.find("<span id=\"error\"></span>"), std::string::npos) << "the page reached every endpoint";
 
   // The screenshot: a PNG of the page.

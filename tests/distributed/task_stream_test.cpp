@@ -112,8 +112,10 @@ TEST(TaskStreamJson, QueryParametersAndRenderings) {
   counts[static_cast<std::size_t>(TaskStatus::Processing)] = 2;
   s.by_op = {{"add", counts}};
   s.tasks_finished = 9;
+  s.clients = 2;
   auto p = nlohmann::json::parse(progress_json(s));
   EXPECT_EQ(p["finished"], 9);
+  EXPECT_EQ(p["clients"], 2);
   ASSERT_EQ(p["prefixes"].size(), 1u);
   EXPECT_EQ(p["prefixes"][0]["name"], "add");
   EXPECT_EQ(p["prefixes"][0]["memory"], 3);
