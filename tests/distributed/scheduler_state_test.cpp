@@ -33,6 +33,30 @@ TEST(SchedulerState, ChainCompletesOnTwoWorkers) {
   EXPECT_FALSE(c.value("a").has_value());
 }
 
+TEST(SchedulerState, CountsTasksByOperationForTheDashboardsProgress) {
+  SimCluster c;
+  c.add_worker("w1", 1, {}, {"load", "sum"});
+  c.submit("client", {make_task("a", {}, "load"), make_task("b", {}, "load"), make_task("s", {"a", "b"}, "sum")},
+           {"s"});
+  c.run();
+  c.check_all();
+  EXPECT_EQ(c.sched.op_of("a"), "load");
+  EXPECT_EQ(c.sched.op_of("s"), "sum");
+  EXPECT_EQ(c.sched.op_of("nope"), "") << "unknown keys have no operation";
+  auto count = [&](const std::string& op, TaskStatus st) -> std::size_t {
+    for (const auto& [name, counts] : c.sched.status_counts_by_op())
+      if (name == op) return counts[static_cast<std::size_t>(st)];
+    return 0;
+  };
+  EXPECT_EQ(count("sum", TaskStatus::Memory), 1u);
+  EXPECT_EQ(count("load", TaskStatus::Released), 2u) << "inputs kept as lineage, their data freed";
+  // The per-operation counts add up to the totals.
+  std::vector<std::size_t> sum(c.sched.status_counts().size(), 0);
+  for (const auto& [name, counts] : c.sched.status_counts_by_op())
+    for (std::size_t i = 0; i < counts.size(); ++i) sum[i] += counts[i];
+  EXPECT_EQ(sum, c.sched.status_counts());
+}
+
 TEST(SchedulerState, DiamondCompletes) {
   SimCluster c;
   c.add_worker("w1");
