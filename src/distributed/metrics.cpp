@@ -143,7 +143,9 @@ std::string workers_json(const wire::ClusterInfo& info) {
                        {"device_memory_limit", w.device_memory_limit},
                        {"device_memory", w.device_memory},
                        {"device_spilled_bytes", w.device_spilled_bytes},
-                       {"spilled", w.spilled}});
+                       {"spilled", w.spilled},
+                       {"bytes_received", w.bytes_received},
+                       {"bytes_sent", w.bytes_sent}});
   }
   json out = {{"num_workers", info.workers.size()}, {"workers", std::move(workers)}};
   return out.dump();

@@ -41,6 +41,7 @@ struct Conn {
   std::size_t device_memory = 0;  // from the worker's last heartbeat (scheduler_info)
   std::size_t device_spilled_bytes = 0;
   std::size_t spilled = 0;
+  std::size_t bytes_received = 0, bytes_sent = 0;
   // Worker clock -> scheduler clock for the task stream: the smallest (receive time - task stop)
   // seen, i.e. the clocks' difference plus the fastest message latency.
   double clock_offset = std::numeric_limits<double>::infinity();
@@ -220,6 +221,8 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
         wi.device_memory = it->second->device_memory;
         wi.device_spilled_bytes = it->second->device_spilled_bytes;
         wi.spilled = it->second->spilled;
+        wi.bytes_received = it->second->bytes_received;
+        wi.bytes_sent = it->second->bytes_sent;
       }
       wi.summary = std::move(w);
       ci.workers.push_back(std::move(wi));
@@ -344,6 +347,8 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
                 c.device_memory = x.device_memory;
                 c.device_spilled_bytes = x.device_spilled_bytes;
                 c.spilled = x.spilled;
+                c.bytes_received = x.bytes_received;
+                c.bytes_sent = x.bytes_sent;
               } else if constexpr (std::is_same_v<T, WorkerStatusChange>) {
                 x.address = c.id;
               } else {

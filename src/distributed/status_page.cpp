@@ -37,7 +37,7 @@ th { background: #f0f0f0; } td:first-child, th:first-child { text-align: left; }
 <th>processing</th><th>memory</th><th>erred</th><th>total</th></tr></thead><tbody></tbody></table>
 <h2>Workers</h2>
 <table id="workers"><thead><tr><th>address</th><th>name</th><th>threads</th><th>running</th><th>managed</th>
-<th>spilled</th><th>limit</th><th>GPU</th><th>GPU memory</th></tr></thead><tbody></tbody></table>
+<th>spilled</th><th>limit</th><th>received</th><th>sent</th><th>GPU</th><th>GPU memory</th></tr></thead><tbody></tbody></table>
 <script>
 "use strict";
 const WINDOW_S = 20;          // seconds of task stream shown at most
@@ -76,6 +76,7 @@ function showWorkers(w) {
     tr.dataset.address = x.address;
     cell(tr, x.address); cell(tr, x.name); cell(tr, x.nthreads); cell(tr, x.processing);
     cell(tr, bytes(x.memory)); cell(tr, bytes(x.spilled || 0)); cell(tr, x.memory_limit ? bytes(x.memory_limit) : "none");
+    cell(tr, bytes(x.bytes_received || 0)); cell(tr, bytes(x.bytes_sent || 0));
     const g = x.gpus && x.gpus.length ? x.gpus[0] : null;
     cell(tr, g ? g.name : "");
     cell(tr, g ? bytes(x.device_memory) + " / " + bytes(g.total_memory) : "");

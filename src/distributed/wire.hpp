@@ -49,7 +49,7 @@ void serialize(A& ar, AddWorker& e) {
 }
 template <class A>
 void serialize(A& ar, Heartbeat& e) {
-  ar(e.address, e.now, e.memory, e.device_memory, e.device_spilled_bytes, e.spilled);
+  ar(e.address, e.now, e.memory, e.device_memory, e.device_spilled_bytes, e.spilled, e.bytes_received, e.bytes_sent);
 }
 template <class A>
 void serialize(A& ar, WorkerStatusChange& e) {
@@ -186,10 +186,11 @@ struct WorkerInfo {
   std::size_t device_memory = 0;  ///< last heartbeat
   std::size_t device_spilled_bytes = 0;  ///< last heartbeat
   std::size_t spilled = 0;  ///< bytes on disk, last heartbeat
+  std::size_t bytes_received = 0, bytes_sent = 0;  ///< transfers so far, last heartbeat
   template <class A>
   void serialize(A& ar) {
     ar(summary, pid, host, local_directory, extra, ops, gpus, device_memory_limit, device_memory, device_spilled_bytes,
-       spilled);
+       spilled, bytes_received, bytes_sent);
   }
 };
 

@@ -585,7 +585,8 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
       l.unlock();
       step([&] {
         outbox.push_back(Heartbeat{address, now(), store.memory_bytes(), store.device_bytes(),
-                                   store.stats().device_spilled_bytes, store.spilled_bytes()});
+                                   store.stats().device_spilled_bytes, store.spilled_bytes(), fetched_bytes.load(),
+                                   served_bytes.load()});
         check_memory();
       });
       l.lock();

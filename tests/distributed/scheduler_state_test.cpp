@@ -660,7 +660,7 @@ TEST(SchedulerState, StoryOfATaskThatRanListsItsTransitionsInOrderWithStimulusId
   SchedulerState s(cfg);
   s.handle(AddWorker{"tcp://w1", "w1", 1, {}, 0, {"op"}, 1.0});                                  // event 1
   s.handle(UpdateGraph{"client", {make_task("a"), make_task("b", {"a"})}, {"b"}, {}, 2.0});        // event 2
-  s.handle(Heartbeat{"tcp://w1", 3.0, 0, 0, 0, 0});                                                  // event 3
+  s.handle(Heartbeat{"tcp://w1", 3.0, 0, 0, 0, 0, 0, 0});                                                  // event 3
   s.handle(TaskFinished{"tcp://w1", "a", 8, "int64", 3.0, 3.5, 0});                                  // event 4
   s.handle(TaskFinished{"tcp://w1", "b", 8, "int64", 3.5, 4.0, 0});                                  // event 5
   s.handle(ReleaseKeys{"client", {"b"}});                                                         // event 6

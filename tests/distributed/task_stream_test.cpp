@@ -266,6 +266,19 @@ TEST(TaskStreamCluster, ShowsTransfersBetweenWorkers) {
   }
   EXPECT_EQ(tasks, xs.size() + sums.size());
   EXPECT_GE(transfers, 1u) << "sums of results on both workers fetch some";
+  // The workers' transfer totals reach the scheduler with their heartbeats.
+  std::size_t received = 0, sent = 0;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        received = sent = 0;
+        for (const auto& w : client.scheduler_info().workers) {
+          received += w.bytes_received;
+          sent += w.bytes_sent;
+        }
+        return received > 0 && sent >= received;
+      },
+      5, 50))
+      << "received " << received << ", sent " << sent;
   std::string html = performance_report_html(client.get_task_stream(before), "transfers", 1);
   EXPECT_NE(html.find("transfers</text>"), std::string::npos) << "a row for each worker's transfers";
 }

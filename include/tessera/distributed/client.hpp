@@ -201,6 +201,8 @@ struct WorkerInfo {
   std::size_t device_memory = 0;              ///< bytes of results on the GPU, as of the last heartbeat
   std::size_t device_spilled_bytes = 0;       ///< bytes moved GPU -> host memory so far (last heartbeat)
   std::size_t spilled = 0;                    ///< bytes of results spilled to disk (last heartbeat)
+  std::size_t bytes_received = 0;             ///< fetched from other workers so far (last heartbeat)
+  std::size_t bytes_sent = 0;                 ///< sent to other workers and clients so far (last heartbeat)
 };
 
 struct SchedulerInfo {

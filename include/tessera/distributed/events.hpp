@@ -80,6 +80,8 @@ struct Heartbeat {
   std::size_t device_memory = 0;  ///< bytes of results in device memory (scheduler_info only)
   std::size_t device_spilled_bytes = 0;  ///< bytes moved device -> host so far (scheduler_info only)
   std::size_t spilled = 0;  ///< bytes of results spilled to disk now (scheduler_info only)
+  std::size_t bytes_received = 0;  ///< fetched from peers so far (scheduler_info only)
+  std::size_t bytes_sent = 0;      ///< served to peers and clients so far (scheduler_info only)
 };
 
 /** @brief A worker paused (near its memory limit) or resumed. Workers emit it themselves. */
