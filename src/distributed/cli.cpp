@@ -202,6 +202,7 @@ int scheduler_main(int argc, char** argv) {
   bool no_dashboard = false;
   int port = 8786;
   double idle_timeout = 0, worker_ttl = 300;
+  std::size_t task_stream_length = 100000;
   std::vector<std::string> preloads;
   app.add_option("--host", host, "Address to listen on (0.0.0.0 for every interface)")->capture_default_str();
   app.add_option("--port", port, "Port to listen on (0 picks a free one)")->capture_default_str();
@@ -214,6 +215,9 @@ int scheduler_main(int argc, char** argv) {
                  "gives a free one")
       ->capture_default_str();
   app.add_flag("--no-dashboard", no_dashboard, "Serve no HTTP dashboard");
+  app.add_option("--task-stream-length", task_stream_length,
+                 "Finished tasks kept for the task stream (/status, get_task_stream); 0 keeps none")
+      ->capture_default_str();
   add_shared_flags(app, preloads, token, log_level);
   try {
     app.parse(argc, argv);
@@ -230,6 +234,7 @@ int scheduler_main(int argc, char** argv) {
     so.scheduler_file = scheduler_file;
     so.idle_timeout = idle_timeout;
     so.state.worker_ttl = worker_ttl;
+    so.task_stream_length = task_stream_length;
     if (!no_dashboard) so.dashboard_address = dashboard;
     // The watcher comes first, so that a signal during start-up is not the default action
     // (death); it stops the scheduler as soon as there is one.

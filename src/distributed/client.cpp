@@ -485,6 +485,9 @@ SchedulerInfo Client::scheduler_info() {
     wi.device_memory_limit = w.device_memory_limit;
     wi.device_memory = w.device_memory;
     wi.device_spilled_bytes = w.device_spilled_bytes;
+    wi.spilled = w.spilled;
+    wi.bytes_received = w.bytes_received;
+    wi.bytes_sent = w.bytes_sent;
     s.workers.push_back(std::move(wi));
   }
   return s;

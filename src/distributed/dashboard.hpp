@@ -6,6 +6,8 @@
  * a few times a second however many clients poll. Private to libtessera.
  */
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -13,6 +15,7 @@
 
 #include "http_server.hpp"
 #include "metrics.hpp"
+#include "tessera/distributed/task_stream.hpp"
 
 namespace tessera::distributed {
 
@@ -46,10 +49,17 @@ class SnapshotCache {
   std::chrono::steady_clock::time_point taken_;
 };
 
-/** @brief /health, /metrics, /api/v1/workers, /api/v1/tasks of the scheduler. */
+/** @brief Up to `limit` task-stream entries after `since`, copied under the scheduler's lock. */
+using TaskStreamSource = std::function<TaskStreamPage(std::uint64_t since, std::size_t limit)>;
+
+/**
+ * @brief /health, /metrics, /api/v1/{workers,tasks,progress,task-stream} and the /status page of
+ * the scheduler.
+ */
 class SchedulerDashboard {
  public:
-  SchedulerDashboard(DashboardOptions options, std::function<SchedulerSnapshot()> take);
+  SchedulerDashboard(DashboardOptions options, std::function<SchedulerSnapshot()> take,
+                     TaskStreamSource task_stream = {});
   const std::string& url() const { return server_->url(); }
   int port() const { return server_->port(); }
   /** @brief Stops serving; the snapshot function is never called after it returns. */
@@ -58,8 +68,12 @@ class SchedulerDashboard {
  private:
   HttpResponse route(const HttpRequest& req);
   SnapshotCache<SchedulerSnapshot> cache_;
+  TaskStreamSource task_stream_;
   std::unique_ptr<HttpServer> server_;
 };
+
+/** @brief The value of `name` in a target's query ("/x?since=5&limit=10"), nullopt when absent. */
+std::optional<std::string> query_parameter(const std::string& target, const std::string& name);
 
 /** @brief /health and /metrics of a worker. */
 class WorkerDashboard {

@@ -5,6 +5,7 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -141,7 +142,10 @@ std::string workers_json(const wire::ClusterInfo& info) {
                        {"gpus", std::move(gpus)},
                        {"device_memory_limit", w.device_memory_limit},
                        {"device_memory", w.device_memory},
-                       {"device_spilled_bytes", w.device_spilled_bytes}});
+                       {"device_spilled_bytes", w.device_spilled_bytes},
+                       {"spilled", w.spilled},
+                       {"bytes_received", w.bytes_received},
+                       {"bytes_sent", w.bytes_sent}});
   }
   json out = {{"num_workers", info.workers.size()}, {"workers", std::move(workers)}};
   return out.dump();
@@ -151,6 +155,44 @@ std::string tasks_json(const wire::ClusterInfo& info) {
   nlohmann::json states = nlohmann::json::object();
   for (const auto& [name, n] : all_task_states(info)) states[name] = n;
   nlohmann::json out = {{"total", info.tasks}, {"states", std::move(states)}};
+  return out.dump();
+}
+
+std::string progress_json(const SchedulerSnapshot& s) {
+  nlohmann::json prefixes = nlohmann::json::array();
+  const auto n_states = static_cast<std::size_t>(TaskStatus::Forgotten);
+  for (const auto& [op, counts] : s.by_op) {
+    nlohmann::json p = {{"name", op}};
+    std::size_t total = 0;
+    for (std::size_t st = 0; st < n_states && st < counts.size(); ++st) {
+      p[task_status_name(static_cast<TaskStatus>(st))] = counts[st];
+      total += counts[st];
+    }
+    p["total"] = total;
+    prefixes.push_back(std::move(p));
+  }
+  nlohmann::json out = {{"uptime", s.info.uptime},
+                        {"finished", s.tasks_finished},
+                        {"clients", s.clients},
+                        {"prefixes", std::move(prefixes)}};
+  return out.dump();
+}
+
+std::string task_stream_json(const TaskStreamPage& page, std::uint64_t since) {
+  nlohmann::json tasks = nlohmann::json::array();
+  for (const auto& e : page.entries)
+    tasks.push_back({{"id", e.id},
+                     {"key", e.key},
+                     {"prefix", e.prefix},
+                     {"worker", e.worker},
+                     {"thread", e.thread},
+                     {"start", e.start},
+                     {"stop", e.stop},
+                     {"nbytes", e.nbytes}});
+  // Past the newest (a scheduler that restarted its count): start again from its newest.
+  std::uint64_t next = page.entries.empty() ? std::min(since, page.newest) : page.entries.back().id;
+  nlohmann::json out = {
+      {"newest", page.newest}, {"dropped", page.dropped}, {"next", next}, {"tasks", std::move(tasks)}};
   return out.dump();
 }
 

@@ -6,6 +6,7 @@
  * to libtessera.
  */
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +20,10 @@ namespace tessera::distributed {
 struct SchedulerSnapshot {
   wire::ClusterInfo info;
   std::size_t clients = 0;
+  /** Tasks by operation and state (SchedulerState::status_counts_by_op). */
+  std::vector<std::pair<std::string, std::vector<std::size_t>>> by_op;
+  std::uint64_t tasks_finished = 0;  ///< tasks run so far (transfers not counted)
+  std::uint64_t stream_newest = 0;   ///< the task stream's newest id (tasks and transfers)
 };
 
 /** @brief One worker as its dashboard sees it. */
@@ -42,6 +47,17 @@ std::string worker_metrics_text(const WorkerSnapshot& s);
 std::string workers_json(const wire::ClusterInfo& info);
 /** @brief {"total": n, "states": {"released": n, "waiting": n, ...}} with every state, zeros included. */
 std::string tasks_json(const wire::ClusterInfo& info);
+
+/**
+ * @brief {"uptime": s, "finished": n, "clients": n, "prefixes": [{"name": op, "total": n, "released": n, "waiting": n,
+ * "no-worker": n, "queued": n, "processing": n, "memory": n, "erred": n}]}: Dask's progress by prefix.
+ */
+std::string progress_json(const SchedulerSnapshot& s);
+/**
+ * @brief {"newest": id, "dropped": n, "next": id, "tasks": [{"id", "key", "prefix", "worker", "thread",
+ * "start", "stop", "nbytes"}]}; "next" is the since= of the following request.
+ */
+std::string task_stream_json(const TaskStreamPage& page, std::uint64_t since);
 
 /** @brief The Content-Type of Prometheus' text exposition format. */
 inline constexpr const char* kPrometheusContentType = "text/plain; version=0.0.4; charset=utf-8";

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <mutex>
 #include <regex>
 #include <set>
@@ -16,6 +17,7 @@
 #include "../core/logging.hpp"
 #include "dashboard.hpp"
 #include "rpc.hpp"
+#include "task_stream_ring.hpp"
 #include "util.hpp"
 #include "tessera/comm/comm.hpp"
 #include "wire.hpp"
@@ -24,6 +26,8 @@ namespace tessera::distributed {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+const std::string kTransferPrefix = "transfer";  // the task stream's name for fetches from peers
 
 
 // One connection as the scheduler sees it, with the events batched for it during one step.
@@ -36,6 +40,11 @@ struct Conn {
   wire::WorkerHello hello;
   std::size_t device_memory = 0;  // from the worker's last heartbeat (scheduler_info)
   std::size_t device_spilled_bytes = 0;
+  std::size_t spilled = 0;
+  std::size_t bytes_received = 0, bytes_sent = 0;
+  // Worker clock -> scheduler clock for the task stream: the smallest (receive time - task stop)
+  // seen, i.e. the clocks' difference plus the fastest message latency.
+  double clock_offset = std::numeric_limits<double>::infinity();
   std::vector<wire::SchedulerToWorker> to_worker;
   std::vector<wire::SchedulerToClient> to_client;
   bool dirty = false;
@@ -94,6 +103,12 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
   std::unordered_map<std::string, std::shared_ptr<Conn>> clients;  // by client name
   std::vector<Conn*> dirty;
   std::vector<SchedulerAction> actions;
+  TaskStreamRing task_stream;  // times on each worker's clock; see clock_offsets
+  std::uint64_t tasks_finished = 0;  // executions reported (the page's tasks/s), transfers not counted
+  // Worker address -> its clock's offset to ours (Conn::clock_offset, kept after the worker
+  // leaves so its bars stay placed). Applied when the stream is read, so every bar of a worker
+  // gets its best estimate, including bars recorded before a faster message improved it.
+  std::unordered_map<std::string, double> clock_offsets;
   double idle_since = 0;
 
   std::unique_ptr<comm::Listener> listener;
@@ -104,7 +119,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
   std::condition_variable cv;
   bool stopping = false, stopped = false;
 
-  explicit Impl(SchedulerOptions o) : opt(std::move(o)), state(opt.state) {}
+  explicit Impl(SchedulerOptions o) : opt(std::move(o)), state(opt.state), task_stream(opt.task_stream_length) {}
 
   double now() const { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
@@ -205,6 +220,9 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
         wi.device_memory_limit = h.device_memory_limit;
         wi.device_memory = it->second->device_memory;
         wi.device_spilled_bytes = it->second->device_spilled_bytes;
+        wi.spilled = it->second->spilled;
+        wi.bytes_received = it->second->bytes_received;
+        wi.bytes_sent = it->second->bytes_sent;
       }
       wi.summary = std::move(w);
       ci.workers.push_back(std::move(wi));
@@ -217,7 +235,49 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
   // on its own thread, after the lock is released).
   SchedulerSnapshot snapshot() const {
     std::lock_guard lock(mu);
-    return SchedulerSnapshot{info(), clients.size()};
+    return SchedulerSnapshot{info(), clients.size(), state.status_counts_by_op(), tasks_finished, task_stream.newest()};
+  }
+
+  // One bar of the task stream: O(1) (a hash lookup and a slot overwritten), under the lock
+  // this event already holds. Keys a worker only learned (no execution times) are not bars.
+  void record_finished(Conn& c, const TaskFinished& x) {
+    if (x.stop <= 0 || x.stop < x.start) return;
+    ++tasks_finished;
+    if (opt.task_stream_length == 0) return;
+    if (double offset = now() - x.stop; offset < c.clock_offset) {  // rare: a faster message than any before
+      c.clock_offset = offset;
+      clock_offsets[c.id] = offset;
+    }
+    task_stream.push(x.key, state.op_of(x.key), c.id, x.thread, x.start, x.stop, x.nbytes);
+  }
+
+  // A transfer as a bar of its own: prefix "transfer", the peer it came from as the key, thread
+  // -1 (a row of its own under the worker's threads on the page).
+  void record_transfer(const Conn& c, const wire::TransferDone& x) {
+    if (x.stop < x.start || opt.task_stream_length == 0) return;
+    task_stream.push(x.peer, kTransferPrefix, c.id, -1, x.start, x.stop, x.nbytes);
+  }
+
+  // A page on the scheduler's clock. Called with the lock held.
+  TaskStreamPage task_stream_since(std::uint64_t since, std::size_t limit) const {
+    TaskStreamPage page = task_stream.since(since, limit);
+    const std::string* last = nullptr;
+    double offset = 0;
+    for (auto& e : page.entries) {
+      if (!last || *last != e.worker) {  // runs of one worker are common: one lookup per run
+        auto it = clock_offsets.find(e.worker);
+        offset = it == clock_offsets.end() ? 0 : it->second;
+        last = &e.worker;
+      }
+      e.start += offset;
+      e.stop += offset;
+    }
+    return page;
+  }
+
+  TaskStreamPage task_stream_page(std::uint64_t since, std::size_t limit) const {
+    std::lock_guard lock(mu);
+    return task_stream_since(since, limit);
   }
 
   // ---- connections ----------------------------------------------------------------------------------
@@ -279,17 +339,23 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
             [&](auto& x) {
               using T = std::decay_t<decltype(x)>;
               // A worker speaks only for itself.
-              if constexpr (std::is_same_v<T, Heartbeat>) {
+              if constexpr (std::is_same_v<T, wire::TransferDone>) {
+                record_transfer(c, x);  // the task stream only: not a state-machine event
+              } else if constexpr (std::is_same_v<T, Heartbeat>) {
                 x.address = c.id;
                 x.now = now();
                 c.device_memory = x.device_memory;
                 c.device_spilled_bytes = x.device_spilled_bytes;
+                c.spilled = x.spilled;
+                c.bytes_received = x.bytes_received;
+                c.bytes_sent = x.bytes_sent;
               } else if constexpr (std::is_same_v<T, WorkerStatusChange>) {
                 x.address = c.id;
               } else {
                 x.worker = c.id;
+                if constexpr (std::is_same_v<T, TaskFinished>) record_finished(c, x);
               }
-              handle(std::move(x));
+              if constexpr (!std::is_same_v<T, wire::TransferDone>) handle(std::move(x));
             },
             e);
       }
@@ -336,6 +402,11 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
     } else if (op == wire::kSchedulerInfo) {
       comm::Message reply = make_reply(m);
       reply.set("info", info());
+      c.comm->send(std::move(reply), nullptr);
+    } else if (op == wire::kTaskStream) {
+      comm::Message reply = make_reply(m);
+      auto limit = std::min<std::uint64_t>(m.get<std::uint64_t>("limit"), wire::kMaxTaskStreamPage);
+      reply.set("page", task_stream_since(m.get<std::uint64_t>("since"), static_cast<std::size_t>(limit)));
       c.comm->send(std::move(reply), nullptr);
     } else if (op == wire::kWhoHas) {
       auto keys = m.get<std::vector<Key>>("keys");
@@ -485,7 +556,9 @@ Scheduler::Scheduler(SchedulerOptions options) : impl_(std::make_shared<Impl>(st
     d.http.default_host = dashboard_host_of(impl_->address);
     d.http.name = "scheduler dashboard";
     // The Impl outlives its dashboard: stop() (run by ~Scheduler at the latest) stops it first.
-    impl_->dashboard = std::make_unique<SchedulerDashboard>(d, [self = impl_.get()] { return self->snapshot(); });
+    impl_->dashboard = std::make_unique<SchedulerDashboard>(
+        d, [self = impl_.get()] { return self->snapshot(); },
+        [self = impl_.get()](std::uint64_t since, std::size_t limit) { return self->task_stream_page(since, limit); });
     logging::info("scheduler: dashboard at {}", impl_->dashboard->url());
   }
   if (!impl_->opt.scheduler_file.empty())

@@ -151,6 +151,29 @@ std::vector<std::size_t> SchedulerState::status_counts() const {
   return c;
 }
 
+std::vector<std::pair<std::string, std::vector<std::size_t>>> SchedulerState::status_counts_by_op() const {
+  const std::size_t n_states = static_cast<std::size_t>(TaskStatus::Forgotten) + 1;
+  // Indexed by op id: no hashing in the loop over (up to millions of) tasks.
+  std::vector<std::vector<std::size_t>> by_id(impl_->op_names.size());
+  for (const auto& t : impl_->tasks) {
+    if (t.state == TaskStatus::Forgotten || t.op < 0) continue;
+    auto& c = by_id[static_cast<std::size_t>(t.op)];
+    if (c.empty()) c.assign(n_states, 0);
+    c[static_cast<std::size_t>(t.state)]++;
+  }
+  std::vector<std::pair<std::string, std::vector<std::size_t>>> out;
+  for (std::size_t i = 0; i < by_id.size(); ++i)
+    if (!by_id[i].empty()) out.emplace_back(impl_->op_names[i], std::move(by_id[i]));
+  return out;
+}
+
+const std::string& SchedulerState::op_of(const Key& key) const {
+  static const std::string none;
+  Id id = impl_->find_task(key);
+  if (id == kNone || impl_->tasks[id].op < 0) return none;
+  return impl_->op_names[static_cast<std::size_t>(impl_->tasks[id].op)];
+}
+
 std::vector<WorkerSummary> SchedulerState::workers() const {
   std::vector<WorkerSummary> out;
   for (const auto& w : impl_->workers) {

@@ -20,6 +20,7 @@
 #include "tessera/core/device.hpp"
 #include "tessera/distributed/events.hpp"
 #include "tessera/distributed/scheduler_state.hpp"
+#include "tessera/distributed/task_stream.hpp"
 #include "ops/task_serialize.hpp"
 
 namespace tessera {
@@ -48,7 +49,7 @@ void serialize(A& ar, AddWorker& e) {
 }
 template <class A>
 void serialize(A& ar, Heartbeat& e) {
-  ar(e.address, e.now, e.memory, e.device_memory, e.device_spilled_bytes);
+  ar(e.address, e.now, e.memory, e.device_memory, e.device_spilled_bytes, e.spilled, e.bytes_received, e.bytes_sent);
 }
 template <class A>
 void serialize(A& ar, WorkerStatusChange& e) {
@@ -60,7 +61,7 @@ void serialize(A& ar, UpdateGraph& e) {
 }
 template <class A>
 void serialize(A& ar, TaskFinished& e) {
-  ar(e.worker, e.key, e.nbytes, e.type, e.start, e.stop);
+  ar(e.worker, e.key, e.nbytes, e.type, e.start, e.stop, e.thread);
 }
 template <class A>
 void serialize(A& ar, TaskErred& e) {
@@ -148,10 +149,14 @@ inline constexpr const char* kGetData = "get-data";            // -> worker: key
 inline constexpr const char* kRun = "run";                     // -> worker: op, args; reply: value
 inline constexpr const char* kSchedulerInfo = "scheduler-info";  // -> scheduler; reply: info
 inline constexpr const char* kWhoHas = "who-has";              // -> scheduler: keys; reply: who_has
+inline constexpr const char* kTaskStream = "task-stream";  // -> scheduler: since, limit; reply: page (TaskStreamPage)
 // Notices.
 inline constexpr const char* kCloseWorker = "close-worker";  // scheduler -> worker: shut down cleanly
 inline constexpr const char* kPeerGone = "peer-gone";  // scheduler -> workers: `address` was removed
 inline constexpr const char* kUnregister = "unregister";     // worker -> scheduler: leaving on purpose
+
+/** @brief The most task-stream entries one request is answered with (a client asks again for more). */
+inline constexpr std::size_t kMaxTaskStreamPage = 100000;
 
 /** @brief What a worker tells the scheduler when it registers (AddWorker plus descriptions). */
 struct WorkerHello {
@@ -180,9 +185,12 @@ struct WorkerInfo {
   std::size_t device_memory_limit = 0;
   std::size_t device_memory = 0;  ///< last heartbeat
   std::size_t device_spilled_bytes = 0;  ///< last heartbeat
+  std::size_t spilled = 0;  ///< bytes on disk, last heartbeat
+  std::size_t bytes_received = 0, bytes_sent = 0;  ///< transfers so far, last heartbeat
   template <class A>
   void serialize(A& ar) {
-    ar(summary, pid, host, local_directory, extra, ops, gpus, device_memory_limit, device_memory, device_spilled_bytes);
+    ar(summary, pid, host, local_directory, extra, ops, gpus, device_memory_limit, device_memory, device_spilled_bytes,
+       spilled, bytes_received, bytes_sent);
   }
 };
 
@@ -212,8 +220,24 @@ struct KeyReady {
   }
 };
 
+/**
+ * @brief Worker -> scheduler: a fetch from a peer completed (for the task stream only; the state
+ * machine learns the keys from AddKeys). Times on the worker's clock.
+ */
+struct TransferDone {
+  std::string worker;  ///< stamped by the scheduler
+  std::string peer;
+  std::size_t nkeys = 0;
+  std::size_t nbytes = 0;
+  double start = 0, stop = 0;
+  template <class A>
+  void serialize(A& ar) {
+    ar(worker, peer, nkeys, nbytes, start, stop);
+  }
+};
+
 using WorkerToScheduler = std::variant<TaskFinished, TaskErred, AddKeys, RemoveKeys, MissingData, StealResponse,
-                                       WorkerStatusChange, Heartbeat>;
+                                       WorkerStatusChange, Heartbeat, TransferDone>;
 using SchedulerToWorker = std::variant<ComputeTask, FreeKeys, StealRequest>;
 using ClientToScheduler = std::variant<UpdateGraph, ReleaseKeys, CancelKeys, RetryKeys>;
 using SchedulerToClient = std::variant<KeyReady, KeyErred, OperationUnavailable, KeyCancelled>;

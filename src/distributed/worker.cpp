@@ -309,7 +309,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
   }
 
   // ---- running tasks ------------------------------------------------------------------------------------
-  void exec_loop() {
+  void exec_loop(int thread) {
     while (true) {
       Execute ex;
       {
@@ -319,7 +319,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
         ex = std::move(queue.front());
         queue.pop_front();
       }
-      run_task(ex);
+      run_task(ex, thread);
     }
   }
   bool closing_now() const {
@@ -327,7 +327,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     return closing;
   }
 
-  void run_task(const Execute& ex) {
+  void run_task(const Execute& ex, int thread) {
     const Task& task = *ex.task;
     std::vector<Value> args;
     args.reserve(task.args.size());
@@ -371,7 +371,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
       executed++;
       step(
           [&] {
-            handle(ExecuteSuccess{task.key, nbytes, std::move(type), t0, t1});
+            handle(ExecuteSuccess{task.key, nbytes, std::move(type), t0, t1, thread});
             check_memory();
           },
           /*batch=*/true);
@@ -389,7 +389,8 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     if (device >= 0) req.set(wire::kTakesDeviceBlocks, true);
     std::weak_ptr<Impl> weak = shared_from_this();
     std::string peer_addr = g.peer;
-    RpcTable::Callback cb = [weak, peer_addr](const comm::Message* reply, std::exception_ptr err) {
+    const double asked = now();  // the transfer's bar starts here (connecting included)
+    RpcTable::Callback cb = [weak, peer_addr, asked](const comm::Message* reply, std::exception_ptr err) {
       auto self = weak.lock();
       if (!self) return;
       if (err) {
@@ -399,6 +400,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
         return;
       }
       std::vector<std::pair<Key, std::size_t>> got;
+      std::size_t got_bytes = 0;
       try {
         auto keys = reply->get<std::vector<Key>>("keys");
         auto values = wire::get_values(*reply);
@@ -407,6 +409,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
         for (std::size_t i = 0; i < keys.size(); ++i) {
           std::size_t nb = values[i].nbytes();
           self->fetched_bytes += nb;
+          got_bytes += nb;
           self->store.put(keys[i], std::move(values[i]));
           got.push_back({keys[i], nb});
         }
@@ -417,7 +420,10 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
         self->step([&] { self->handle(GatherDepFailure{peer_addr, why}); });
         return;
       }
+      const double arrived = self->now();
+      const std::size_t nkeys = got.size();
       self->step([&] {
+        self->outbox.push_back(wire::TransferDone{{}, peer_addr, nkeys, got_bytes, asked, arrived});
         self->handle(GatherDepSuccess{peer_addr, std::move(got)});
         self->check_memory();
       });
@@ -595,7 +601,8 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
       l.unlock();
       step([&] {
         outbox.push_back(Heartbeat{address, now(), store.memory_bytes(), store.device_bytes(),
-                                   store.stats().device_spilled_bytes});
+                                   store.stats().device_spilled_bytes, store.spilled_bytes(), fetched_bytes.load(),
+                                   served_bytes.load()});
         check_memory();
       });
       probe_scheduler();
@@ -755,7 +762,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     tell_nanny_ready();
     // Several workers share a host (and a worker may run several tasks): BLAS on one thread each.
     tessera::detail::single_thread_blas();
-    for (int i = 0; i < std::max(1, opt.nthreads); ++i) threads.emplace_back([this] { exec_loop(); });
+    for (int i = 0; i < std::max(1, opt.nthreads); ++i) threads.emplace_back([this, i] { exec_loop(i); });
     heartbeat = std::thread([this] { heartbeat_loop(); });
     flusher = std::thread([this] { flush_loop(); });
     std::string gpu_text = "no GPU";

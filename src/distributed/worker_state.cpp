@@ -229,7 +229,7 @@ struct WorkerState::Impl {
     switch (t->state) {
       case S::Memory:
         t->orphan = false;
-        out->push_back(TaskFinished{cfg.address, t->key, t->nbytes, t->type, 0, 0});
+        out->push_back(TaskFinished{cfg.address, t->key, t->nbytes, t->type, 0, 0, -1});
         return;
       case S::Waiting:
       case S::Ready: return;
@@ -376,7 +376,7 @@ struct WorkerState::Impl {
       t->cancelled = false;
       if (t->compute_after_flight) {
         t->compute_after_flight.reset();
-        out->push_back(TaskFinished{cfg.address, t->key, nbytes, t->type, 0, 0});
+        out->push_back(TaskFinished{cfg.address, t->key, nbytes, t->type, 0, 0, -1});
       } else {
         add_keys.push_back({t->key, nbytes});
       }
@@ -442,7 +442,7 @@ struct WorkerState::Impl {
       return;
     }
     t->state = S::Memory;
-    out->push_back(TaskFinished{cfg.address, t->key, e.nbytes, e.type, e.start, e.stop});
+    out->push_back(TaskFinished{cfg.address, t->key, e.nbytes, e.type, e.start, e.stop, e.thread});
     notify_dependents(t);
   }
 

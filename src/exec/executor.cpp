@@ -1,4 +1,5 @@
 #include "tessera/exec/executor.hpp"
+#include "tessera/exec/progress.hpp"
 
 #include <algorithm>
 #include <condition_variable>
@@ -44,6 +45,9 @@ struct Run {
   std::exception_ptr error;
   bool finished = false;             // thread pool: the caller may return
   std::condition_variable finished_cv;
+  // A ProgressBar (or other observer) registered when this run started; null almost always,
+  // so a run without one pays a null check per task.
+  std::shared_ptr<ExecutionObserver> observer = execution_observer();
 
   Run(const Graph& graph, const std::vector<Key>& outputs) : g(detail::index_graph(graph, outputs, false)) {
     if (!g.missing.empty())
@@ -78,6 +82,7 @@ struct Run {
     for (std::uint32_t p = 0; p < n; ++p)
       if (waiting[p] == 0) ready.push_back(heap_key(p));
     std::make_heap(ready.begin(), ready.end(), std::greater<>());
+    if (observer) observer->run_started(n);
   }
 
   std::uint64_t heap_key(std::uint32_t p) const {
@@ -113,6 +118,7 @@ struct Run {
   /** Stores a result, readies dependents and moves released inputs into `released`. */
   void complete(std::uint32_t p, Value&& v, std::vector<Value>& released) {
     ++done;
+    if (observer) observer->task_finished();
     bytes += v.nbytes();
     peak = std::max(peak, bytes);
     results[p] = std::move(v);
@@ -134,6 +140,7 @@ struct Run {
   }
 
   void fail(std::exception_ptr e) {
+    if (observer) observer->task_finished();
     if (!failed) {
       failed = true;
       error = std::move(e);
@@ -151,6 +158,7 @@ struct Run {
   void record_stats() const {
     t_last_stats.tasks_run = done;
     t_last_stats.peak_bytes = peak;
+    if (observer) observer->run_finished(failed);
   }
 };
 

@@ -33,6 +33,30 @@ TEST(SchedulerState, ChainCompletesOnTwoWorkers) {
   EXPECT_FALSE(c.value("a").has_value());
 }
 
+TEST(SchedulerState, CountsTasksByOperationForTheDashboardsProgress) {
+  SimCluster c;
+  c.add_worker("w1", 1, {}, {"load", "sum"});
+  c.submit("client", {make_task("a", {}, "load"), make_task("b", {}, "load"), make_task("s", {"a", "b"}, "sum")},
+           {"s"});
+  c.run();
+  c.check_all();
+  EXPECT_EQ(c.sched.op_of("a"), "load");
+  EXPECT_EQ(c.sched.op_of("s"), "sum");
+  EXPECT_EQ(c.sched.op_of("nope"), "") << "unknown keys have no operation";
+  auto count = [&](const std::string& op, TaskStatus st) -> std::size_t {
+    for (const auto& [name, counts] : c.sched.status_counts_by_op())
+      if (name == op) return counts[static_cast<std::size_t>(st)];
+    return 0;
+  };
+  EXPECT_EQ(count("sum", TaskStatus::Memory), 1u);
+  EXPECT_EQ(count("load", TaskStatus::Released), 2u) << "inputs kept as lineage, their data freed";
+  // The per-operation counts add up to the totals.
+  std::vector<std::size_t> sum(c.sched.status_counts().size(), 0);
+  for (const auto& [name, counts] : c.sched.status_counts_by_op())
+    for (std::size_t i = 0; i < counts.size(); ++i) sum[i] += counts[i];
+  EXPECT_EQ(sum, c.sched.status_counts());
+}
+
 TEST(SchedulerState, DiamondCompletes) {
   SimCluster c;
   c.add_worker("w1");
@@ -602,7 +626,7 @@ TEST(WorkerState, ExecutesNoMoreThanThreadsOrResourcesAllow) {
   submit("c3", false, 4);
   EXPECT_EQ(executing, (std::vector<Key>{"g1", "c1", "c2"}));
   EXPECT_EQ(w.executing_count(), 3u);
-  for (auto& a : w.handle(ExecuteSuccess{"g1", 8, "int64", 0, 1}))
+  for (auto& a : w.handle(ExecuteSuccess{"g1", 8, "int64", 0, 1, 0}))
     if (auto* e = std::get_if<Execute>(&a)) executing.push_back(e->key);
   EXPECT_EQ(executing.back(), "g2") << "the GPU is free again and g2 has priority";
   w.check_invariants();
@@ -636,9 +660,9 @@ TEST(SchedulerState, StoryOfATaskThatRanListsItsTransitionsInOrderWithStimulusId
   SchedulerState s(cfg);
   s.handle(AddWorker{"tcp://w1", "w1", 1, {}, 0, {"op"}, 1.0});                                  // event 1
   s.handle(UpdateGraph{"client", {make_task("a"), make_task("b", {"a"})}, {"b"}, {}, 2.0});        // event 2
-  s.handle(Heartbeat{"tcp://w1", 3.0, 0, 0, 0});                                                  // event 3
-  s.handle(TaskFinished{"tcp://w1", "a", 8, "int64", 3.0, 3.5});                                  // event 4
-  s.handle(TaskFinished{"tcp://w1", "b", 8, "int64", 3.5, 4.0});                                  // event 5
+  s.handle(Heartbeat{"tcp://w1", 3.0, 0, 0, 0, 0, 0, 0});                                                  // event 3
+  s.handle(TaskFinished{"tcp://w1", "a", 8, "int64", 3.0, 3.5, 0});                                  // event 4
+  s.handle(TaskFinished{"tcp://w1", "b", 8, "int64", 3.5, 4.0, 0});                                  // event 5
   s.handle(ReleaseKeys{"client", {"b"}});                                                         // event 6
   EXPECT_EQ(s.status("a"), std::nullopt);
 
@@ -665,7 +689,7 @@ TEST(SchedulerState, TransitionLogIsBoundedAndCanBeTurnedOff) {
   SchedulerState s(cfg);
   s.handle(AddWorker{"tcp://w1", "w1", 1, {}, 0, {"op"}, 1.0});
   s.handle(UpdateGraph{"client", {make_task("a"), make_task("b", {"a"})}, {"b"}, {}, 2.0});
-  s.handle(TaskFinished{"tcp://w1", "a", 8, "int64", 3.0, 3.5});
+  s.handle(TaskFinished{"tcp://w1", "a", 8, "int64", 3.0, 3.5, 0});
   // Logged: b released>waiting, a released>waiting, a waiting>processing, a processing>memory,
   // b waiting>processing; the ring keeps the last three.
   EXPECT_EQ(moves(s.story("a")), (std::vector<std::string>{"waiting>processing", "processing>memory"}));

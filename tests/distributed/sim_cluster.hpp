@@ -291,7 +291,7 @@ class SimCluster {
     }
     std::size_t nb = nbytes_of(k);
     w.data[k] = SimValue{v, nb};
-    to_worker(addr, ExecuteSuccess{k, nb, "int64", now, now});
+    to_worker(addr, ExecuteSuccess{k, nb, "int64", now, now, 0});
   }
 };
 

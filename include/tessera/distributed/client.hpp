@@ -23,6 +23,7 @@
  */
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <map>
@@ -35,6 +36,7 @@
 
 #include "tessera/core/device.hpp"
 #include "tessera/exec/executor.hpp"
+#include "tessera/distributed/task_stream.hpp"
 #include "tessera/graph/task.hpp"
 #include "tessera/ops/function.hpp"
 
@@ -198,6 +200,9 @@ struct WorkerInfo {
   std::size_t device_memory_limit = 0;        ///< bytes of results kept on the GPU (0: no limit)
   std::size_t device_memory = 0;              ///< bytes of results on the GPU, as of the last heartbeat
   std::size_t device_spilled_bytes = 0;       ///< bytes moved GPU -> host memory so far (last heartbeat)
+  std::size_t spilled = 0;                    ///< bytes of results spilled to disk (last heartbeat)
+  std::size_t bytes_received = 0;             ///< fetched from other workers so far (last heartbeat)
+  std::size_t bytes_sent = 0;                 ///< sent to other workers and clients so far (last heartbeat)
 };
 
 struct SchedulerInfo {
@@ -356,6 +361,18 @@ class Client final : public Executor {
   std::map<std::string, Value> run(const std::string& op, const std::vector<Value>& args = {});
   /** @brief The scheduler's view: workers, their resources, memory, threads, GPUs, task counts. */
   SchedulerInfo scheduler_info();
+  /**
+   * @brief The id of the newest task-stream entry now. What runs after it is what
+   * get_task_stream(position) returns: Dask's `with get_task_stream() as ts:` is
+   * `auto p = client.task_stream_position(); ...; auto ts = client.get_task_stream(p);`.
+   */
+  std::uint64_t task_stream_position();
+  /**
+   * @brief What ran where and when (Dask's get_task_stream): the scheduler's entries after
+   * `since`, oldest first, as many pages as it takes. The scheduler keeps the last 100,000;
+   * older ones are gone.
+   */
+  std::vector<TaskStreamEntry> get_task_stream(std::uint64_t since = 0);
   /** @brief Blocks until at least n workers are connected; false on timeout. */
   bool wait_for_workers(std::size_t n, std::chrono::duration<double> timeout = std::chrono::seconds(60));
   void cancel(const std::vector<Future>& futures, bool force = false);

@@ -79,6 +79,9 @@ struct Heartbeat {
   std::size_t memory = 0;
   std::size_t device_memory = 0;  ///< bytes of results in device memory (scheduler_info only)
   std::size_t device_spilled_bytes = 0;  ///< bytes moved device -> host so far (scheduler_info only)
+  std::size_t spilled = 0;  ///< bytes of results spilled to disk now (scheduler_info only)
+  std::size_t bytes_received = 0;  ///< fetched from peers so far (scheduler_info only)
+  std::size_t bytes_sent = 0;      ///< served to peers and clients so far (scheduler_info only)
 };
 
 /** @brief A worker paused (near its memory limit) or resumed. Workers emit it themselves. */
@@ -121,6 +124,7 @@ struct TaskFinished {
   std::string type;
   Time start = 0;  ///< execution start and stop, for duration estimates (0, 0 = unknown)
   Time stop = 0;
+  int thread = -1;  ///< the worker's execution thread that ran it (the task stream), -1 = unknown
 };
 
 /** @brief A task raised an exception on a worker. */
@@ -267,6 +271,7 @@ struct ExecuteSuccess {
   std::string type;
   Time start = 0;
   Time stop = 0;
+  int thread = -1;  ///< index of the execution thread
 };
 
 /** @brief A task raised. */

@@ -26,6 +26,9 @@ struct SchedulerOptions {
    *  binary's default is ":8787", as Dask's). A port in use gives a free one, with a warning.
    *  See docs/dashboard.md. */
   std::string dashboard_address;
+  /** @brief Finished tasks kept for the task stream (/status, Client::get_task_stream), as
+   *  Dask's 100,000; 0 keeps none and skips the recording. */
+  std::size_t task_stream_length = 100000;
 };
 
 /**

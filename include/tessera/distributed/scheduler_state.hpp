@@ -116,6 +116,14 @@ class SchedulerState {
   std::size_t task_count() const noexcept;
   /** @brief Number of tasks in each state, indexed by TaskStatus. */
   std::vector<std::size_t> status_counts() const;
+  /**
+   * @brief status_counts() per operation (Task::op, the dashboards' "prefix"), operations in the
+   * order first seen; those with no live task are left out. One pass over the tasks, as
+   * status_counts().
+   */
+  std::vector<std::pair<std::string, std::vector<std::size_t>>> status_counts_by_op() const;
+  /** @brief The operation of a known task ("" when the key is unknown). O(1). */
+  const std::string& op_of(const Key& key) const;
   std::vector<WorkerSummary> workers() const;
   std::size_t worker_count() const noexcept;
   std::size_t queued_count() const noexcept;
