@@ -18,6 +18,7 @@
 #include "rpc.hpp"
 #include "util.hpp"
 #include "tessera/comm/comm.hpp"
+#include "options_check.hpp"
 #include "wire.hpp"
 
 namespace tessera::distributed {
@@ -461,7 +462,8 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
   }
 };
 
-Scheduler::Scheduler(SchedulerOptions options) : impl_(std::make_shared<Impl>(std::move(options))) {
+Scheduler::Scheduler(SchedulerOptions options)
+    : impl_(std::make_shared<Impl>(checked_options(std::move(options)))) {
   comm::CommOptions co;
   co.token = impl_->opt.token;
   co.name = "scheduler";

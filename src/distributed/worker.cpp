@@ -15,6 +15,7 @@
 #include "../core/logging.hpp"
 #include "dashboard.hpp"
 #include "data_store.hpp"
+#include "options_check.hpp"
 #include "rpc.hpp"
 #include "util.hpp"
 #include "tessera/comm/comm.hpp"
@@ -724,7 +725,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
   }
 };
 
-Worker::Worker(WorkerOptions options) : impl_(std::make_shared<Impl>(std::move(options))) {
+Worker::Worker(WorkerOptions options) : impl_(std::make_shared<Impl>(checked_options(std::move(options)))) {
   try {
     impl_->start();
   } catch (...) {
