@@ -310,12 +310,18 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
       AddWorker add = c.hello.add;
       if (add.address.empty()) throw Error("register-worker without an address");
       add.now = now();
-      c.role = Conn::Role::Worker;
-      c.id = add.address;
-      if (auto old = workers.find(c.id); old != workers.end() && old->second.get() != &c) {
-        logging::warn("scheduler: worker {} registered again; dropping its old connection", c.id);
+      // The address is the worker's identity (tasks, peers' transfers): a second registration
+      // for a live worker's address is refused, or any peer could take a worker's place and
+      // close it. The old one is gone once its connection closed or the TTL removed it
+      // (drop_removed_workers); one that said it is leaving may be replaced at once.
+      if (auto old = workers.find(add.address); old != workers.end() && old->second.get() != &c) {
+        if (!old->second->leaving)
+          throw Error("worker address " + add.address + " belongs to a live worker; registration refused");
+        logging::warn("scheduler: worker {} registered again while leaving; dropping its old connection", add.address);
         old->second->role = Conn::Role::Unknown;  // its close must not remove the new one
       }
+      c.role = Conn::Role::Worker;
+      c.id = add.address;
       for (auto& sp : conns)
         if (sp.get() == &c) workers[c.id] = sp;
       comm::Message reply(wire::kRegistered);
