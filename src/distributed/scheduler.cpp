@@ -534,4 +534,9 @@ std::size_t Scheduler::task_count() const {
   return impl_->state.task_count();
 }
 
+std::size_t Scheduler::client_count() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->state.client_count();
+}
+
 }  // namespace tessera::distributed

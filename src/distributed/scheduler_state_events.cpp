@@ -144,8 +144,12 @@ void SchedulerStateImpl::on(RemoveClient& e) {
   std::vector<Id> wants(clients[cid].wants.begin(), clients[cid].wants.end());
   std::sort(wants.begin(), wants.end());
   for (Id id : wants) drop_want(id, cid);
-  clients[cid].alive = false;
   log("client", "remove client " + e.client + " (released " + std::to_string(wants.size()) + " keys)");
+  // No task names the client any more (drop_want took it out of every who_wants): its record
+  // and name go, and the slot is reused, so a long-running scheduler holds only live clients.
+  client_ids.erase(it);
+  clients[cid] = ClientRec{};
+  free_client_ids.push_back(cid);
 }
 
 void SchedulerStateImpl::drop_want(Id id, Id cid) {

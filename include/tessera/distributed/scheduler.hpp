@@ -55,6 +55,8 @@ class Scheduler {
   std::vector<WorkerSummary> workers() const;
   /** @brief Tasks known to the scheduler (not forgotten). */
   std::size_t task_count() const;
+  /** @brief Client records the state machine holds (connected clients; departed ones are freed). */
+  std::size_t client_count() const;
 
  private:
   struct Impl;

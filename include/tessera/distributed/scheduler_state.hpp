@@ -118,6 +118,8 @@ class SchedulerState {
   std::vector<std::size_t> status_counts() const;
   std::vector<WorkerSummary> workers() const;
   std::size_t worker_count() const noexcept;
+  /** @brief Client records held: the connected clients (a departed client's record is freed). */
+  std::size_t client_count() const noexcept;
   std::size_t queued_count() const noexcept;
   const SchedulerConfig& config() const noexcept;
 
