@@ -110,11 +110,9 @@ CLI::Validator at_least_one() {
       "INT>=1");
 }
 // Total memory 0 here: only the form is checked (the cap to the machine's memory comes later).
+// (--device-memory-limit is checked first thing after parsing, with exit status 1 as before.)
 CLI::Validator memory_limit_check() {
   return parsed_by([](const std::string& v) { distributed::parse_memory_limit(v, 0); }, "BYTES");
-}
-CLI::Validator device_memory_limit_check() {
-  return parsed_by([](const std::string& v) { distributed::check_device_memory_limit(v); }, "BYTES");
 }
 
 // A worker's default threads when nworkers share this machine.
@@ -241,7 +239,7 @@ int scheduler_main(int argc, char** argv) {
   std::string host = "127.0.0.1", protocol = "tcp", scheduler_file, log_level, dashboard = ":8787", token;
   bool no_dashboard = false;
   int port = 8786;
-  std::string idle_timeout = "0", worker_ttl = "300s";
+  std::string idle_timeout = "0", worker_ttl = "300s", worker_silent = "5s";
   std::vector<std::string> preloads;
   app.add_option("--host", host, "Address to listen on (0.0.0.0 for every interface)")->capture_default_str();
   app.add_option("--port", port, "Port to listen on (0 picks a free one)")
@@ -254,6 +252,10 @@ int scheduler_main(int argc, char** argv) {
       ->check(duration_check());
   app.add_option("--worker-ttl", worker_ttl, "Remove a worker silent this long: 300, 30s, 5 minutes (more than 0)")
       ->check(positive_duration_check())
+      ->capture_default_str();
+  app.add_option("--worker-silent", worker_silent,
+                 "Send no new tasks to a worker without a heartbeat for this long: 5s (0 = never)")
+      ->check(duration_check())
       ->capture_default_str();
   app.add_option("--dashboard-address", dashboard,
                  "HTTP dashboard (/metrics, /health, /api/v1/...): host:port, or :port on --host; a port in use "
@@ -276,6 +278,7 @@ int scheduler_main(int argc, char** argv) {
     so.scheduler_file = scheduler_file;
     so.idle_timeout = parse_duration(idle_timeout, "--idle-timeout");
     so.state.worker_ttl = parse_positive_duration(worker_ttl, "--worker-ttl");
+    so.worker_silent = parse_duration(worker_silent, "--worker-silent");
     if (!no_dashboard) so.dashboard_address = dashboard;
     // The watcher comes first, so that a signal during start-up is not the default action
     // (death); it stops the scheduler as soon as there is one.
@@ -450,8 +453,7 @@ int worker_main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--device-memory-limit", device_memory_limit,
                  "Bytes of results kept on the GPU before moving to host memory: auto (0.8 of the device), "
-                 "0 (none), 10GB, 0.5 (of the device)")
-      ->check(device_memory_limit_check());
+                 "0 (none), 10GB, 0.5 (of the device)");
   add_worker_dashboard_flags(app, dashboard, no_dashboard);
   add_shared_flags(app, preloads, token, log_level);
   try {
@@ -553,7 +555,6 @@ int cuda_worker_main(int argc, char** argv) {
   app.add_option("--device-memory-limit", device_memory_limit,
                  "Bytes of results kept on each GPU before moving to host memory: 0.8 (of the device), auto, 0 "
                  "(none), 10GB")
-      ->check(device_memory_limit_check())
       ->capture_default_str();
   app.add_option("--name", name, "Prefix of the worker names, <name>-gpu<device> (default: the host name)");
   app.add_option("--local-directory", local_directory, "Directory for spilled data (default: system temp)");

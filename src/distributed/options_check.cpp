@@ -33,6 +33,8 @@ SchedulerOptions checked_options(SchedulerOptions options) {
   require_positive(options.state.worker_ttl, "worker_ttl (--worker-ttl)");
   require_positive(options.tick_interval, "tick_interval");
   require_not_negative(options.idle_timeout, "idle_timeout (--idle-timeout)");
+  require_not_negative(options.worker_silent, "worker_silent (--worker-silent)");
+  require_not_negative(options.state.worker_silent, "state.worker_silent");
   return options;
 }
 

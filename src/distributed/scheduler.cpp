@@ -105,7 +105,12 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
   std::condition_variable cv;
   bool stopping = false, stopped = false;
 
-  explicit Impl(SchedulerOptions o) : opt(std::move(o)), state(opt.state) {}
+  explicit Impl(SchedulerOptions o) : opt(std::move(o)), state(state_config(opt)) {}
+  static SchedulerConfig state_config(const SchedulerOptions& o) {
+    SchedulerConfig c = o.state;
+    if (c.worker_silent <= 0) c.worker_silent = o.worker_silent;
+    return c;
+  }
 
   double now() const { return std::chrono::duration<double>(Clock::now() - start).count(); }
 

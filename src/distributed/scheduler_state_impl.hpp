@@ -74,8 +74,9 @@ struct WorkerRec {
   double occupancy = 0;
   Time last_seen = 0;
   bool alive = false, paused = false;
+  bool silent = false;  // no heartbeat for worker_silent: no new tasks until it is heard from
   int steal_incoming = 0;
-  bool running() const { return alive && !paused; }
+  bool running() const { return alive && !paused && !silent; }
 };
 
 struct ClientRec {
