@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <csignal>
 #include <fstream>
+#include <future>
 #include <map>
 
 #include <gtest/gtest.h>
@@ -15,6 +17,7 @@
 #include "distributed/cli_values.hpp"
 #include "distributed/options_check.hpp"
 #include "distributed/wire.hpp"
+#include "sim_cluster.hpp"
 #include "tessera/comm/comm.hpp"
 #include "tessera/comm/message.hpp"
 #include "tessera/distributed/scheduler.hpp"
@@ -279,7 +282,7 @@ TEST(LimitsIdentity, RegistrationForALiveWorkersAddressIsRefused) {
   auto info = client.scheduler_info();
   ASSERT_EQ(info.workers.size(), 1u);
   EXPECT_EQ(info.workers[0].address, victim);
-  EXPECT_NE(info.workers[0].name, "impostor");
+  ASSERT_NE(info.workers[0].name, "impostor") << "the impostor took the worker's place";
   auto x = random::normal(1, 0.0, 1.0, {100, 100}, {50, 50});
   tessera_test::expect_close(x.sum().compute(client).item(), x.sum().compute(local_executor("sync")).item());
 }
@@ -307,6 +310,86 @@ TEST(LimitsRecords, DepartedClientsRecordsAreFreed) {
   Client again(cluster, client_options(cluster.token()));
   auto y = random::normal(7, 0.0, 1.0, {40, 40}, {20, 20});
   tessera_test::expect_close(y.sum().compute(again).item(), y.sum().compute(local_executor("sync")).item());
+}
+
+TEST(LimitsRecords, StateFreesDepartedClientsAndReusesTheirSlots) {
+  SchedulerState s{SchedulerConfig{}};
+  for (int round = 0; round < 100; ++round) {
+    const std::string name = "client-" + std::to_string(round);
+    s.handle(AddClient{name});
+    EXPECT_EQ(s.client_count(), 1u);
+    s.handle(RemoveClient{name});
+    EXPECT_EQ(s.client_count(), 0u) << "round " << round;
+  }
+}
+
+// ---- a stopped (silent) worker -------------------------------------------------------------------------
+
+TEST(LimitsSilentWorker, GetsNoNewTasksUntilHeardFromAgain) {
+  SchedulerConfig cfg = tessera::distributed::testing::SimCluster::default_config();
+  cfg.worker_ttl = 100;
+  cfg.worker_silent = 1;
+  tessera::distributed::testing::SimCluster c(cfg);
+  c.add_worker("w1");
+  c.add_worker("w2");
+  c.to_scheduler(Heartbeat{"w1", 2.0, 0});
+  c.tick(2.0);  // w2 last heard of at 0
+  c.run();
+  std::vector<Task> tasks;
+  std::vector<Key> keys;
+  for (int i = 0; i < 10; ++i) {
+    tasks.push_back(tessera::distributed::testing::make_task("s-" + std::to_string(i)));
+    keys.push_back(tasks.back().key);
+  }
+  c.submit("client", tasks, keys);
+  c.run();
+  c.check_all();
+  EXPECT_EQ(c.clients["client"].in_memory.size(), 10u);
+  EXPECT_TRUE(c.workers["w2"]->executed.empty()) << "a silent worker was given new tasks";
+  EXPECT_EQ(c.sched.worker_count(), 2u) << "silent is not removed: that is worker_ttl's";
+  // Heard from again: it takes tasks again.
+  c.to_scheduler(Heartbeat{"w2", 2.5, 0});
+  c.to_scheduler(Heartbeat{"w1", 2.5, 0});
+  c.run();
+  c.workers["w1"]->hold = true;  // w1 keeps the next one busy, so w2 gets some
+  tasks.clear();
+  keys.clear();
+  for (int i = 0; i < 4; ++i) {
+    tasks.push_back(tessera::distributed::testing::make_task("t-" + std::to_string(i)));
+    keys.push_back(tasks.back().key);
+  }
+  c.submit("client", tasks, keys);
+  c.run();
+  c.release_held("w1");
+  c.run();
+  c.release_held("w1");
+  c.run();
+  EXPECT_FALSE(c.workers["w2"]->executed.empty()) << "a worker heard from again got no tasks";
+  bool logged = false;
+  for (const auto& l : c.logs) logged |= l.message.find("no new tasks until it is heard from") != std::string::npos;
+  EXPECT_TRUE(logged);
+}
+
+TEST(LimitsSilentWorker, ComputationCompletesWhileAWorkerIsStopped) {
+  // worker_ttl is long: without worker_silent (5 s), half the tasks would go to the stopped
+  // worker and wait for the whole minute.
+  auto o = tessera_test::processes_over_tcp();
+  o.worker_ttl = 60;
+  LocalCluster cluster(o);
+  Client client(cluster, client_options(cluster.token()));
+  ASSERT_TRUE(client.wait_for_workers(2, 10s));
+  const int stopped_pid = cluster.worker_pids().at(1);
+  cluster.signal_worker(1, SIGSTOP);
+  ASSERT_TRUE(wait_until([&] { return tessera_test::process_state(stopped_pid) == 'T'; }, 2));
+  std::this_thread::sleep_for(6s);  // past the 5 s of SchedulerOptions::worker_silent
+  auto x = random::normal(11, 0.0, 1.0, {400, 400}, {50, 50});
+  const double want = (x + 1).sum().compute(local_executor("sync")).item();
+  auto run = std::async(std::launch::async, [&] { return (x + 1).sum().compute(client).item(); });
+  const bool done = run.wait_for(15s) == std::future_status::ready;
+  // A stopped process ignores everything but SIGKILL; its tasks then go to the other worker.
+  cluster.signal_worker(1, SIGKILL);
+  EXPECT_TRUE(done) << "the computation waited for the stopped worker";
+  tessera_test::expect_close(run.get(), want);
 }
 
 }  // namespace
