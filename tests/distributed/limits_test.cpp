@@ -240,6 +240,41 @@ TEST(LimitsSpillDirectory, ReadOnlyDirectoryIsRefusedAtStart) {
   ::chmod(ro.c_str(), 0755);
 }
 
+TEST(LimitsSpillDirectory, SpillFailingAtRunTimeFailsTheTasksInsteadOfPausing) {
+  // The directory was fine at start and is gone later (here: replaced by a file; in life, a
+  // full disk): the worker cannot make room, so pausing would hold the client forever.
+  tessera_test::TempDir dir;
+  const auto root = dir.path() / "spill";
+  LocalClusterOptions o;
+  o.processes = false;
+  o.n_workers = 1;
+  o.threads_per_worker = 1;
+  o.timeout = 10;
+  o.memory_limit = "2MB";
+  o.local_directory = root.string();
+  LocalCluster cluster(o);
+  Client client(cluster, client_options(cluster.token()));
+  std::filesystem::remove_all(root);
+  std::ofstream(root) << "not a directory any more";
+  auto x = random::normal(5, 0.0, 1.0, {1000, 1000}, {100, 100});  // 8 MB in 80 kB chunks
+  auto run = std::async(std::launch::async, [&] {
+    const Array xp = x.persist(client);
+    return xp.compute(client).to_doubles().size();
+  });
+  if (run.wait_for(20s) != std::future_status::ready) {
+    ADD_FAILURE() << "the computation is still waiting 20 s later (the worker paused for good)";
+    cluster.close();  // the client loses the scheduler: compute() throws
+  }
+  try {
+    run.get();
+    ADD_FAILURE() << "8 MB were held by a worker limited to 2 MB that cannot spill";
+  } catch (const std::exception& e) {
+    if (!::testing::Test::HasFailure()) {
+      EXPECT_NE(std::string(e.what()).find("spilling to disk failed"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // ---- worker identity ---------------------------------------------------------------------------------
 
 TEST(LimitsIdentity, RegistrationForALiveWorkersAddressIsRefused) {
