@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -20,6 +21,8 @@
 #include <thread>
 
 #include "../core/logging.hpp"
+#include "cli_values.hpp"
+#include "options_check.hpp"
 #include "data_store_limits.hpp"
 #include "nanny.hpp"
 #include "tessera/comm/comm.hpp"
@@ -75,6 +78,43 @@ void add_protocol_flag(CLI::App& app, std::string& protocol) {
   app.add_option("--protocol", protocol, "Transport: tcp, or ucx (UCX where both ends have it, else TCP)")
       ->check(CLI::IsMember({"tcp", "ucx"}))
       ->capture_default_str();
+}
+
+// A CLI11 check that runs one of the value parsers: a bad value stops the program with the
+// parser's message (CLI11 puts the flag's name before it) before anything starts.
+CLI::Validator parsed_by(std::function<void(const std::string&)> parse, std::string description) {
+  return CLI::Validator(
+      [parse = std::move(parse)](std::string& value) {
+        try {
+          parse(value);
+          return std::string();
+        } catch (const std::exception& e) {
+          return std::string(e.what());
+        }
+      },
+      std::move(description));
+}
+CLI::Validator duration_check() {
+  return parsed_by([](const std::string& v) { distributed::parse_duration(v, ""); }, "DURATION");
+}
+CLI::Validator positive_duration_check() {
+  return parsed_by([](const std::string& v) { distributed::parse_positive_duration(v, ""); }, "DURATION>0");
+}
+// Thread and process counts: CLI11 has read the integer already, so only its sign is left.
+CLI::Validator at_least_one() {
+  return parsed_by(
+      [](const std::string& v) {
+        long long n = 0;
+        auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+        if (ec != std::errc() || ptr != v.data() + v.size()) throw Error("'" + v + "' is not a whole number");
+        if (n < 1) throw Error("must be at least 1, got " + v);
+      },
+      "INT>=1");
+}
+// Total memory 0 here: only the form is checked (the cap to the machine's memory comes later).
+// (--device-memory-limit is checked first thing after parsing, with exit status 1 as before.)
+CLI::Validator memory_limit_check() {
+  return parsed_by([](const std::string& v) { distributed::parse_memory_limit(v, 0); }, "BYTES");
 }
 
 // A worker's default threads when nworkers share this machine.
@@ -201,15 +241,25 @@ int scheduler_main(int argc, char** argv) {
   std::string host = "127.0.0.1", protocol = "tcp", scheduler_file, log_level, dashboard = ":8787", token;
   bool no_dashboard = false;
   int port = 8786;
-  double idle_timeout = 0, worker_ttl = 300;
+  std::string idle_timeout = "0", worker_ttl = "300s", worker_silent = "5s";
   std::size_t task_stream_length = 100000;
   std::vector<std::string> preloads;
   app.add_option("--host", host, "Address to listen on (0.0.0.0 for every interface)")->capture_default_str();
-  app.add_option("--port", port, "Port to listen on (0 picks a free one)")->capture_default_str();
+  app.add_option("--port", port, "Port to listen on (0 picks a free one)")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
   add_protocol_flag(app, protocol);
   app.add_option("--scheduler-file", scheduler_file, "Write the scheduler's address to this JSON file");
-  app.add_option("--idle-timeout", idle_timeout, "Close after this many seconds with no clients and no tasks");
-  app.add_option("--worker-ttl", worker_ttl, "Remove a worker silent for this many seconds")->capture_default_str();
+  app.add_option("--idle-timeout", idle_timeout,
+                 "Close after this long with no clients and no tasks: 60, 10s, 5 minutes (0 = never)")
+      ->check(duration_check());
+  app.add_option("--worker-ttl", worker_ttl, "Remove a worker silent this long: 300, 30s, 5 minutes (more than 0)")
+      ->check(positive_duration_check())
+      ->capture_default_str();
+  app.add_option("--worker-silent", worker_silent,
+                 "Send no new tasks to a worker without a heartbeat for this long: 5s (0 = never)")
+      ->check(duration_check())
+      ->capture_default_str();
   app.add_option("--dashboard-address", dashboard,
                  "HTTP dashboard (/metrics, /health, /api/v1/...): host:port, or :port on --host; a port in use "
                  "gives a free one")
@@ -232,8 +282,9 @@ int scheduler_main(int argc, char** argv) {
     so.address = protocol + "://" + host + ":" + std::to_string(port);
     so.token = token;
     so.scheduler_file = scheduler_file;
-    so.idle_timeout = idle_timeout;
-    so.state.worker_ttl = worker_ttl;
+    so.idle_timeout = parse_duration(idle_timeout, "--idle-timeout");
+    so.state.worker_ttl = parse_positive_duration(worker_ttl, "--worker-ttl");
+    so.worker_silent = parse_duration(worker_silent, "--worker-silent");
     so.task_stream_length = task_stream_length;
     if (!no_dashboard) so.dashboard_address = dashboard;
     // The watcher comes first, so that a signal during start-up is not the default action
@@ -369,25 +420,32 @@ int worker_main(int argc, char** argv) {
   std::string host, listen_address, protocol = "tcp", device_memory_limit, dashboard;
   bool no_dashboard = false;
   int nthreads = 0, nworkers = 1, worker_port = 0;
-  double death_timeout = 60, heartbeat = 0.5;
+  std::string death_timeout = "60s", heartbeat = "0.5s";
   std::vector<std::string> preloads;
   app.add_option("scheduler", scheduler, "Scheduler address, e.g. tcp://127.0.0.1:8786");
   app.add_option("--scheduler-file", scheduler_file, "Read the scheduler's address from this file");
-  app.add_option("--nthreads", nthreads, "Threads running tasks (default: cores / nworkers)");
-  app.add_option("--nworkers", nworkers, "Worker processes to start")->capture_default_str();
+  app.add_option("--nthreads", nthreads, "Threads running tasks, at least 1 (default: cores / nworkers)")
+      ->check(at_least_one());
+  app.add_option("--nworkers", nworkers, "Worker processes to start, at least 1")
+      ->check(at_least_one())
+      ->capture_default_str();
   app.add_option("--resources", resources, "Abstract resources, e.g. \"GPU=2 MEM=10e9\"");
   app.add_option("--memory-limit", memory_limit,
                  "Bytes of results held in memory before spilling: auto, 0 (none), 4GB, 0.5 (of RAM)")
+      ->check(memory_limit_check())
       ->capture_default_str();
   app.add_option("--name", name, "Worker name (default: its address)");
   app.add_option("--local-directory", local_directory, "Directory for spilled data (default: system temp)");
-  app.add_option("--death-timeout", death_timeout, "Seconds to wait for the scheduler before giving up")
+  app.add_option("--death-timeout", death_timeout, "How long to wait for the scheduler before giving up: 60, 30s, 2 minutes")
+      ->check(duration_check())
       ->capture_default_str();
   app.add_option("--host", host, "Interface to listen on for peers (default: as the scheduler's)");
-  app.add_option("--worker-port", worker_port, "Port to listen on for peers (0 = any free)");
+  app.add_option("--worker-port", worker_port, "Port to listen on for peers (0 = any free)")->check(CLI::Range(0, 65535));
   app.add_option("--listen-address", listen_address, "Full listen address, e.g. tcp://0.0.0.0:9000");
   add_protocol_flag(app, protocol);
-  app.add_option("--heartbeat-interval", heartbeat, "Seconds between heartbeats")->capture_default_str();
+  app.add_option("--heartbeat-interval", heartbeat, "Time between heartbeats: 0.5, 500ms, 1s (more than 0)")
+      ->check(positive_duration_check())
+      ->capture_default_str();
   app.add_option("--device-memory-limit", device_memory_limit,
                  "Bytes of results kept on the GPU before moving to host memory: auto (0.8 of the device), "
                  "0 (none), 10GB, 0.5 (of the device)");
@@ -413,12 +471,15 @@ int worker_main(int argc, char** argv) {
   try {
     apply_cpu_affinity_env();
     if (!device_memory_limit.empty()) check_device_memory_limit(device_memory_limit);
+    // Before waiting for a scheduler file or starting children: a bad directory is known now.
+    if (!local_directory.empty()) check_spill_directory(local_directory);
+    const double death_timeout_s = parse_duration(death_timeout, "--death-timeout");
     if (nworkers > 1) return run_nworkers(argc, argv, nworkers, name, nthreads, memory_limit, nanny, memory_terminate_fraction);
     if (nworkers < 1) throw Error("--nworkers must be at least 1");
     if (scheduler.empty() && scheduler_file.empty())
       throw Error("give the scheduler address (tcp://host:port) or --scheduler-file");
     if (nanny) return run_under_nanny(argc, argv, name, memory_limit, memory_terminate_fraction);
-    if (scheduler.empty()) scheduler = read_scheduler_file(scheduler_file, death_timeout);
+    if (scheduler.empty()) scheduler = read_scheduler_file(scheduler_file, death_timeout_s);
     token = token_or_env(token);
     preload(preloads);
     WorkerOptions wo;
@@ -437,8 +498,8 @@ int worker_main(int argc, char** argv) {
     wo.memory_limit = parse_memory_limit(memory_limit, system_memory(), nworkers);
     wo.local_directory = local_directory;
     wo.token = token;
-    wo.heartbeat_interval = heartbeat;
-    wo.death_timeout = death_timeout;
+    wo.heartbeat_interval = parse_positive_duration(heartbeat, "--heartbeat-interval");
+    wo.death_timeout = death_timeout_s;
     if (!no_dashboard) wo.dashboard_address = dashboard;
     // With a GPU (this process sees one; CUDA_VISIBLE_DEVICES was set by whoever started it),
     // keep at most this much on it: dask-cuda's default, 0.8 of the device. Asking the runtime
@@ -485,8 +546,8 @@ int worker_main(int argc, char** argv) {
         // --death-timeout, then fail, so that a supervisor (the nanny, systemd) sees it.
         if (reason.rfind("lost the scheduler", 0) != 0 || stopping()) break;
         logging::warn("tessera-worker: {}; waiting up to {} s (--death-timeout) for it to come back", reason,
-                      death_timeout);
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(death_timeout);
+                      death_timeout_s);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(death_timeout_s);
         bool back = false;
         while (!stopping() && std::chrono::steady_clock::now() < deadline) {
           if (!scheduler_file.empty()) {
@@ -502,7 +563,7 @@ int worker_main(int argc, char** argv) {
         if (stopping()) break;
         if (!back) {
           logging::error("tessera-worker: the scheduler at {} did not come back within {} s (--death-timeout)",
-                         wo.scheduler_address, death_timeout);
+                         wo.scheduler_address, death_timeout_s);
           code = kExitSchedulerGone;
           break;
         }
@@ -523,15 +584,18 @@ int cuda_worker_main(int argc, char** argv) {
   std::string scheduler, scheduler_file, name, resources, memory_limit = "auto", device_memory_limit = "0.8";
   std::string local_directory, log_level, token, host, protocol = "tcp";
   int nthreads = 1;
-  double death_timeout = 60, heartbeat = 0.5;
+  std::string death_timeout = "60s", heartbeat = "0.5s";  // checked here, read by each worker
   std::vector<std::string> preloads;
   app.add_option("scheduler", scheduler, "Scheduler address, e.g. tcp://127.0.0.1:8786");
   app.add_option("--scheduler-file", scheduler_file, "Read the scheduler's address from this file");
-  app.add_option("--nthreads", nthreads, "Threads running tasks in each worker")->capture_default_str();
+  app.add_option("--nthreads", nthreads, "Threads running tasks in each worker, at least 1")
+      ->check(at_least_one())
+      ->capture_default_str();
   app.add_option("--resources", resources, "Resources of each worker besides GPU=1, e.g. \"MEM=10e9\" (GPU=2 replaces GPU=1)");
   app.add_option("--memory-limit", memory_limit,
                  "Host bytes of results per worker before spilling to disk: auto (memory / GPUs), 0 (none), 4GB, "
                  "0.5 (of RAM)")
+      ->check(memory_limit_check())
       ->capture_default_str();
   app.add_option("--device-memory-limit", device_memory_limit,
                  "Bytes of results kept on each GPU before moving to host memory: 0.8 (of the device), auto, 0 "
@@ -539,11 +603,14 @@ int cuda_worker_main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--name", name, "Prefix of the worker names, <name>-gpu<device> (default: the host name)");
   app.add_option("--local-directory", local_directory, "Directory for spilled data (default: system temp)");
-  app.add_option("--death-timeout", death_timeout, "Seconds to wait for the scheduler before giving up")
+  app.add_option("--death-timeout", death_timeout, "How long to wait for the scheduler before giving up: 60, 30s, 2 minutes")
+      ->check(duration_check())
       ->capture_default_str();
   app.add_option("--host", host, "Interface the workers listen on for peers (default: as the scheduler's)");
   add_protocol_flag(app, protocol);
-  app.add_option("--heartbeat-interval", heartbeat, "Seconds between heartbeats")->capture_default_str();
+  app.add_option("--heartbeat-interval", heartbeat, "Time between heartbeats: 0.5, 500ms, 1s (more than 0)")
+      ->check(positive_duration_check())
+      ->capture_default_str();
   std::string dashboard;  // passed on to each worker with the rest of the command line
   bool no_dashboard = false;
   add_worker_dashboard_flags(app, dashboard, no_dashboard);
@@ -565,6 +632,7 @@ int cuda_worker_main(int argc, char** argv) {
       throw Error("give the scheduler address (tcp://host:port) or --scheduler-file");
     if (nthreads < 1) throw Error("--nthreads must be at least 1");
     check_device_memory_limit(device_memory_limit);
+    if (!local_directory.empty()) check_spill_directory(local_directory);
     // Discovery goes through NVML, never the CUDA runtime: this process must not hold a CUDA
     // context (the workers are exec'd with their own CUDA_VISIBLE_DEVICES).
     const GpuDiscovery found = discover_gpus();

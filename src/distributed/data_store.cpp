@@ -125,6 +125,7 @@ void DataStore::evict_device(std::vector<Value>& released) {
 fs::path DataStore::file_path(std::uint64_t file) const { return dir_ / (std::to_string(file) + ".spill"); }
 
 void DataStore::note_failure(const std::string& what) {
+  spill_error_ = what;
   if (!warned_) {
     warned_ = true;
     logging::warn("data store: spilling to disk failed, keeping the data in memory: {}", what);
@@ -186,6 +187,7 @@ bool DataStore::spill(Entry& e) {
     note_failure(error);
     return false;
   }
+  spill_error_.clear();
   unlink_lru(e);
   e.value = Value();
   e.on_disk = true;
@@ -332,6 +334,11 @@ bool DataStore::on_device(const Key& key) const {
 std::size_t DataStore::spilled_bytes() const {
   std::lock_guard lock(mu_);
   return spilled_bytes_;
+}
+
+std::string DataStore::spill_error() const {
+  std::lock_guard lock(mu_);
+  return spill_error_;
 }
 
 std::size_t DataStore::size() const {

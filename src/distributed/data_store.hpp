@@ -118,6 +118,8 @@ class DataStore {
   std::size_t relieve_device_pressure(int device, std::size_t bytes);
   /** @brief Bytes of the values held on disk (value bytes, not file sizes). */
   std::size_t spilled_bytes() const;
+  /** @brief Why the last spill to disk failed; empty when it succeeded (or none was tried). */
+  std::string spill_error() const;
   /** @brief Keys held, in memory and on disk. */
   std::size_t size() const;
   /** @brief Every key held, sorted. */
@@ -173,6 +175,7 @@ class DataStore {
   std::filesystem::path dir_;
   std::uint64_t next_file_ = 1;
   bool warned_ = false;
+  std::string spill_error_;  // the last write's failure; cleared by a successful one
   bool device_warned_ = false;
 };
 

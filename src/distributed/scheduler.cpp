@@ -20,6 +20,7 @@
 #include "task_stream_ring.hpp"
 #include "util.hpp"
 #include "tessera/comm/comm.hpp"
+#include "options_check.hpp"
 #include "wire.hpp"
 
 namespace tessera::distributed {
@@ -119,7 +120,13 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
   std::condition_variable cv;
   bool stopping = false, stopped = false;
 
-  explicit Impl(SchedulerOptions o) : opt(std::move(o)), state(opt.state), task_stream(opt.task_stream_length) {}
+  explicit Impl(SchedulerOptions o)
+      : opt(std::move(o)), state(state_config(opt)), task_stream(opt.task_stream_length) {}
+  static SchedulerConfig state_config(const SchedulerOptions& o) {
+    SchedulerConfig c = o.state;
+    if (c.worker_silent <= 0) c.worker_silent = o.worker_silent;
+    return c;
+  }
 
   double now() const { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
@@ -375,12 +382,18 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
       AddWorker add = c.hello.add;
       if (add.address.empty()) throw Error("register-worker without an address");
       add.now = now();
-      c.role = Conn::Role::Worker;
-      c.id = add.address;
-      if (auto old = workers.find(c.id); old != workers.end() && old->second.get() != &c) {
-        logging::warn("scheduler: worker {} registered again; dropping its old connection", c.id);
+      // The address is the worker's identity (tasks, peers' transfers): a second registration
+      // for a live worker's address is refused, or any peer could take a worker's place and
+      // close it. The old one is gone once its connection closed or the TTL removed it
+      // (drop_removed_workers); one that said it is leaving may be replaced at once.
+      if (auto old = workers.find(add.address); old != workers.end() && old->second.get() != &c) {
+        if (!old->second->leaving)
+          throw Error("worker address " + add.address + " belongs to a live worker; registration refused");
+        logging::warn("scheduler: worker {} registered again while leaving; dropping its old connection", add.address);
         old->second->role = Conn::Role::Unknown;  // its close must not remove the new one
       }
+      c.role = Conn::Role::Worker;
+      c.id = add.address;
       for (auto& sp : conns)
         if (sp.get() == &c) workers[c.id] = sp;
       comm::Message reply(wire::kRegistered);
@@ -532,7 +545,8 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
   }
 };
 
-Scheduler::Scheduler(SchedulerOptions options) : impl_(std::make_shared<Impl>(std::move(options))) {
+Scheduler::Scheduler(SchedulerOptions options)
+    : impl_(std::make_shared<Impl>(checked_options(std::move(options)))) {
   comm::CommOptions co;
   co.token = impl_->opt.token;
   co.name = "scheduler";
@@ -600,6 +614,11 @@ std::vector<WorkerSummary> Scheduler::workers() const {
 std::size_t Scheduler::task_count() const {
   std::lock_guard lock(impl_->mu);
   return impl_->state.task_count();
+}
+
+std::size_t Scheduler::client_count() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->state.client_count();
 }
 
 }  // namespace tessera::distributed

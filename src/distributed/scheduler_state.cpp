@@ -201,6 +201,7 @@ std::vector<WorkerSummary> SchedulerState::workers() const {
 }
 
 std::size_t SchedulerState::worker_count() const noexcept { return impl_->n_alive_workers; }
+std::size_t SchedulerState::client_count() const noexcept { return impl_->client_ids.size(); }
 std::size_t SchedulerState::queued_count() const noexcept {
   return impl_->root_queue.size() + impl_->constrained_queue.size();
 }

@@ -107,8 +107,17 @@ void SchedulerStateImpl::on(Heartbeat& e) {
     log("worker", "heartbeat from unknown worker " + e.address);
     return;
   }
-  workers[wid].last_seen = std::max(workers[wid].last_seen, e.now);
-  workers[wid].memory = e.memory;
+  WorkerRec& w = workers[wid];
+  w.last_seen = std::max(w.last_seen, e.now);
+  w.memory = e.memory;
+  if (w.silent) {
+    // Heard from again (a stopped process continued): it takes tasks again, as on resume.
+    w.silent = false;
+    load_insert(wid);
+    log("worker", "worker " + w.address + " is heard from again");
+    retry_no_worker();
+    fill_pending.push_back(wid);
+  }
 }
 
 void SchedulerStateImpl::on(WorkerStatusChange& e) {
@@ -129,8 +138,20 @@ void SchedulerStateImpl::on(WorkerStatusChange& e) {
 void SchedulerStateImpl::on(Tick& e) {
   now = std::max(now, e.now);
   std::vector<Id> dead;
-  for (Id wid = 0; wid < static_cast<Id>(workers.size()); ++wid)
-    if (workers[wid].alive && now - workers[wid].last_seen > cfg.worker_ttl) dead.push_back(wid);
+  for (Id wid = 0; wid < static_cast<Id>(workers.size()); ++wid) {
+    WorkerRec& w = workers[wid];
+    if (!w.alive) continue;
+    if (now - w.last_seen > cfg.worker_ttl) {
+      dead.push_back(wid);
+    } else if (cfg.worker_silent > 0 && !w.silent && now - w.last_seen > cfg.worker_silent) {
+      // Stopped, hung or cut off: tasks sent to it would wait until worker_ttl; the others
+      // get them instead.
+      load_erase(wid);
+      w.silent = true;
+      log("worker", "worker " + w.address + " silent for " + std::to_string(now - w.last_seen) +
+                        " s: no new tasks until it is heard from");
+    }
+  }
   for (Id wid : dead) remove_worker(wid, "no heartbeat for " + std::to_string(now - workers[wid].last_seen) + " s", false);
   if (cfg.work_stealing) balance();
 }
@@ -144,8 +165,12 @@ void SchedulerStateImpl::on(RemoveClient& e) {
   std::vector<Id> wants(clients[cid].wants.begin(), clients[cid].wants.end());
   std::sort(wants.begin(), wants.end());
   for (Id id : wants) drop_want(id, cid);
-  clients[cid].alive = false;
   log("client", "remove client " + e.client + " (released " + std::to_string(wants.size()) + " keys)");
+  // No task names the client any more (drop_want took it out of every who_wants): its record
+  // and name go, and the slot is reused, so a long-running scheduler holds only live clients.
+  client_ids.erase(it);
+  clients[cid] = ClientRec{};
+  free_client_ids.push_back(cid);
 }
 
 void SchedulerStateImpl::drop_want(Id id, Id cid) {

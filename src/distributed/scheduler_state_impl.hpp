@@ -74,8 +74,9 @@ struct WorkerRec {
   double occupancy = 0;
   Time last_seen = 0;
   bool alive = false, paused = false;
+  bool silent = false;  // no heartbeat for worker_silent: no new tasks until it is heard from
   int steal_incoming = 0;
-  bool running() const { return alive && !paused; }
+  bool running() const { return alive && !paused && !silent; }
 };
 
 struct ClientRec {
@@ -172,6 +173,7 @@ class SchedulerStateImpl {
 
   std::vector<ClientRec> clients;
   std::unordered_map<std::string, Id> client_ids;
+  std::vector<Id> free_client_ids;  // slots of departed clients, reused (no record per client ever seen)
 
   std::unordered_map<std::string, std::int32_t> op_ids, res_ids;
   std::vector<std::string> op_names, res_names;
@@ -224,8 +226,17 @@ class SchedulerStateImpl {
     return it == worker_by_address.end() ? kNone : it->second;
   }
   Id client_id(const std::string& name) {
-    auto [it, fresh] = client_ids.try_emplace(name, static_cast<Id>(clients.size()));
-    if (fresh) clients.push_back(ClientRec{name, {}, true});
+    auto [it, fresh] = client_ids.try_emplace(name, kNone);
+    if (fresh) {
+      if (free_client_ids.empty()) {
+        it->second = static_cast<Id>(clients.size());
+        clients.push_back(ClientRec{name, {}, true});
+      } else {
+        it->second = free_client_ids.back();
+        free_client_ids.pop_back();
+        clients[it->second] = ClientRec{name, {}, true};
+      }
+    }
     clients[it->second].alive = true;
     return it->second;
   }

@@ -18,6 +18,7 @@
 #include "dashboard.hpp"
 #include "nanny.hpp"
 #include "data_store.hpp"
+#include "options_check.hpp"
 #include "rpc.hpp"
 #include "util.hpp"
 #include "tessera/comm/comm.hpp"
@@ -300,7 +301,10 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
 
   // Pauses or resumes the state machine when the store crossed its pause threshold.
   void check_memory() {
-    bool p = store.paused();
+    // Pausing waits for spilling to make room; when spilling fails (disk full, directory gone)
+    // no room comes, and a paused worker would hold its clients forever. It runs on instead,
+    // and each result it cannot hold fails its task with the reason (execute()).
+    bool p = store.paused() && store.spill_error().empty();
     if (p != state.paused()) {
       logging::info("worker {}: {} ({} bytes in memory, {} spilled)", address, p ? "paused" : "resumed",
                    store.memory_bytes(), store.spilled_bytes());
@@ -364,10 +368,22 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     }
     double t1 = now();
     args.clear();
+    std::size_t nbytes = 0;
+    std::string type;
     if (error.empty()) {
-      std::size_t nbytes = result.nbytes();
-      std::string type = wire::value_type(result);
+      nbytes = result.nbytes();
+      type = wire::value_type(result);
       store.put(task.key, std::move(result));
+      std::string why = store.paused() ? store.spill_error() : std::string();
+      if (!why.empty()) {
+        store.erase(task.key);
+        error = "worker " + address + " cannot hold the result of " + task.key +
+                ": its memory is above the pause threshold and spilling to disk failed: " + why;
+        // The store warned once already; one line per task would flood the log.
+        logging::debug("{}", error);
+      }
+    }
+    if (error.empty()) {
       executed++;
       step(
           [&] {
@@ -775,7 +791,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
   }
 };
 
-Worker::Worker(WorkerOptions options) : impl_(std::make_shared<Impl>(std::move(options))) {
+Worker::Worker(WorkerOptions options) : impl_(std::make_shared<Impl>(checked_options(std::move(options)))) {
   try {
     impl_->start();
   } catch (...) {

@@ -21,6 +21,9 @@ struct SchedulerOptions {
   double idle_timeout = 0;   ///< seconds without clients or tasks before closing; 0 = never
   double tick_interval = 0.1;  ///< seconds between Ticks (heartbeat checks, work stealing)
   SchedulerConfig state;       ///< the state machine's tunables (worker_ttl, saturation, ...)
+  /** @brief state.worker_silent when that is 0: seconds without a heartbeat after which a worker
+   *  gets no new tasks (10 of the default heartbeats); 0 = never. */
+  double worker_silent = 5;
   /** @brief Serve the HTTP dashboard (/metrics, /health, /api/v1/...) here: ":8787" (on this
    *  scheduler's host), "0.0.0.0:8787", ":0" (a free port). Empty: none (the tessera-scheduler
    *  binary's default is ":8787", as Dask's). A port in use gives a free one, with a warning.
@@ -58,6 +61,8 @@ class Scheduler {
   std::vector<WorkerSummary> workers() const;
   /** @brief Tasks known to the scheduler (not forgotten). */
   std::size_t task_count() const;
+  /** @brief Client records the state machine holds (connected clients; departed ones are freed). */
+  std::size_t client_count() const;
 
  private:
   struct Impl;

@@ -38,6 +38,9 @@ struct SchedulerConfig {
   double bandwidth = 100e6;          ///< bytes/s, for the transfer cost of placing a task
   double default_task_duration = 0.5;  ///< seconds, until an op has been measured
   double worker_ttl = 300;           ///< a worker silent this long (seconds) is removed on Tick
+  /** A worker silent this long (seconds; 0 = never) gets no new tasks until its next heartbeat,
+   *  as a paused one; it keeps those it has until worker_ttl removes it. */
+  double worker_silent = 0;
   bool work_stealing = true;         ///< balance on Tick
   std::size_t scan_limit = 64;       ///< bound on candidate scans per decision
   bool validate = false;             ///< check_invariants() after every event (tests)
@@ -126,6 +129,8 @@ class SchedulerState {
   const std::string& op_of(const Key& key) const;
   std::vector<WorkerSummary> workers() const;
   std::size_t worker_count() const noexcept;
+  /** @brief Client records held: the connected clients (a departed client's record is freed). */
+  std::size_t client_count() const noexcept;
   std::size_t queued_count() const noexcept;
   const SchedulerConfig& config() const noexcept;
 
