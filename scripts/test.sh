@@ -39,9 +39,5 @@ cmake --build --preset asan -j "${TESSERA_JOBS:-$(nproc)}"
 # - ListenerLimits.AcceptFailures...: UBSan's vptr check trips on fmt's buffer inside spdlog
 #   while the test has lowered RLIMIT_NOFILE (no undefined behaviour found; to investigate).
 # - BoundedLengths.AnAnnouncedHeader...: measures resident memory, which ASan's shadow inflates.
-# - WorkerDeathTimeout.Exits/Reconnects and ClusterBinaries with workers under a nanny:
-#   LeakSanitizer reports OpenSSL's allocations in the nanny's worker child at exit, which
-#   lsan.supp's libcrypto entry does not match there (it does in the test processes; to
-#   investigate), so the child aborts and its exit status is not the one the test expects.
-ASAN_EXCLUDE='^(ClusterRobustness\.GarbageBytesDoNotStopTheScheduler|ListenerLimits\.AcceptFailuresBackOffAndAreLoggedOncePerInterval|BoundedLengths\.AnAnnouncedHeaderCostsOnlyTheBytesThatArrived|WorkerDeathTimeout\.(ExitsNonZeroWhenTheSchedulerDoesNotComeBack|ReconnectsToASchedulerStartedAgain)|ClusterBinaries\.(SchedulerAndWorkerWithSchedulerFile|WorkerNWorkers2RegistersTwoWorkers|SigtermToNWorkersParentStopsItsWorkers|SigtermWithLibraryThreads))$'
+ASAN_EXCLUDE='^(ClusterRobustness\.GarbageBytesDoNotStopTheScheduler|ListenerLimits\.AcceptFailuresBackOffAndAreLoggedOncePerInterval|BoundedLengths\.AnAnnouncedHeaderCostsOnlyTheBytesThatArrived)$'
 ctest --preset asan --timeout 900 -E "$ASAN_EXCLUDE" ${TESSERA_CTEST_ARGS:-}
