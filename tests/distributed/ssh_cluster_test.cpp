@@ -1,0 +1,417 @@
+// SSHCluster (src/distributed/ssh_cluster.cpp).
+//
+// - RemoteWrapper*: the remote command's wrapper run by /bin/sh here (what sshd would run): the
+//   token from stdin, the environment, the exit status, and SIGTERM when stdin closes.
+// - LocalShell*: SSHCluster end to end on this machine with a stand-in `ssh` that runs the remote
+//   command with /bin/sh (no sshd needed): the cluster works, scale(), a worker that cannot start
+//   is reported with its last lines, close() leaves nothing.
+// - NamespacedHosts*: three "hosts" (network namespaces on a bridge, tests/distributed/
+//   netns_hosts.hpp), a real sshd in each, the real ssh client: the scheduler on host 0, workers
+//   on hosts 1 and 2; the seed workload and a worker-to-worker transfer across hosts over tcp://
+//   and ucx://; and the partition test (a host's link cut mid-computation). Root only.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "cluster_fixture.hpp"
+#include "netns_hosts.hpp"
+#include "tessera/comm/comm.hpp"
+#include "tessera/distributed/ssh_cluster.hpp"
+#include "tessera/tessera.hpp"
+
+using namespace std::chrono_literals;
+using tessera::distributed::Client;
+using tessera::distributed::ClientOptions;
+using tessera::distributed::Future;
+using tessera::distributed::SSHCluster;
+using tessera::distributed::SSHClusterOptions;
+using tessera::distributed::SubmitOptions;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::filesystem::path plugin_path() {
+  return std::filesystem::read_symlink("/proc/self/exe").parent_path() / "libtessera_ssh_tasks.so";
+}
+
+bool binaries_built() {
+  auto bin = tessera_test::build_bin_dir();
+  return std::filesystem::exists(bin / "tessera-scheduler") && std::filesystem::exists(bin / "tessera-worker") &&
+         std::filesystem::exists(plugin_path());
+}
+
+template <class F>
+bool wait_until(F f, double seconds) {
+  auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
+  while (Clock::now() < deadline) {
+    if (f()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return f();
+}
+
+// A process other than pgrep's own shell has `text` on its command line.
+bool running_with(const std::string& text) {
+  // "[x]yz" matches "xyz" but not the pattern itself on pgrep's command line.
+  return tessera_test::run_command("pgrep -f '[" + text.substr(0, 1) + "]" + text.substr(1) + "'").status == 0;
+}
+
+bool process_alive(int pid) { return pid > 0 && ::kill(pid, 0) == 0; }
+
+// Runs the wrapper for `argv` under /bin/sh with a pipe as stdin; the token line written first.
+struct WrapperRun {
+  pid_t pid = -1;
+  int in = -1;
+  std::filesystem::path out;
+  WrapperRun(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+             const std::string& token, const std::filesystem::path& out_file)
+      : out(out_file) {
+    int p[2];
+    EXPECT_EQ(::pipe2(p, O_CLOEXEC), 0);
+    const std::string cmd = tessera::distributed::ssh_remote_command(argv, env);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, p[0], 0);
+    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    const char* args[] = {"/bin/sh", "-c", cmd.c_str(), nullptr};
+    EXPECT_EQ(::posix_spawn(&pid, "/bin/sh", &fa, nullptr, const_cast<char**>(args), environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(p[0]);
+    in = p[1];
+    const std::string line = token + "\n";
+    EXPECT_EQ(::write(in, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+  }
+  ~WrapperRun() {
+    if (in >= 0) ::close(in);
+    if (pid > 0 && ::waitpid(pid, nullptr, WNOHANG) == 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+  std::optional<int> wait(double seconds) {
+    auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
+    int status = 0;
+    while (Clock::now() < deadline) {
+      if (::waitpid(pid, &status, WNOHANG) == pid) {
+        pid = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return std::nullopt;
+  }
+  std::string output() const {
+    std::ifstream f(out);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+  }
+};
+
+// A stand-in for ssh: runs the last argument (the remote command) with /bin/sh here.
+std::string write_local_ssh(const std::filesystem::path& dir) {
+  auto path = dir / "local-ssh";
+  std::ofstream(path) << "#!/bin/sh\n"
+                         "# ssh's options are ignored; the remote command is the last argument.\n"
+                         "for last; do :; done\n"
+                         "exec /bin/sh -c \"$last\"\n";
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  return path.string();
+}
+
+}  // namespace
+
+// ---- the wrapper ------------------------------------------------------------------------------------
+
+TEST(SSHClusterWrapper, QuotesWordsForTheShell) {
+  using tessera::distributed::shell_quote;
+  EXPECT_EQ(shell_quote("plain"), "'plain'");
+  EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
+  tessera_test::TempDir dir;
+  // A word with spaces, quotes, $ and a newline arrives unchanged as one argument.
+  const std::string odd = "a b 'c' \"d\" $HOME `x` \\ \n e";
+  WrapperRun run({"/bin/sh", "-c", "printf '%s|' \"$@\"", "sh", odd, ""}, {}, "t", dir.path() / "out");
+  EXPECT_EQ(run.wait(10), std::optional<int>(0));
+  EXPECT_EQ(run.output(), odd + "||");
+}
+
+TEST(SSHClusterWrapper, TokenFromStdinEnvironmentAndExitStatus) {
+  tessera_test::TempDir dir;
+  WrapperRun run({"/bin/sh", "-c", "echo \"token=$TESSERA_TOKEN var=$MY_VAR\"; exit 7"},
+                 {{"MY_VAR", "x y"}}, "s3cret", dir.path() / "out");
+  EXPECT_EQ(run.wait(10), std::optional<int>(7)) << run.output();
+  EXPECT_EQ(run.output(), "token=s3cret var=x y\n");
+  EXPECT_THROW(tessera::distributed::ssh_remote_command({"true"}, {{"BAD NAME", "1"}}), tessera::Error);
+  // The token is not on the command line that ps would show.
+  EXPECT_EQ(tessera::distributed::ssh_remote_command({"true"}, {}).find("s3cret"), std::string::npos);
+}
+
+TEST(SSHClusterWrapper, ClosingStdinSendsSigterm) {
+  tessera_test::TempDir dir;
+  const auto pidfile = dir.path() / "pid";
+  // The program records its pid, says so on SIGTERM and exits 5.
+  WrapperRun run({"/bin/sh", "-c", "echo $$ > " + pidfile.string() + "; trap 'echo got TERM; exit 5' TERM; "
+                                    "while :; do sleep 0.05; done"},
+                 {}, "t", dir.path() / "out");
+  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(pidfile) && std::filesystem::file_size(pidfile) > 0; }, 10));
+  EXPECT_FALSE(run.wait(0.3).has_value()) << "the program runs while stdin is open";
+  ::close(run.in);
+  run.in = -1;
+  EXPECT_EQ(run.wait(10), std::optional<int>(5)) << run.output();
+  EXPECT_NE(run.output().find("got TERM"), std::string::npos);
+}
+
+// ---- end to end with a local stand-in for ssh ---------------------------------------------------
+
+TEST(SSHClusterLocal, RunsTasksScalesAndClosesEverything) {
+  if (!binaries_built()) GTEST_SKIP() << "tessera-scheduler, tessera-worker or libtessera_ssh_tasks.so not built";
+  tessera_test::TempDir dir;
+  SSHClusterOptions o;
+  o.hosts = {"127.0.0.1", "127.0.0.1", "127.0.0.1"};
+  o.connect.ssh_program = write_local_ssh(dir.path());
+  o.scheduler.port = 0;
+  o.scheduler.dashboard_address = "";
+  o.worker.nthreads = 1;
+  o.worker.memory_limit = "0";
+  o.worker.worker_kind = "cpu";
+  o.worker.preload = {plugin_path().string()};
+  o.worker.local_directory = dir.path().string();
+  o.log_level = "info";
+  o.timeout = 60;
+  std::vector<int> pids;
+  {
+    SSHCluster cluster(o);
+    EXPECT_EQ(cluster.scheduler_address().rfind("tcp://127.0.0.1:", 0), 0u) << cluster.scheduler_address();
+    EXPECT_EQ(cluster.workers(), (std::vector<std::string>{"127.0.0.1-0", "127.0.0.1-1"}));
+    EXPECT_EQ(cluster.registered_workers(), 2u);
+    Client client(cluster.scheduler_address(), ClientOptions{.token = cluster.token()});
+    Future a = client.submit("ssh_plugin.slow_inc", 1, 0);
+    EXPECT_EQ(client.submit("ssh_plugin.slow_inc", a, 0).result_as<int>(30s), 3);
+    for (const auto& p : cluster.processes()) pids.push_back(p.ssh_pid);
+    // The scheduler logged each worker's registration (info level): the output comes back.
+    EXPECT_TRUE(wait_until([&] {
+      for (const auto& l : cluster.logs(0))
+        if (l.find("add worker") != std::string::npos) return true;
+      return false;
+    }, 10));
+
+    cluster.scale(3);
+    EXPECT_EQ(cluster.workers().size(), 3u);
+    EXPECT_TRUE(wait_until([&] { return cluster.registered_workers() == 3; }, 30));
+    cluster.scale(1);
+    EXPECT_EQ(cluster.workers().size(), 1u);
+    // A worker stopped by scale leaves the scheduler (it unregisters on SIGTERM).
+    EXPECT_TRUE(wait_until([&] { return cluster.registered_workers() == 1; }, 30));
+    EXPECT_EQ(client.submit("ssh_plugin.slow_inc", 41, 0).result_as<int>(30s), 42);
+    client.close();
+    cluster.close();
+    for (const auto& p : cluster.processes()) EXPECT_FALSE(p.running) << p.name;
+  }
+  for (int pid : pids) EXPECT_FALSE(process_alive(pid)) << pid;
+  // No remote program is left: nothing runs with this test's folder on its command line.
+  EXPECT_TRUE(wait_until([&] { return !running_with(dir.path().string()); }, 15))
+      << tessera_test::run_command("pgrep -af " + dir.path().string()).output;
+}
+
+TEST(SSHClusterLocal, AWorkerThatCannotStartIsReportedWithItsLastLines) {
+  if (!binaries_built()) GTEST_SKIP() << "tessera-scheduler, tessera-worker or libtessera_ssh_tasks.so not built";
+  tessera_test::TempDir dir;
+  SSHClusterOptions o;
+  o.hosts = {"127.0.0.1", "127.0.0.1"};
+  o.connect.ssh_program = write_local_ssh(dir.path());
+  o.scheduler.port = 0;
+  o.scheduler.dashboard_address = "";
+  o.worker.worker_kind = "cpu";
+  o.worker.preload = {(dir.path() / "no-such-library.so").string()};  // dlopen fails: exit 1
+  o.scheduler.extra_args = {"--scheduler-file", (dir.path() / "scheduler.json").string()};
+  o.timeout = 30;
+  try {
+    SSHCluster cluster(o);
+    FAIL() << "the cluster started with a worker that cannot";
+  } catch (const tessera::Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("worker 127.0.0.1-0 on 127.0.0.1 exited with code 1 before it registered"), std::string::npos)
+        << what;
+    EXPECT_NE(what.find("no-such-library.so"), std::string::npos) << "its last lines are quoted: " << what;
+  }
+  // The scheduler it had started is gone too.
+  EXPECT_TRUE(wait_until([&] { return !running_with(dir.path().string()); }, 15));
+}
+
+TEST(SSHClusterLocal, OptionsAreCheckedFirst) {
+  SSHClusterOptions o;
+  o.hosts = {"only-one"};
+  EXPECT_THROW(SSHCluster{o}, tessera::Error);
+  o.hosts = {"127.0.0.1", "127.0.0.1"};
+  o.connect.ssh_program = "/nonexistent/ssh";
+  EXPECT_THROW(SSHCluster{o}, tessera::Error);
+}
+
+// ---- across namespaced hosts --------------------------------------------------------------------
+
+namespace {
+
+struct Hosts {
+  tessera_test::TempDir dir;
+  std::unique_ptr<tessera_test::NetnsHosts> net;
+  Hosts() {
+    net = std::make_unique<tessera_test::NetnsHosts>(3);
+    net->start_sshd(dir.path());
+  }
+  SSHClusterOptions options(const std::string& protocol) const {
+    SSHClusterOptions o;
+    o.hosts = {net->address(0), net->address(1), net->address(2)};
+    o.connect.identity_file = net->identity_file();
+    o.connect.user = "root";
+    o.connect.ssh_options = {"-F", net->ssh_config()};
+    o.scheduler.port = 8786;
+    o.scheduler.dashboard_address = "";
+    o.scheduler.protocol = protocol;
+    o.worker.protocol = protocol;
+    o.worker.nthreads = 1;
+    o.worker.memory_limit = "0";
+    o.worker.preload = {plugin_path().string()};
+    o.worker.death_timeout = 20;
+    o.log_level = "info";
+    o.timeout = 60;
+    return o;
+  }
+};
+
+#define NEED_HOSTS()                                                                              \
+  if (!binaries_built()) GTEST_SKIP() << "tessera binaries or libtessera_ssh_tasks.so not built"; \
+  if (auto why = tessera_test::NetnsHosts::unavailable(); !why.empty()) GTEST_SKIP() << why
+
+std::string worker_on(const tessera::distributed::SchedulerInfo& info, const std::string& ip) {
+  for (const auto& w : info.workers)
+    if (w.address.find("://" + ip + ":") != std::string::npos) return w.name;
+  return {};
+}
+
+// The seed workload and a Block made on host 1 and read on host 2.
+void seed_and_transfer(SSHCluster& cluster, const tessera_test::NetnsHosts& net, const std::string& scheme) {
+  EXPECT_EQ(cluster.scheduler_address(), scheme + "://" + net.address(0) + ":8786");
+  Client client(cluster.scheduler_address(), ClientOptions{.token = cluster.token()});
+  auto info = client.scheduler_info();
+  ASSERT_EQ(info.workers.size(), 2u);
+  const std::string w1 = worker_on(info, net.address(1)), w2 = worker_on(info, net.address(2));
+  ASSERT_FALSE(w1.empty()) << "a worker listens on host 1's address";
+  ASSERT_FALSE(w2.empty()) << "a worker listens on host 2's address";
+  EXPECT_EQ(w1, net.address(1) + "-0");
+  EXPECT_EQ(w2, net.address(2) + "-0");
+  EXPECT_EQ(cluster.worker_kinds().at(net.address(1)), "cpu") << "no nvidia-smi on these hosts";
+
+  // Seed 004: (x + 1)[::2, ::2].sum() over normal(10, 1), against the local executor.
+  auto x = tessera::random::normal(0, 10.0, 1.0, {2000, 2000}, {500, 500});
+  auto y = (x + 1)[{tessera::step(2), tessera::step(2)}].sum();
+  const double local = y.compute(tessera::local_executor("sync")).item();
+  const double remote = y.compute(client).item();
+  EXPECT_NEAR(remote, local, 1e-9 * std::abs(local));
+  EXPECT_NEAR(remote, 1000.0 * 1000.0 * 11.0, 1000.0 * 1000.0 * 0.01);
+
+  // 8 MB made on host 1, summed on host 2: it crosses the hosts' link.
+  const int n = 1 << 20;
+  SubmitOptions on1, on2;
+  on1.annotations = tessera::Annotations{.workers = {w1}};
+  on2.annotations = tessera::Annotations{.workers = {w2}};
+  Future block = client.submit_with(on1, "ssh_plugin.block", n);
+  Future sum = client.submit_with(on2, "ssh_plugin.block_sum", block);
+  EXPECT_DOUBLE_EQ(sum.result_as<double>(60s), double(n) * double(n - 1) / 2);
+  EXPECT_TRUE(wait_until([&] {
+    for (const auto& w : client.scheduler_info().workers)
+      if (w.name == w2) return w.bytes_received >= std::size_t(n) * 8;
+    return false;
+  }, 10)) << "host 2's worker fetched the block from host 1's";
+  client.close();
+}
+
+}  // namespace
+
+TEST(SSHClusterHosts, SeedWorkloadAndTransferAcrossHostsOverTcp) {
+  NEED_HOSTS();
+  Hosts hosts;
+  std::vector<int> host_pids;
+  {
+    SSHCluster cluster(hosts.options("tcp"));
+    seed_and_transfer(cluster, *hosts.net, "tcp");
+    // The processes run in the hosts' namespaces: the scheduler on host 0, a worker (nanny and
+    // child) on each of hosts 1 and 2, beside their sshd.
+    EXPECT_GE(hosts.net->pids(1).size(), 3u);
+    cluster.close();
+  }
+  // close() stopped every remote process: only the sshd is left in each namespace.
+  for (int i = 0; i < 3; ++i)
+    EXPECT_TRUE(wait_until([&] { return hosts.net->pids(i).size() == 1; }, 15))
+        << "host " << i << " still runs " << hosts.net->pids(i).size() << " processes";
+}
+
+TEST(SSHClusterHosts, SeedWorkloadAndTransferAcrossHostsOverUcx) {
+  NEED_HOSTS();
+  // UCX's TCP transport over the veth links: the hosts share this machine's memory, so its
+  // shared-memory transports would otherwise carry the data without crossing a link.
+  ::setenv("UCX_TLS", "tcp", 1);
+  if (!tessera::comm::ucx_status().available) GTEST_SKIP() << "no UCX here: " << tessera::comm::ucx_status().reason;
+  Hosts hosts;
+  auto o = hosts.options("ucx");
+  o.remote_env = {{"UCX_TLS", "tcp"}};
+  SSHCluster cluster(o);
+  seed_and_transfer(cluster, *hosts.net, "ucx");
+  bool over_ucx = false;
+  const auto procs = cluster.processes();
+  for (std::size_t i = 0; i < procs.size(); ++i)
+    if (procs[i].name == hosts.net->address(2) + "-0")
+      for (const auto& l : cluster.logs(i))
+        if (l.find("over ucx (tcp") != std::string::npos) over_ucx = true;
+  EXPECT_TRUE(over_ucx) << "host 2's worker logged a connection over UCX's tcp transport";
+  cluster.close();
+  ::unsetenv("UCX_TLS");
+}
+
+TEST(SSHClusterHosts, APartitionedWorkerIsDeclaredDeadAndItsWorkRedone) {
+  NEED_HOSTS();
+  Hosts hosts;
+  auto o = hosts.options("tcp");
+  o.scheduler.worker_ttl = 5;  // seconds without a heartbeat before a worker is removed
+  SSHCluster cluster(o);
+  Client client(cluster.scheduler_address(), ClientOptions{.token = cluster.token()});
+  const std::string cut = worker_on(client.scheduler_info(), hosts.net->address(2));
+  ASSERT_FALSE(cut.empty());
+  // 12 tasks of 0.5 s on two one-thread workers, then their sum: about 3 s of work.
+  std::vector<Future> parts;
+  for (int i = 0; i < 12; ++i) parts.push_back(client.submit("ssh_plugin.slow_inc", i, 500));
+  Future total = parts[0];
+  for (int i = 1; i < 12; ++i) total = client.submit("ssh_plugin.add", total, parts[static_cast<std::size_t>(i)]);
+  // Wait until host 2's worker holds results (so they must be recomputed), then cut its link.
+  ASSERT_TRUE(wait_until([&] {
+    for (const auto& w : client.scheduler_info().workers)
+      if (w.name == cut) return w.keys >= 1;
+    return false;
+  }, 30));
+  const auto t_cut = Clock::now();
+  hosts.net->set_link(2, false);
+  ASSERT_TRUE(wait_until([&] { return worker_on(client.scheduler_info(), hosts.net->address(2)).empty(); }, 60))
+      << "the scheduler still lists the cut-off worker after 60 s";
+  const double dead_after = std::chrono::duration<double>(Clock::now() - t_cut).count();
+  std::cout << "[ partition ] the cut-off worker was removed " << dead_after << " s after its link went down"
+            << " (worker_ttl 5 s)\n";
+  EXPECT_LT(dead_after, 5 + 3.0) << "removed within worker_ttl plus a few ticks";
+  // 1 + 2 + ... + 12.
+  EXPECT_EQ(total.result_as<int>(120s), 78);
+  const double total_after = std::chrono::duration<double>(Clock::now() - t_cut).count();
+  std::cout << "[ partition ] the right value came back " << total_after << " s after the cut\n";
+  // The ssh session to the cut host ends too (ServerAliveInterval 5 x 3), and the cluster
+  // no longer counts that worker.
+  EXPECT_TRUE(wait_until([&] { return cluster.workers().size() == 1; }, 40));
+  client.close();
+  cluster.close();
+}
