@@ -53,9 +53,11 @@ std::string ssh_remote_command(const std::vector<std::string>& argv, const std::
   for (const auto& a : argv) s += shell_quote(a) + " ";
   s += "</dev/null 3<&- & p=$!; ";
   // The watcher: stdin closed (the client closed it, died, or the connection went) -> SIGTERM,
-  // then SIGKILL if the program is still there 10 s later.
-  s += "{ cat <&3 >/dev/null 2>&1; kill -TERM $p 2>/dev/null; sleep 10; kill -KILL $p 2>/dev/null; } "
-       ">/dev/null 2>&1 & w=$!; exec 3<&-; ";
+  // then SIGKILL if the program is still there 10 s later. It polls rather than sleeping 10 s,
+  // so that no sleep outlives the program.
+  s += "{ cat <&3 >/dev/null 2>&1; kill -TERM $p 2>/dev/null; i=0; "
+       "while kill -0 $p 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; "
+       "kill -KILL $p 2>/dev/null; } >/dev/null 2>&1 & w=$!; exec 3<&-; ";
   s += "wait $p; s=$?; kill $w 2>/dev/null; exit $s";
   return "exec /bin/sh -c " + shell_quote(s);
 }

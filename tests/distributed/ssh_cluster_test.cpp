@@ -11,7 +11,9 @@
 //   and ucx://; and the partition test (a host's link cut mid-computation). Root only.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -169,6 +171,22 @@ TEST(SSHClusterWrapper, ClosingStdinSendsSigterm) {
   run.in = -1;
   EXPECT_EQ(run.wait(10), std::optional<int>(5)) << run.output();
   EXPECT_NE(run.output().find("got TERM"), std::string::npos);
+}
+
+TEST(SSHClusterWrapper, AProgramIgnoringSigtermIsKilled10SecondsLater) {
+  tessera_test::TempDir dir;
+  const auto pidfile = dir.path() / "pid";
+  WrapperRun run({"/bin/sh", "-c", "echo $$ > " + pidfile.string() + "; trap '' TERM; while :; do sleep 0.05; done"}, {},
+                 "t", dir.path() / "out");
+  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(pidfile) && std::filesystem::file_size(pidfile) > 0; }, 10));
+  ::close(run.in);
+  run.in = -1;
+  const auto t0 = Clock::now();
+  EXPECT_FALSE(run.wait(8).has_value()) << "still running 8 s after SIGTERM";
+  EXPECT_EQ(run.wait(10), std::optional<int>(128 + SIGKILL));
+  const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
+  EXPECT_GT(waited, 9.5);
+  EXPECT_LT(waited, 14.0);
 }
 
 // ---- end to end with a local stand-in for ssh ---------------------------------------------------
@@ -375,6 +393,82 @@ TEST(SSHClusterHosts, SeedWorkloadAndTransferAcrossHostsOverUcx) {
   EXPECT_TRUE(over_ucx) << "host 2's worker logged a connection over UCX's tcp transport";
   cluster.close();
   ::unsetenv("UCX_TLS");
+}
+
+TEST(SSHClusterHosts, AWorkerWhoseSshClientDiesStopsOnItsHost) {
+  NEED_HOSTS();
+  Hosts hosts;
+  SSHCluster cluster(hosts.options("tcp"));
+  Client client(cluster.scheduler_address(), ClientOptions{.token = cluster.token()});
+  const auto procs = cluster.processes();
+  int ssh_pid = 0;
+  for (const auto& p : procs)
+    if (p.name == hosts.net->address(1) + "-0") ssh_pid = p.ssh_pid;
+  ASSERT_GT(ssh_pid, 0);
+  ASSERT_GE(hosts.net->pids(1).size(), 3u) << "sshd, its session and the worker run on host 1";
+  // As when the client's machine dies: the ssh client goes without a word. The session's
+  // stdin closes on host 1, the wrapper sends SIGTERM, the worker leaves the scheduler cleanly.
+  const auto t0 = Clock::now();
+  ::kill(ssh_pid, SIGKILL);
+  EXPECT_TRUE(wait_until([&] { return hosts.net->pids(1).size() == 1; }, 20))
+      << "host 1 still runs " << hosts.net->pids(1).size() << " processes";
+  EXPECT_TRUE(wait_until([&] { return worker_on(client.scheduler_info(), hosts.net->address(1)).empty(); }, 10));
+  std::cout << "[ ssh died ] host 1 was clean " << std::chrono::duration<double>(Clock::now() - t0).count()
+            << " s after its ssh client was killed\n";
+  EXPECT_TRUE(wait_until([&] { return cluster.workers().size() == 1; }, 10));
+  EXPECT_EQ(client.submit("ssh_plugin.slow_inc", 1, 0).result_as<int>(30s), 2) << "the other worker still works";
+}
+
+TEST(SSHClusterHosts, TesseraSshStartsTheClusterAndStopsItOnSigterm) {
+  NEED_HOSTS();
+  const auto program = tessera_test::build_bin_dir() / "tessera-ssh";
+  if (!std::filesystem::exists(program)) GTEST_SKIP() << "tessera-ssh not built";
+  Hosts hosts;
+  const auto out = hosts.dir.path() / "tessera-ssh.out";
+  const auto err = hosts.dir.path() / "tessera-ssh.err";
+  std::vector<std::string> argv{program.string(), hosts.net->address(0), hosts.net->address(1), hosts.net->address(2),
+                                "--ssh-username", "root", "--ssh-port", "22", "--ssh-private-key",
+                                hosts.net->identity_file(), "--ssh-option",
+                                "UserKnownHostsFile=" + (hosts.dir.path() / "known_hosts").string(), "--ssh-option",
+                                "StrictHostKeyChecking=yes", "--nthreads", "1", "--memory-limit", "1GB",
+                                "--scheduler-port", "8786", "--dashboard-address", "", "--worker-kind", "cpu",
+                                "--preload", plugin_path().string()};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  ASSERT_EQ(::posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  struct Reap {
+    pid_t pid;
+    ~Reap() {
+      if (pid > 0 && ::waitpid(pid, nullptr, WNOHANG) == 0) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+      }
+    }
+  } reap{pid};
+  auto read = [](const std::filesystem::path& f) {
+    std::ifstream in(f);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  const std::string expected = "tcp://" + hosts.net->address(0) + ":8786\n";
+  ASSERT_TRUE(wait_until([&] { return read(out) == expected; }, 60)) << read(out) << read(err);
+  EXPECT_NE(read(err).find("TESSERA_TOKEN="), std::string::npos) << read(err);
+  EXPECT_GE(hosts.net->pids(2).size(), 3u);
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ASSERT_TRUE(wait_until([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }, 40)) << read(err);
+  reap.pid = -1;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << read(err);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_TRUE(wait_until([&] { return hosts.net->pids(i).size() == 1; }, 15)) << "host " << i;
 }
 
 TEST(SSHClusterHosts, APartitionedWorkerIsDeclaredDeadAndItsWorkRedone) {
