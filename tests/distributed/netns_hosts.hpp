@@ -81,7 +81,12 @@ class NetnsHosts {
 
   /** n hosts: namespaces tsh<pid>-<i>, addresses 10.213.<k>.<i + 1>, bridge tsb<pid>. */
   explicit NetnsHosts(int n) : tag_(std::to_string(::getpid() % 100000)) {
-    subnet_ = "10.213." + std::to_string(20 + ::getpid() % 200);
+    // A /24 no interface here has yet (tests may run side by side), starting from the pid's.
+    const std::string addrs = run_command("ip -o -4 addr show").output;
+    for (int k = 0; k < 200; ++k) {
+      subnet_ = "10.213." + std::to_string(20 + (::getpid() + k) % 200);
+      if (addrs.find(" " + subnet_ + ".") == std::string::npos) break;
+    }
     try {
       bridge_ = "tsb" + tag_;
       must("ip link add " + bridge_ + " type bridge");

@@ -301,6 +301,7 @@ struct Hosts {
     o.worker.preload = {plugin_path().string()};
     o.worker.death_timeout = 20;
     o.log_level = "info";
+    o.log_lines = 1000;  // the UCX test looks for a worker's connection line
     o.timeout = 60;
     return o;
   }
@@ -377,7 +378,10 @@ TEST(SSHClusterHosts, SeedWorkloadAndTransferAcrossHostsOverUcx) {
   NEED_HOSTS();
   // UCX's TCP transport over the veth links: the hosts share this machine's memory, so its
   // shared-memory transports would otherwise carry the data without crossing a link.
-  ::setenv("UCX_TLS", "tcp", 1);
+  struct TcpOnly {
+    TcpOnly() { ::setenv("UCX_TLS", "tcp", 1); }
+    ~TcpOnly() { ::unsetenv("UCX_TLS"); }
+  } tcp_only;
   if (!tessera::comm::ucx_status().available) GTEST_SKIP() << "no UCX here: " << tessera::comm::ucx_status().reason;
   Hosts hosts;
   auto o = hosts.options("ucx");
@@ -389,10 +393,13 @@ TEST(SSHClusterHosts, SeedWorkloadAndTransferAcrossHostsOverUcx) {
   for (std::size_t i = 0; i < procs.size(); ++i)
     if (procs[i].name == hosts.net->address(2) + "-0")
       for (const auto& l : cluster.logs(i))
-        if (l.find("over ucx (tcp") != std::string::npos) over_ucx = true;
-  EXPECT_TRUE(over_ucx) << "host 2's worker logged a connection over UCX's tcp transport";
+        if (l.find("ucx://" + hosts.net->address(1) + ":") != std::string::npos &&
+            l.find("over ucx (tcp") != std::string::npos && !over_ucx) {
+          over_ucx = true;
+          std::cout << "[ ucx ] host 2's worker: " << l << "\n";
+        }
+  EXPECT_TRUE(over_ucx) << "host 2's worker logged its connection to host 1's worker over UCX's tcp transport";
   cluster.close();
-  ::unsetenv("UCX_TLS");
 }
 
 TEST(SSHClusterHosts, AWorkerWhoseSshClientDiesStopsOnItsHost) {
