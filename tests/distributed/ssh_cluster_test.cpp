@@ -258,6 +258,7 @@ TEST(SSHClusterLocal, AWorkerThatCannotStartIsReportedWithItsLastLines) {
     FAIL() << "the cluster started with a worker that cannot";
   } catch (const tessera::Error& e) {
     const std::string what = e.what();
+    std::cout << "[ error ] " << what << "\n";
     EXPECT_NE(what.find("worker 127.0.0.1-0 on 127.0.0.1 exited with code 1 before it registered"), std::string::npos)
         << what;
     EXPECT_NE(what.find("no-such-library.so"), std::string::npos) << "its last lines are quoted: " << what;
