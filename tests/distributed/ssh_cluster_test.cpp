@@ -1,11 +1,12 @@
 // SSHCluster (src/distributed/ssh_cluster.cpp).
 //
-// - RemoteWrapper*: the remote command's wrapper run by /bin/sh here (what sshd would run): the
+// - SSHClusterWrapper*: the remote command's wrapper run by /bin/sh here (what sshd would run): the
 //   token from stdin, the environment, the exit status, and SIGTERM when stdin closes.
-// - LocalShell*: SSHCluster end to end on this machine with a stand-in `ssh` that runs the remote
-//   command with /bin/sh (no sshd needed): the cluster works, scale(), a worker that cannot start
-//   is reported with its last lines, close() leaves nothing.
-// - NamespacedHosts*: three "hosts" (network namespaces on a bridge, tests/distributed/
+// - SSHClusterLocal*: SSHCluster end to end on this machine with a stand-in `ssh` that runs the
+//   remote command with /bin/sh (no sshd needed): the cluster works, scale(), a worker that cannot
+//   start is reported with its last lines, a host whose nvidia-smi lists GPUs gets
+//   tessera-cuda-worker, close() leaves nothing.
+// - SSHClusterHosts*: three "hosts" (network namespaces on a bridge, tests/distributed/
 //   netns_hosts.hpp), a real sshd in each, the real ssh client: the scheduler on host 0, workers
 //   on hosts 1 and 2; the seed workload and a worker-to-worker transfer across hosts over tcp://
 //   and ucx://; and the partition test (a host's link cut mid-computation). Root only.
@@ -120,13 +121,15 @@ struct WrapperRun {
   }
 };
 
-// A stand-in for ssh: runs the last argument (the remote command) with /bin/sh here.
-std::string write_local_ssh(const std::filesystem::path& dir) {
+// A stand-in for ssh: runs the last argument (the remote command) with /bin/sh here, with
+// `path_first` (when given) first in PATH, as a remote host's own programs.
+std::string write_local_ssh(const std::filesystem::path& dir, const std::string& path_first = "") {
   auto path = dir / "local-ssh";
   std::ofstream(path) << "#!/bin/sh\n"
                          "# ssh's options are ignored; the remote command is the last argument.\n"
                          "for last; do :; done\n"
-                         "exec /bin/sh -c \"$last\"\n";
+                      << (path_first.empty() ? "" : "PATH=" + path_first + ":$PATH; export PATH\n")
+                      << "exec /bin/sh -c \"$last\"\n";
   std::filesystem::permissions(path, std::filesystem::perms::owner_all);
   return path.string();
 }
@@ -264,6 +267,47 @@ TEST(SSHClusterLocal, AWorkerThatCannotStartIsReportedWithItsLastLines) {
     EXPECT_NE(what.find("no-such-library.so"), std::string::npos) << "its last lines are quoted: " << what;
   }
   // The scheduler it had started is gone too.
+  EXPECT_TRUE(wait_until([&] { return !running_with(dir.path().string()); }, 15));
+}
+
+TEST(SSHClusterLocal, AHostWithGpusGetsTesseraCudaWorker) {
+  if (!binaries_built() || !std::filesystem::exists(tessera_test::build_bin_dir() / "tessera-cuda-worker"))
+    GTEST_SKIP() << "tessera binaries or libtessera_ssh_tasks.so not built";
+  tessera_test::TempDir dir;
+  // The "remote" host's nvidia-smi lists two GPUs; its workers are told CUDA_VISIBLE_DEVICES=0,1
+  // (an explicit list starts its workers even where no GPU is, docs/deployment.md).
+  const auto bin = dir.path() / "bin";
+  std::filesystem::create_directories(bin);
+  std::ofstream(bin / "nvidia-smi") << "#!/bin/sh\n[ \"$1\" = -L ] || exit 2\n"
+                                       "echo 'GPU 0: Stand-in (UUID: GPU-0)'\necho 'GPU 1: Stand-in (UUID: GPU-1)'\n";
+  std::filesystem::permissions(bin / "nvidia-smi", std::filesystem::perms::owner_all);
+  SSHClusterOptions o;
+  o.hosts = {"127.0.0.1", "127.0.0.1", "localhost"};
+  o.connect.ssh_program = write_local_ssh(dir.path(), bin.string());
+  o.scheduler.port = 0;
+  o.scheduler.dashboard_address = "";
+  o.worker.nthreads = 1;
+  o.worker.memory_limit = "0";
+  o.worker.preload = {plugin_path().string()};
+  o.worker.local_directory = dir.path().string();
+  o.worker.worker_kind_per_host = {{"localhost", "cpu"}};  // the second host: a plain worker, no probe
+  o.remote_env = {{"CUDA_VISIBLE_DEVICES", "0,1"}};
+  o.timeout = 60;
+  {
+    SSHCluster cluster(o);
+    EXPECT_EQ(cluster.worker_kinds(), (std::map<std::string, std::string>{{"127.0.0.1", "cuda"}, {"localhost", "cpu"}}));
+    Client client(cluster.scheduler_address(), ClientOptions{.token = cluster.token()});
+    std::set<std::string> names;
+    for (const auto& w : client.scheduler_info().workers) {
+      names.insert(w.name);
+      if (w.name.find("-gpu") != std::string::npos) {
+        EXPECT_EQ(w.resources.at("GPU"), 1.0) << w.name;
+      }
+    }
+    EXPECT_EQ(names, (std::set<std::string>{"127.0.0.1-0-gpu0", "127.0.0.1-0-gpu1", "localhost-0"}));
+    EXPECT_EQ(cluster.registered_workers(), 3u);
+    client.close();
+  }
   EXPECT_TRUE(wait_until([&] { return !running_with(dir.path().string()); }, 15));
 }
 
