@@ -427,8 +427,17 @@ struct SSHCluster::Impl {
 
   void wait_for_workers(std::size_t from) {
     auto deadline = Clock::now() + std::chrono::duration<double>(opt.timeout);
+    SshProcess& scheduler = *procs.front();
     while (true) {
-      auto ws = client->scheduler_info().workers;
+      if (!scheduler.running()) throw Error("SSHCluster: the " + scheduler.report(scheduler.ending()));
+      std::vector<WorkerInfo> ws;
+      try {
+        ws = client->scheduler_info().workers;
+      } catch (const std::exception& e) {
+        // The scheduler went away: its own lines say why better than the lost connection.
+        if (scheduler.wait_for_end(5)) throw Error("SSHCluster: the " + scheduler.report(scheduler.ending()));
+        throw Error(std::string("SSHCluster: cannot ask the scheduler for its workers: ") + e.what());
+      }
       std::size_t missing = 0;
       std::string first_missing;
       for (std::size_t i = from; i < procs.size(); ++i) {
@@ -437,8 +446,6 @@ struct SSHCluster::Impl {
         if (!p.running()) throw Error("SSHCluster: the " + p.report(p.ending() + " before it registered"));
         if (!missing++) first_missing = p.name();
       }
-      if (!procs.front()->running())
-        throw Error("SSHCluster: the " + procs.front()->report(procs.front()->ending()));
       if (missing == 0) return;
       if (Clock::now() > deadline) {
         SshProcess* late = nullptr;
@@ -452,6 +459,7 @@ struct SSHCluster::Impl {
   }
 
   std::vector<SshProcess*> live_workers() const {
+    std::lock_guard lk(mu);
     std::vector<SshProcess*> out;
     for (std::size_t i = 1; i < procs.size(); ++i)
       if (!procs[i]->stop_requested && procs[i]->running()) out.push_back(procs[i].get());
@@ -498,7 +506,7 @@ struct SSHCluster::Impl {
     // Workers first (each leaves the scheduler cleanly), then the scheduler.
     stop(workers, 15);
     if (!procs.empty()) stop({procs.front().get()}, 10);
-    procs.clear();
+    // The processes stay listed (ended), with their last lines, until the cluster is destroyed.
   }
 };
 
@@ -561,6 +569,7 @@ std::size_t SSHCluster::registered_workers() const {
 }
 
 std::vector<SSHProcessInfo> SSHCluster::processes() const {
+  std::lock_guard lk(impl_->mu);
   std::vector<SSHProcessInfo> out;
   for (const auto& p : impl_->procs)
     out.push_back({p->host(), p->role(), p->name(), p->pid(), p->running()});
@@ -568,6 +577,7 @@ std::vector<SSHProcessInfo> SSHCluster::processes() const {
 }
 
 std::vector<std::string> SSHCluster::logs(std::size_t i) const {
+  std::lock_guard lk(impl_->mu);
   if (i >= impl_->procs.size()) throw Error("SSHCluster: no process " + std::to_string(i));
   return impl_->procs[i]->lines();
 }
