@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -79,8 +80,12 @@ class NetnsHosts {
     return {};
   }
 
-  /** n hosts: namespaces tsh<pid>-<i>, addresses 10.213.<k>.<i + 1>, bridge tsb<pid>. */
-  explicit NetnsHosts(int n) : tag_(std::to_string(::getpid() % 100000)) {
+  /**
+   * n hosts: namespaces tsh<pid>-<i>, addresses 10.213.<k>.<i + 1>, bridge tsb<pid>. What a
+   * test process that was killed (a ctest timeout) left behind is removed first.
+   */
+  explicit NetnsHosts(int n) : tag_(std::to_string(::getpid())) {
+    remove_stale();
     // A /24 no interface here has yet (tests may run side by side), starting from the pid's.
     const std::string addrs = run_command("ip -o -4 addr show").output;
     for (int k = 0; k < 200; ++k) {
@@ -221,6 +226,30 @@ class NetnsHosts {
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) throw std::runtime_error("cannot start " + argv[0]);
     return pid;
+  }
+
+  // Namespaces tsh<pid>-* and bridges tsb<pid> whose process is gone.
+  static void remove_stale() {
+    auto gone = [](const std::string& digits) {
+      if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) return false;
+      return ::kill(std::stoi(digits), 0) != 0 && errno == ESRCH;
+    };
+    std::istringstream ns(run_command("ip netns list").output);
+    for (std::string line; std::getline(ns, line);) {
+      const std::string name = line.substr(0, line.find(' '));
+      if (name.rfind("tsh", 0) != 0 || name.find('-') == std::string::npos) continue;
+      if (!gone(name.substr(3, name.find('-') - 3))) continue;
+      std::istringstream pids(run_command("ip netns pids " + name).output);
+      for (int pid; pids >> pid;) ::kill(pid, SIGKILL);
+      run_command("ip netns del " + name);
+    }
+    std::istringstream links(run_command("ip -o link show type bridge").output);
+    for (std::string line; std::getline(links, line);) {
+      auto a = line.find(": "), b = line.find(':', a + 2);
+      if (a == std::string::npos || b == std::string::npos) continue;
+      const std::string name = line.substr(a + 2, b - a - 2);
+      if (name.rfind("tsb", 0) == 0 && gone(name.substr(3))) run_command("ip link del " + name);
+    }
   }
 
   void cleanup() {

@@ -523,6 +523,26 @@ TEST(SSHClusterHosts, TesseraSshStartsTheClusterAndStopsItOnSigterm) {
     EXPECT_TRUE(wait_until([&] { return hosts.net->pids(i).size() == 1; }, 15)) << "host " << i;
 }
 
+TEST(SSHClusterHosts, TheSshClusterExampleRunsTheSeedOnTheHosts) {
+  NEED_HOSTS();
+  const auto program = tessera_test::build_bin_dir().parent_path() / "examples" / "ssh_cluster";
+  if (!std::filesystem::exists(program)) GTEST_SKIP() << "examples/ssh_cluster not built";
+  Hosts hosts;
+  const std::string cmd = program.string() + " " + hosts.net->address(0) + " " + hosts.net->address(1) + " " +
+                          hosts.net->address(2) + " --user root --identity " + hosts.net->identity_file() +
+                          " --ssh-option UserKnownHostsFile=" + (hosts.dir.path() / "known_hosts").string() +
+                          " --ssh-option StrictHostKeyChecking=yes --nthreads 1 --n 2000 --chunk 500";
+  auto r = tessera_test::run_command("timeout 120 " + cmd);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("scheduler tcp://" + hosts.net->address(0) + ":8786, workers: " + hosts.net->address(1) +
+                          "-0 " + hosts.net->address(2) + "-0"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("(x + 1)[::2, ::2].sum() = "), std::string::npos) << r.output;
+  for (int i = 0; i < 3; ++i)
+    EXPECT_TRUE(wait_until([&] { return hosts.net->pids(i).size() == 1; }, 15)) << "host " << i;
+}
+
 TEST(SSHClusterHosts, APartitionedWorkerIsDeclaredDeadAndItsWorkRedone) {
   NEED_HOSTS();
   Hosts hosts;
