@@ -19,9 +19,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "cluster_fixture.hpp"
@@ -66,6 +69,26 @@ bool wait_until(F f, double seconds) {
 bool running_with(const std::string& text) {
   // "[x]yz" matches "xyz" but not the pattern itself on pgrep's command line.
   return tessera_test::run_command("pgrep -f '[" + text.substr(0, 1) + "]" + text.substr(1) + "'").status == 0;
+}
+
+// Under AddressSanitizer, leak checking off in the processes the tests start (remote ones
+// included), as cluster_fixture.hpp does for its children: LeakSanitizer reports OpenSSL's
+// per-thread allocations at exit there, which would change their exit status.
+std::map<std::string, std::string> sanitizer_env(std::map<std::string, std::string> env = {}) {
+#if defined(__SANITIZE_ADDRESS__)
+  if (!env.count("ASAN_OPTIONS")) {
+    const char* a = std::getenv("ASAN_OPTIONS");
+    env["ASAN_OPTIONS"] = std::string(a && *a ? std::string(a) + ":" : "") + "detect_leaks=0";
+  }
+#endif
+  return env;
+}
+
+// sanitizer_env() as a prefix for a shell command ("" without AddressSanitizer).
+std::string sanitizer_prefix() {
+  std::string out;
+  for (const auto& [k, v] : sanitizer_env()) out += k + "=" + tessera::distributed::shell_quote(v) + " ";
+  return out;
 }
 
 bool process_alive(int pid) { return pid > 0 && ::kill(pid, 0) == 0; }
@@ -207,6 +230,7 @@ TEST(SSHClusterLocal, RunsTasksScalesAndClosesEverything) {
   o.worker.worker_kind = "cpu";
   o.worker.preload = {plugin_path().string()};
   o.worker.local_directory = dir.path().string();
+  o.remote_env = sanitizer_env();
   o.log_level = "info";
   o.timeout = 60;
   std::vector<int> pids;
@@ -255,6 +279,7 @@ TEST(SSHClusterLocal, AWorkerThatCannotStartIsReportedWithItsLastLines) {
   o.worker.worker_kind = "cpu";
   o.worker.preload = {(dir.path() / "no-such-library.so").string()};  // dlopen fails: exit 1
   o.scheduler.extra_args = {"--scheduler-file", (dir.path() / "scheduler.json").string()};
+  o.remote_env = sanitizer_env();
   o.timeout = 30;
   try {
     SSHCluster cluster(o);
@@ -291,7 +316,7 @@ TEST(SSHClusterLocal, AHostWithGpusGetsTesseraCudaWorker) {
   o.worker.preload = {plugin_path().string()};
   o.worker.local_directory = dir.path().string();
   o.worker.worker_kind_per_host = {{"localhost", "cpu"}};  // the second host: a plain worker, no probe
-  o.remote_env = {{"CUDA_VISIBLE_DEVICES", "0,1"}};
+  o.remote_env = sanitizer_env({{"CUDA_VISIBLE_DEVICES", "0,1"}});
   o.timeout = 60;
   {
     SSHCluster cluster(o);
@@ -347,6 +372,7 @@ struct Hosts {
     o.worker.death_timeout = 20;
     o.log_level = "info";
     o.log_lines = 1000;  // the UCX test looks for a worker's connection line
+    o.remote_env = sanitizer_env();
     o.timeout = 60;
     return o;
   }
@@ -430,7 +456,7 @@ TEST(SSHClusterHosts, SeedWorkloadAndTransferAcrossHostsOverUcx) {
   if (!tessera::comm::ucx_status().available) GTEST_SKIP() << "no UCX here: " << tessera::comm::ucx_status().reason;
   Hosts hosts;
   auto o = hosts.options("ucx");
-  o.remote_env = {{"UCX_TLS", "tcp"}};
+  o.remote_env["UCX_TLS"] = "tcp";
   SSHCluster cluster(o);
   seed_and_transfer(cluster, *hosts.net, "ucx");
   bool over_ucx = false;
@@ -485,6 +511,17 @@ TEST(SSHClusterHosts, TesseraSshStartsTheClusterAndStopsItOnSigterm) {
                                 "StrictHostKeyChecking=yes", "--nthreads", "1", "--memory-limit", "1GB",
                                 "--scheduler-port", "8786", "--dashboard-address", "", "--worker-kind", "cpu",
                                 "--preload", plugin_path().string()};
+  for (const auto& [k, v] : sanitizer_env()) argv.insert(argv.end(), {"--remote-env", k + "=" + v});
+  std::vector<std::string> env_strings;
+  const auto extra = sanitizer_env();
+  for (char** e = environ; *e; ++e) {
+    const std::string entry(*e);
+    if (!extra.count(entry.substr(0, entry.find('=')))) env_strings.push_back(entry);
+  }
+  for (const auto& [k, v] : extra) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -493,7 +530,7 @@ TEST(SSHClusterHosts, TesseraSshStartsTheClusterAndStopsItOnSigterm) {
   for (auto& a : argv) args.push_back(a.data());
   args.push_back(nullptr);
   pid_t pid = -1;
-  ASSERT_EQ(::posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ), 0);
+  ASSERT_EQ(::posix_spawn(&pid, args[0], &fa, nullptr, args.data(), envp.data()), 0);
   posix_spawn_file_actions_destroy(&fa);
   struct Reap {
     pid_t pid;
@@ -532,7 +569,7 @@ TEST(SSHClusterHosts, TheSshClusterExampleRunsTheSeedOnTheHosts) {
                           hosts.net->address(2) + " --user root --identity " + hosts.net->identity_file() +
                           " --ssh-option UserKnownHostsFile=" + (hosts.dir.path() / "known_hosts").string() +
                           " --ssh-option StrictHostKeyChecking=yes --nthreads 1 --n 2000 --chunk 500";
-  auto r = tessera_test::run_command("timeout 120 " + cmd);
+  auto r = tessera_test::run_command(sanitizer_prefix() + "timeout 120 " + cmd);
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("scheduler tcp://" + hosts.net->address(0) + ":8786, workers: " + hosts.net->address(1) +
                           "-0 " + hosts.net->address(2) + "-0"),
