@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -236,7 +237,7 @@ class SshProcess {
   const std::string& host() const { return host_; }
   const std::string& role() const { return role_; }
   const std::string& name() const { return name_; }
-  bool stop_requested = false;  // by close() or scale(): its end is not a failure
+  std::atomic<bool> stop_requested{false};  // by close() or scale(): its end is not a failure
 
  private:
   void read_until_end(int fd) {
@@ -271,6 +272,9 @@ class SshProcess {
       running_ = false;
     }
     cv_.notify_all();
+    // A process that ends without being asked to (a crash, a host that went away) is said
+    // here, with its last lines; the scheduler deals with a lost worker on its own.
+    if (!stop_requested && role_ != "probe") spdlog::warn("SSHCluster: the {}", report(describe_status(status)));
   }
   void add_line(std::string line) {
     spdlog::debug("ssh {} ({}): {}", host_, name_, line);
