@@ -24,7 +24,7 @@ namespace tessera::distributed {
 
 /** @brief How `ssh` reaches the hosts (everything else comes from the user's ssh config). */
 struct SSHConnectOptions {
-  std::string user;                          ///< ssh -l; empty: ssh's default (or user@host in the host)
+  std::string user;                          ///< ssh -l; empty: ssh's default (or `user@host` in the host)
   int port = 0;                              ///< ssh -p; 0: ssh's default
   std::string identity_file;                 ///< ssh -i
   std::vector<std::string> ssh_options;      ///< extra ssh arguments, e.g. {"-o", "ProxyJump=gw"}
@@ -84,7 +84,7 @@ struct SSHClusterOptions {
 struct SSHProcessInfo {
   std::string host;
   std::string role;                          ///< "scheduler" or "worker"
-  std::string name;                          ///< the worker name given (<host>-<i>), "scheduler"
+  std::string name;                          ///< the worker name given (`HOST-i`), or "scheduler"
   int ssh_pid = 0;                           ///< the local ssh client's pid (0 once it ended)
   bool running = false;
 };
