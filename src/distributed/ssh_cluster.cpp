@@ -237,6 +237,7 @@ class SshProcess {
   const std::string& host() const { return host_; }
   const std::string& role() const { return role_; }
   const std::string& name() const { return name_; }
+  std::size_t expected_workers = 1;  // workers this process starts (tessera-cuda-worker: one per GPU)
   std::atomic<bool> stop_requested{false};  // by close() or scale(): its end is not a failure
 
  private:
@@ -309,6 +310,7 @@ struct SSHCluster::Impl {
   std::string address;
   std::vector<std::string> worker_hosts;
   std::map<std::string, std::string> kinds;      // worker host -> cpu / cuda
+  std::map<std::string, std::size_t> gpus;       // worker host -> GPUs nvidia-smi -L listed (probed hosts)
   std::map<std::string, int> started_per_host;   // names are <host>-<n>
   std::vector<std::unique_ptr<SshProcess>> procs;  // [0] the scheduler
   std::unique_ptr<Client> client;                  // asks the scheduler who registered
@@ -348,9 +350,31 @@ struct SSHCluster::Impl {
       return "cpu";
     }
     if (probe.ending() != describe_status(0)) return "cpu";
+    std::size_t n = 0;
     for (const auto& l : probe.lines())
-      if (l.rfind("GPU ", 0) == 0) return "cuda";
-    return "cpu";
+      if (l.rfind("GPU ", 0) == 0) n++;
+    gpus[host] = n;
+    return n > 0 ? "cuda" : "cpu";
+  }
+
+  // How many workers tessera-cuda-worker starts on a host: one per CUDA_VISIBLE_DEVICES entry
+  // given in remote_env, else one per GPU nvidia-smi listed; 1 (at least) when neither is known.
+  std::size_t cuda_workers(const std::string& host) const {
+    if (auto it = opt.remote_env.find("CUDA_VISIBLE_DEVICES"); it != opt.remote_env.end()) {
+      std::size_t n = 0;
+      bool entry = false;
+      for (char c : it->second + ",") {
+        if (c == ',') {
+          n += entry ? 1 : 0;
+          entry = false;
+        } else if (c != ' ') {
+          entry = true;
+        }
+      }
+      return std::max<std::size_t>(1, n);
+    }
+    if (auto it = gpus.find(host); it != gpus.end() && it->second > 0) return it->second;
+    return 1;
   }
 
   std::string kind_of(const std::string& host) {
@@ -416,17 +440,19 @@ struct SSHCluster::Impl {
     for (const auto& p : w.preload) argv.insert(argv.end(), {"--preload", p});
     argv.insert(argv.end(), w.extra_args.begin(), w.extra_args.end());
     auto p = std::make_unique<SshProcess>(host, "worker", name, opt.log_lines);
+    p->expected_workers = kind == "cuda" ? cuda_workers(host) : 1;
     p->start(ssh_argv(host, ssh_remote_command(argv, remote_env())), opt.token);
     std::lock_guard lk(mu);
     procs.push_back(std::move(p));
   }
 
-  // A started worker is up when the scheduler lists a worker of its name (a cuda host's
-  // workers are <name>-gpu<i>).
-  static bool registered(const std::vector<WorkerInfo>& ws, const std::string& name) {
+  // A started worker is up when the scheduler lists a worker of its name, or, for
+  // tessera-cuda-worker, as many as it starts (named <name>-gpu<i>).
+  static bool registered(const std::vector<WorkerInfo>& ws, const SshProcess& p) {
+    std::size_t n = 0;
     for (const auto& w : ws)
-      if (w.name == name || w.name.rfind(name + "-", 0) == 0) return true;
-    return false;
+      if (w.name == p.name() || w.name.rfind(p.name() + "-", 0) == 0) n++;
+    return n >= p.expected_workers;
   }
 
   void wait_for_workers(std::size_t from) {
@@ -446,7 +472,7 @@ struct SSHCluster::Impl {
       std::string first_missing;
       for (std::size_t i = from; i < procs.size(); ++i) {
         SshProcess& p = *procs[i];
-        if (p.stop_requested || registered(ws, p.name())) continue;
+        if (p.stop_requested || registered(ws, p)) continue;
         if (!p.running()) throw Error("SSHCluster: the " + p.report(p.ending() + " before it registered"));
         if (!missing++) first_missing = p.name();
       }
