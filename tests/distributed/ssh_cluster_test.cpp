@@ -212,7 +212,7 @@ TEST(SSHClusterWrapper, AProgramIgnoringSigtermIsKilled10SecondsLater) {
   EXPECT_EQ(run.wait(10), std::optional<int>(128 + SIGKILL));
   const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
   EXPECT_GT(waited, 9.5);
-  EXPECT_LT(waited, 14.0);
+  EXPECT_LT(waited, 30.0);  // 100 polls of 0.1 s, slower on a loaded machine
 }
 
 // ---- end to end with a local stand-in for ssh ---------------------------------------------------
