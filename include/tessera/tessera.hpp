@@ -6,6 +6,7 @@
 #include "tessera/core/error.hpp"
 #include "tessera/distributed/client.hpp"
 #include "tessera/distributed/local_cluster.hpp"
+#include "tessera/distributed/ssh_cluster.hpp"
 #include "tessera/exec/executor.hpp"
 #include "tessera/graph/graph.hpp"
 #include "tessera/init.hpp"
