@@ -179,12 +179,13 @@ TEST_F(Slurm, AdaptScalesUpOnQueuedWorkAndBackDown) {
   std::this_thread::sleep_for(1s);
   EXPECT_TRUE(cluster.jobs().empty()) << "jobs submitted with no work";
 
-  // 30 tasks of 300 ms: 9 s of work, more than two workers finish in 5 s.
-  std::vector<Future> fs = client.map("slurm_test.sleep", std::vector<int>(30, 300));
+  // 40 tasks of 500 ms: 20 s of work, more than two workers finish in 5 s (the target stays
+  // at 2 until less than 5 s of work is left).
+  std::vector<Future> fs = client.map("slurm_test.sleep", std::vector<int>(40, 500));
   EXPECT_TRUE(wait_until([&] { return cluster.jobs().size() == 2; }, 20)) << cluster.jobs().size() << " jobs";
   EXPECT_TRUE(client.wait_for_workers(2, 60s)) << read_logs(dir_ / "jobs") << daemon_logs();
   for (auto& f : fs) ASSERT_TRUE(f.wait(60s)) << read_logs(dir_ / "jobs");
-  for (auto& f : fs) EXPECT_EQ(f.result_as<int>(), 300);
+  for (auto& f : fs) EXPECT_EQ(f.result_as<int>(), 500);
   const auto pids = worker_pids(client);
   fs.clear();  // idle, nothing held: the target falls to 0 and adapt retires and cancels
   EXPECT_TRUE(wait_until([&] { return cluster.jobs().empty(); }, 30)) << cluster.jobs().size() << " jobs left";
