@@ -12,6 +12,15 @@ cmd="${1:?start|stop}" dir="${2:?scratch folder}"
 
 stop() {
   local f pid
+  # Jobs first: their steps (slurmstepd and what it runs) outlive slurmd. Only this cluster's
+  # jobs: scancel asks this folder's slurmctld.
+  if [[ -s "$dir/slurmctld.pid" ]] && kill -0 "$(cat "$dir/slurmctld.pid")" 2>/dev/null; then
+    SLURM_CONF="$dir/slurm.conf" scancel --quiet --user="$(id -un)" 2>/dev/null || true
+    for _ in $(seq 100); do
+      [[ -z "$(SLURM_CONF="$dir/slurm.conf" squeue --noheader 2>/dev/null)" ]] && break
+      sleep 0.1
+    done
+  fi
   # slurmd first (its jobs' steps), then the controller, then munge that both use.
   for f in slurmd.pid slurmctld.pid munged.pid; do
     [[ -s "$dir/$f" ]] || continue
