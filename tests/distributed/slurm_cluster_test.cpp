@@ -132,7 +132,7 @@ TEST_F(Slurm, JobsJoinComputeAndScaleToZeroCancelsThem) {
   const std::string script = cluster.job_script();
   for (const char* want : {"#SBATCH --job-name=tessera-worker", "#SBATCH --cpus-per-task=1", "#SBATCH --mem=512M",
                            "#SBATCH --time=00:10:00", "#SBATCH --partition=debug", "#SBATCH --comment=tessera-test",
-                           "tessera-worker'", "--death-timeout '10'"})
+                           "tessera-worker'", "'--death-timeout' '10'", "'--memory-limit' '512MiB'"})
     EXPECT_NE(script.find(want), std::string::npos) << want << " not in\n" << script;
   EXPECT_EQ(script.find(cluster.token()), std::string::npos) << "the token is in the job script";
 
