@@ -214,6 +214,57 @@ TEST_F(Slurm, ExampleJobScriptRuns) {
   EXPECT_TRUE(wait_until([&] { return sh("squeue --noheader").output.empty(); }, 30)) << sh("squeue").output;
 }
 
+// Without SLURM: the job script of a GPU job, sizes for --mem, and a missing sbatch.
+TEST(SLURMClusterScript, GpuJobsRunTheCudaWorkerWithTheirShareOfTheCores) {
+  char tmpl[] = "/tmp/tessera-slurm-script-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const fs::path dir = tmpl;
+  {
+    SLURMClusterOptions o;
+    o.host = "127.0.0.1";
+    o.cores = 8;
+    o.gpus = 4;
+    o.memory = "64GB";
+    o.account = "proj";
+    o.job_name = "gpu-job";
+    o.job_script_prologue = {"module load cuda"};
+    o.worker_extra_args = {"--preload", "/shared/lib with space/libtasks.so"};
+    o.log_directory = (dir / "logs").string();
+    o.sbatch = (dir / "no-such-sbatch").string();
+    SLURMCluster cluster(o);
+    const std::string s = cluster.job_script();
+    for (const char* want : {"#SBATCH --gres=gpu:4", "#SBATCH --cpus-per-task=8", "#SBATCH --mem=61036M",
+                             "#SBATCH --account=proj", "#SBATCH --job-name=gpu-job", "module load cuda",
+                             "tessera-cuda-worker'", "'--nthreads' '2'", "'--memory-limit' '64GB'",
+                             "\"gpu-job-${SLURM_JOB_ID}\"", "'/shared/lib with space/libtasks.so'"})
+      EXPECT_NE(s.find(want), std::string::npos) << want << " not in\n" << s;
+    EXPECT_EQ(s.find("--partition"), std::string::npos);
+    EXPECT_EQ(cluster.workers_per_job(), 4u);
+    // The token file: only its owner reads it.
+    bool found = false;
+    for (auto& e : fs::directory_iterator(dir / "logs"))
+      if (e.path().filename().string().starts_with("token")) {
+        found = true;
+        EXPECT_EQ(fs::status(e.path()).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+      }
+    EXPECT_TRUE(found);
+    try {
+      cluster.scale(1);
+      ADD_FAILURE() << "scale() with no sbatch did not throw";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("no-such-sbatch"), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(cluster.workers().empty());
+  }
+  EXPECT_EQ(slurm_memory("16GB"), "15259M");
+  EXPECT_EQ(slurm_memory("512MiB"), "512M");
+  EXPECT_EQ(slurm_memory("2GiB"), "2048M");
+  EXPECT_THROW(slurm_memory("0.5"), Error);
+  EXPECT_THROW(slurm_memory("lots"), Error);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
 // The client program of ExampleJobScriptRuns: runs inside the job (the script sets these
 // variables), skips anywhere else.
 TEST(SlurmJobClient, ComputesOnTheJobsCluster) {
