@@ -51,7 +51,7 @@ struct SLURMClusterOptions {
   std::string account;                  ///< --account
   std::string job_name = "tessera-worker";  ///< --job-name; also the workers' name prefix
   std::string log_directory;            ///< job logs, scripts and the token file; default: ./tessera-slurm-logs
-  std::vector<std::string> job_extra_directives;  ///< more #SBATCH lines, e.g. "--qos=high"
+  std::vector<std::string> job_extra_directives;  ///< more `#SBATCH` lines, e.g. "--qos=high"
   std::vector<std::string> job_script_prologue;   ///< shell lines before the worker starts (module load ...)
   std::string worker_command;           ///< default: tessera-worker (or tessera-cuda-worker) beside this program, else on PATH
   std::vector<std::string> worker_extra_args;     ///< more flags for each worker, e.g. {"--preload", "/shared/libtasks.so"}
