@@ -203,13 +203,15 @@ TEST_F(Slurm, AdaptScalesUpOnQueuedWorkAndBackDown) {
 // The job script of examples/slurm, unchanged, with this binary's SlurmJobClient test as the
 // client program (--nodes and --cpus-per-task on the command line: this cluster has one node of
 // two CPUs).
+// sbatch --wait under `timeout`: a job that hangs fails the test in 3 minutes instead of
+// holding it for its time limit (TearDown cancels it).
 TEST_F(Slurm, ExampleJobScriptRuns) {
   const fs::path bin = tessera_test::build_bin_dir();
   const std::string self = fs::read_symlink("/proc/self/exe").string();
   const fs::path out = dir_ / "example";
   fs::create_directories(out);
   Shell r = sh("cd " + out.string() + " && TESSERA_BIN=" + bin.string() +
-               " TESSERA_SCHEDULER_HOST=127.0.0.1 TESSERA_WORKER_TIMEOUT=60 sbatch --wait --nodes=1 --cpus-per-task=2 "
+               " TESSERA_SCHEDULER_HOST=127.0.0.1 TESSERA_WORKER_TIMEOUT=60 timeout 180 sbatch --wait --nodes=1 --cpus-per-task=2 "
                "--time=00:05:00 --output=" + (out / "job.out").string() + " " + TESSERA_SOURCE_DIR +
                "/examples/slurm/tessera.sbatch " + self + " --gtest_filter=SlurmJobClient.*");
   std::string log = read_logs(out);
