@@ -6,13 +6,15 @@
 #   - pandas: the reference the dataframe tests compare results with.
 #   - moto[server]: a local S3-compatible server for the s3:// tests.
 #   - dask[dataframe], distributed, polars: the engines the dataframe benchmark runs beside Tessera.
+#   - kubernetes-validate: checks deploy/kubernetes/ against Kubernetes' schemas, offline (the
+#     ctest deploy_kubernetes_manifests); Debian packages no such checker.
 #
 # Environment: TESSERA_PYENV (default ~/.cache/tessera/pyenv): where the environment lives,
 # outside the checkout so fresh clones share it. Safe to run again: it only checks versions.
 set -euo pipefail
 
 PYENV="${TESSERA_PYENV:-$HOME/.cache/tessera/pyenv}"
-PINS=(pyarrow==26.0.1 pandas==3.1.1 "moto[server]==5.2.5" "dask[dataframe]==2026.8.0" distributed==2026.8.0 polars==2.1.0)
+PINS=(pyarrow==26.0.1 pandas==3.1.1 "moto[server]==5.2.5" "dask[dataframe]==2026.8.0" distributed==2026.8.0 polars==2.1.0 kubernetes-validate==1.37.0)
 
 # The interpreter that makes the environment: Debian's python3 (python3-venv is in setup.sh).
 PYTHON="${TESSERA_PYTHON:-}"

@@ -25,6 +25,7 @@ PACKAGES=(
   python3-venv
   openssh-client openssh-server iproute2  # SSHCluster's ssh; sshd in the namespaced hosts of tests/distributed/ssh_cluster_test.cpp
   chromium  # the dashboard's browser test (tests/distributed/status_page_test.cpp)
+  slurmd slurmctld slurm-client munge  # SLURMCluster's tests: a single-node SLURM (tests/distributed/slurm_single_node.sh)
 )
 
 is_installed() {

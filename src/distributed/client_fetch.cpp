@@ -17,7 +17,14 @@ std::shared_ptr<ClientImpl::WorkerConn> ClientImpl::worker_conn(const std::strin
   auto& slot = worker_conns[addr];
   if (slot && !slot->comm->is_closed()) return slot;
   auto wc = std::make_shared<WorkerConn>();
-  wc->comm = comm::connect(addr, comm_options());
+  try {
+    wc->comm = comm::connect(addr, comm_options());
+  } catch (...) {
+    // A worker that left (retired, or died after the scheduler said it held a key): no empty
+    // slot may stay behind, close() would dereference it.
+    worker_conns.erase(addr);
+    throw;
+  }
   wc->comm->set_handlers([wc_raw = wc.get()](comm::Message m) { wc_raw->rpc.complete(m); },
                          [wcw = std::weak_ptr<WorkerConn>(wc)](std::exception_ptr reason) {
                            if (auto w = wcw.lock())

@@ -27,7 +27,8 @@ HttpResponse not_found(const std::string& path, const char* endpoints) {
 }
 
 constexpr const char* kSchedulerEndpoints =
-    "/status /health /metrics /api/v1/workers /api/v1/tasks /api/v1/progress /api/v1/task-stream";
+    "/status /health /metrics /api/v1/workers /api/v1/tasks /api/v1/progress /api/v1/task-stream "
+    "/api/v1/adaptive-target";
 
 // A count from the query; a missing or malformed one is the default (the page never sends one).
 std::uint64_t query_count(const std::string& target, const std::string& name, std::uint64_t fallback) {
@@ -85,6 +86,12 @@ HttpResponse SchedulerDashboard::route(const HttpRequest& req) {
   if (p == "/api/v1/workers") return json(workers_json(cache_.get().info));
   if (p == "/api/v1/tasks") return json(tasks_json(cache_.get().info));
   if (p == "/api/v1/progress") return json(progress_json(cache_.get()));
+  if (p == "/api/v1/adaptive-target") {
+    // What a cluster manager outside C++ (a script, an operator) scales to; see docs/distributed.md.
+    const SchedulerSnapshot& s = cache_.get();
+    return json("{\"target\": " + std::to_string(s.adaptive_target) +
+                ", \"workers\": " + std::to_string(s.info.workers.size()) + "}");
+  }
   if (p == "/api/v1/task-stream") {
     // Not cached: each viewer asks for what is new to it, a bounded copy.
     std::uint64_t since = query_count(req.target, "since", 0);

@@ -24,6 +24,7 @@ struct SchedulerSnapshot {
   std::vector<std::pair<std::string, std::vector<std::size_t>>> by_op;
   std::uint64_t tasks_finished = 0;  ///< tasks run so far (transfers not counted)
   std::uint64_t stream_newest = 0;   ///< the task stream's newest id (tasks and transfers)
+  std::size_t adaptive_target = 0;   ///< SchedulerState::adaptive_target() (/api/v1/adaptive-target)
 };
 
 /** @brief One worker as its dashboard sees it. */

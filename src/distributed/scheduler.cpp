@@ -104,6 +104,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
   std::unordered_map<std::string, std::shared_ptr<Conn>> clients;  // by client name
   std::vector<Conn*> dirty;
   std::vector<SchedulerAction> actions;
+  std::vector<std::shared_ptr<comm::Comm>> closing;  // retired workers, told to close after the batch
   TaskStreamRing task_stream;  // times on each worker's clock; see clock_offsets
   std::uint64_t tasks_finished = 0;  // executions reported (the page's tasks/s), transfers not counted
   // Worker address -> its clock's offset to ours (Conn::clock_offset, kept after the worker
@@ -169,7 +170,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
         [&](auto& x) {
           using T = std::decay_t<decltype(x)>;
           if constexpr (std::is_same_v<T, ComputeTask> || std::is_same_v<T, FreeKeys> ||
-                        std::is_same_v<T, StealRequest>) {
+                        std::is_same_v<T, StealRequest> || std::is_same_v<T, AcquireReplicas>) {
             std::string w = x.worker;
             to_worker(w, std::move(x));
           } else if constexpr (std::is_same_v<T, KeyInMemory>) {
@@ -179,6 +180,12 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
                                std::is_same_v<T, KeyCancelled>) {
             std::string c = x.client;
             to_client(c, std::move(x));
+          } else if constexpr (std::is_same_v<T, CloseWorker>) {
+            // After this step's batch (flush): the worker sees its last events first.
+            if (Conn* c = worker_conn(x.worker)) {
+              c->leaving = true;
+              closing.push_back(c->comm);
+            }
           } else if constexpr (std::is_same_v<T, LogEvent>) {
             if (x.topic == "worker" || x.topic == "client")
               logging::info("scheduler: {}", x.message);
@@ -203,6 +210,63 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
       }
     }
     dirty.clear();
+    for (auto& c : closing) c->send(comm::Message(wire::kCloseWorker), nullptr);
+    closing.clear();
+  }
+
+  // ---- retire-workers and adaptive-target requests --------------------------------------------
+  // A retire-workers request is answered once each of its workers closed or stopped retiring,
+  // or at its deadline; checked on every tick.
+  struct Retirement {
+    std::weak_ptr<Conn> conn;
+    comm::Message request;
+    std::vector<std::string> addresses;
+    double deadline = 0;
+  };
+  std::vector<Retirement> retirements;
+
+  void start_retirement(Conn& c, const comm::Message& m) {
+    std::vector<std::string> addresses = m.get<std::vector<std::string>>("addresses");
+    auto n = m.get<std::uint64_t>("n");
+    if (n > 0) addresses = state.workers_to_close(static_cast<std::size_t>(n));
+    double timeout = m.get<double>("timeout");
+    handle(RetireWorkers{addresses, now()});
+    Retirement r;
+    for (auto& sp : conns)
+      if (sp.get() == &c) r.conn = sp;
+    r.request = m;
+    r.addresses = std::move(addresses);
+    r.deadline = now() + (timeout > 0 ? timeout : 60);
+    retirements.push_back(std::move(r));
+    answer_retirements();
+  }
+
+  void answer_retirements() {
+    std::set<std::string> alive;
+    for (const auto& w : state.workers()) alive.insert(w.address);
+    const double t = now();
+    for (auto it = retirements.begin(); it != retirements.end();) {
+      std::vector<std::string> retired, kept;
+      bool done = true;
+      for (const auto& a : it->addresses) {
+        if (!alive.count(a)) retired.push_back(a);
+        else if (state.retiring(a)) done = false;
+        else kept.push_back(a);
+      }
+      if (!done && t < it->deadline) {
+        ++it;
+        continue;
+      }
+      if (auto c = it->conn.lock()) {
+        for (const auto& a : it->addresses)
+          if (alive.count(a) && state.retiring(a)) kept.push_back(a);
+        comm::Message reply = make_reply(it->request);
+        reply.set("retired", retired);
+        reply.set("kept", kept);
+        c->comm->send(std::move(reply), nullptr);
+      }
+      it = retirements.erase(it);
+    }
   }
 
   wire::ClusterInfo info() const {
@@ -242,7 +306,8 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
   // on its own thread, after the lock is released).
   SchedulerSnapshot snapshot() const {
     std::lock_guard lock(mu);
-    return SchedulerSnapshot{info(), clients.size(), state.status_counts_by_op(), tasks_finished, task_stream.newest()};
+    return SchedulerSnapshot{info(),         clients.size(),       state.status_counts_by_op(),
+                             tasks_finished, task_stream.newest(), state.adaptive_target()};
   }
 
   // One bar of the task stream: O(1) (a hash lookup and a slot overwritten), under the lock
@@ -421,6 +486,12 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
       auto limit = std::min<std::uint64_t>(m.get<std::uint64_t>("limit"), wire::kMaxTaskStreamPage);
       reply.set("page", task_stream_since(m.get<std::uint64_t>("since"), static_cast<std::size_t>(limit)));
       c.comm->send(std::move(reply), nullptr);
+    } else if (op == wire::kRetireWorkers && c.role == Conn::Role::Client) {
+      start_retirement(c, m);
+    } else if (op == wire::kAdaptiveTarget) {
+      comm::Message reply = make_reply(m);
+      reply.set("target", static_cast<std::uint64_t>(state.adaptive_target(m.get<double>("target_duration"))));
+      c.comm->send(std::move(reply), nullptr);
     } else if (op == wire::kWhoHas) {
       auto keys = m.get<std::vector<Key>>("keys");
       std::vector<WhoHas> out;
@@ -467,6 +538,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
       handle(Tick{t});
       flush();
       drop_removed_workers(lock);
+      if (!retirements.empty()) answer_retirements();
       if (opt.idle_timeout > 0) {
         bool busy = !clients.empty() || state.task_count() > 0;
         if (busy || idle_since == 0) idle_since = t;

@@ -43,13 +43,14 @@ const std::string* subject(const ReleaseKeys& e) { return &e.client; }
 const std::string* subject(const CancelKeys& e) { return &e.client; }
 const std::string* subject(const StealResponse& e) { return &e.worker; }
 const std::string* subject(const RetryKeys& e) { return &e.client; }
+const std::string* subject(const RetireWorkers&) { return nullptr; }
 
 // Indexed by SchedulerEvent's alternatives.
 constexpr const char* kEventKinds[] = {
     "add-worker",  "remove-worker", "heartbeat",     "worker-status-change", "tick",
     "add-client",  "remove-client", "update-graph",  "task-finished",        "task-erred",
     "add-keys",    "remove-keys",   "missing-data",  "release-keys",         "cancel-keys",
-    "steal-response", "retry-keys"};
+    "steal-response", "retry-keys",   "retire-workers"};
 static_assert(std::size(kEventKinds) == std::variant_size_v<SchedulerEvent>);
 
 }  // namespace
@@ -82,6 +83,7 @@ void SchedulerStateImpl::handle(SchedulerEvent& event, std::vector<SchedulerActi
         on(e);
       },
       event);
+  if (n_retiring > 0) advance_retirement();
   run();
   flush();
   out = nullptr;

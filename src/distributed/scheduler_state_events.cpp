@@ -65,6 +65,10 @@ void SchedulerStateImpl::remove_worker(Id wid, const std::string& reason, bool s
   log("worker", "remove worker " + w.address + ": " + reason);
   load_erase(wid);
   w.alive = false;
+  if (w.retiring) {
+    w.retiring = false;
+    n_retiring--;
+  }
   worker_by_address.erase(w.address);
   if (auto it = worker_by_name.find(w.name); it != worker_by_name.end() && it->second == wid)
     worker_by_name.erase(it);

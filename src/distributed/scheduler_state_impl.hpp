@@ -75,8 +75,10 @@ struct WorkerRec {
   Time last_seen = 0;
   bool alive = false, paused = false;
   bool silent = false;  // no heartbeat for worker_silent: no new tasks until it is heard from
+  bool retiring = false;  // RetireWorkers: no new tasks; its data moves elsewhere, then it closes
+  bool closing = false;   // retired: CloseWorker sent, its RemoveWorker is to come
   int steal_incoming = 0;
-  bool running() const { return alive && !paused && !silent; }
+  bool running() const { return alive && !paused && !silent && !retiring && !closing; }
 };
 
 struct ClientRec {
@@ -189,6 +191,11 @@ class SchedulerStateImpl {
   std::unordered_map<Id, std::vector<Key>> free_batch;  // worker -> keys, flushed per event
 
   TransitionLog transition_log;
+
+  std::size_t n_retiring = 0;  // alive workers with `retiring` set
+  // Retirement's copies asked for: task -> (recipient, when asked); asked again when the
+  // recipient left or after kReplicaRetry seconds.
+  std::unordered_map<Id, std::pair<Id, Time>> replica_requests;
 
   // ---- stimulus ids (scheduler_state.cpp) --------------------------------------------------------
   /**
@@ -377,6 +384,14 @@ class SchedulerStateImpl {
   void on(CancelKeys& e);
   void on(RetryKeys& e);
   void retry_no_worker();
+
+  // ---- retirement and adaptive scaling (scheduler_state_retire.cpp) ------------------------------
+  void on(RetireWorkers& e);
+  /** Asks for copies of what only retiring workers hold; sends CloseWorker to those done. */
+  void advance_retirement();
+  void stop_retiring(Id wid, const std::string& why);
+  std::vector<std::string> workers_to_close(std::size_t n) const;
+  std::size_t adaptive_target(double target_duration) const;
   void remove_worker(Id wid, const std::string& reason, bool safe);
   void drop_want(Id id, Id cid);
   void add_replica(Id id, Id wid);

@@ -110,6 +110,10 @@ void serialize(A& ar, FreeKeys& e) {
   ar(e.worker, e.keys);
 }
 template <class A>
+void serialize(A& ar, AcquireReplicas& e) {
+  ar(e.worker, e.who_has);
+}
+template <class A>
 void serialize(A& ar, StealRequest& e) {
   ar(e.worker, e.key);
 }
@@ -150,6 +154,10 @@ inline constexpr const char* kRun = "run";                     // -> worker: op,
 inline constexpr const char* kSchedulerInfo = "scheduler-info";  // -> scheduler; reply: info
 inline constexpr const char* kWhoHas = "who-has";              // -> scheduler: keys; reply: who_has
 inline constexpr const char* kTaskStream = "task-stream";  // -> scheduler: since, limit; reply: page (TaskStreamPage)
+// -> scheduler: addresses (or n > 0: that many, its choice), timeout (s); replied once they
+// closed or the timeout passed: retired (addresses gone), kept (still there).
+inline constexpr const char* kRetireWorkers = "retire-workers";
+inline constexpr const char* kAdaptiveTarget = "adaptive-target";  // -> scheduler: target_duration; reply: target
 // Notices.
 inline constexpr const char* kCloseWorker = "close-worker";  // scheduler -> worker: shut down cleanly
 inline constexpr const char* kPeerGone = "peer-gone";  // scheduler -> workers: `address` was removed
@@ -238,7 +246,7 @@ struct TransferDone {
 
 using WorkerToScheduler = std::variant<TaskFinished, TaskErred, AddKeys, RemoveKeys, MissingData, StealResponse,
                                        WorkerStatusChange, Heartbeat, TransferDone>;
-using SchedulerToWorker = std::variant<ComputeTask, FreeKeys, StealRequest>;
+using SchedulerToWorker = std::variant<ComputeTask, FreeKeys, StealRequest, AcquireReplicas>;
 using ClientToScheduler = std::variant<UpdateGraph, ReleaseKeys, CancelKeys, RetryKeys>;
 using SchedulerToClient = std::variant<KeyReady, KeyErred, OperationUnavailable, KeyCancelled>;
 

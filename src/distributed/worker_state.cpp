@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string_view>
 #include <set>
 #include <unordered_map>
@@ -44,6 +45,7 @@ struct WTask {
   std::map<std::string, double> resources;
   bool cancelled = false;  // Executing/Flight: the scheduler no longer wants it here
   bool orphan = false;     // Memory kept for local dependents after the scheduler freed it
+  bool replica = false;    // Fetch/Flight for the scheduler itself (AcquireReplicas), with or without dependents
   std::optional<ComputeTask> compute_after_flight;
   std::string flight_peer;
 };
@@ -248,7 +250,7 @@ struct WorkerState::Impl {
   void unlink_deps(WTask* t) {
     for (WTask* d : t->deps) {
       std::erase(d->dependents, t);
-      if (!d->dependents.empty()) continue;
+      if (!d->dependents.empty() || d->replica) continue;
       switch (d->state) {
         case S::Fetch:
           remove_from_fetch(d);
@@ -343,6 +345,10 @@ struct WorkerState::Impl {
     t->cancelled = false;
     if (!t->who_has.empty()) {
       add_to_fetch(t);
+    } else if (t->replica && t->dependents.empty()) {
+      // A copy nobody here reads: the scheduler asks again (elsewhere) once it learns of the loss.
+      out->push_back(MissingData{cfg.address, t->key, errant});
+      erase(t);
     } else {
       t->state = S::Missing;
       out->push_back(MissingData{cfg.address, t->key, errant});
@@ -374,6 +380,7 @@ struct WorkerState::Impl {
       t->state = S::Memory;
       t->nbytes = nbytes;
       t->cancelled = false;
+      t->replica = false;
       if (t->compute_after_flight) {
         t->compute_after_flight.reset();
         out->push_back(TaskFinished{cfg.address, t->key, nbytes, t->type, 0, 0, -1});
@@ -459,6 +466,36 @@ struct WorkerState::Impl {
     out->push_back(TaskErred{cfg.address, t->key, e.exception, e.traceback});
   }
 
+  // Copies the scheduler wants here (a retiring worker's data): fetched as dependencies are,
+  // after them (lowest priority), and reported with AddKeys like any fetched key.
+  void on(AcquireReplicas& e) {
+    for (const WhoHas& wh : e.who_has) {
+      WTask* t = find(wh.key);
+      if (t && t->state == S::Memory) {
+        add_keys.push_back({t->key, t->nbytes});  // already here: the scheduler may not know
+        continue;
+      }
+      if (t && t->state != S::Released && t->state != S::Missing && t->state != S::Error) {
+        t->replica = true;  // on its way here already (fetch, flight, or computed here)
+        if (t->state == S::Fetch || t->state == S::Flight) t->cancelled = false;
+        continue;
+      }
+      if (!t) {
+        t = get(wh.key);
+        t->priority = Priority{std::numeric_limits<std::int32_t>::max(), std::numeric_limits<std::int64_t>::max(), 0};
+      }
+      t->replica = true;
+      t->who_has.clear();
+      set_holders(t, wh.workers);
+      t->nbytes = wh.nbytes;
+      if (t->who_has.empty()) {
+        if (t->dependents.empty()) erase(t);
+        continue;
+      }
+      add_to_fetch(t);
+    }
+  }
+
   void on(PauseWorker& e) {
     if (paused == e.paused) return;
     paused = e.paused;
@@ -515,7 +552,7 @@ struct WorkerState::Impl {
         }
         default: break;
       }
-      if ((t->state == S::Fetch || t->state == S::Missing) && t->dependents.empty())
+      if ((t->state == S::Fetch || t->state == S::Missing) && t->dependents.empty() && !t->replica)
         fail(d + " fetched for nobody");
     }
     if (n_exec != executing) fail("executing count");

@@ -72,6 +72,7 @@ class SimCluster {
   std::map<std::string, ClientView> clients;
   std::vector<LogEvent> logs;
   std::vector<StealRequest> steals;
+  std::vector<std::string> closed;  // workers told to close (CloseWorker)
   std::map<Key, int> attempts;
   std::size_t gathers = 0, events = 0;
   double scheduler_seconds = 0;  // time spent inside SchedulerState::handle
@@ -223,6 +224,13 @@ class SimCluster {
             clients[x.client].cancelled.push_back(x.key);
           } else if constexpr (std::is_same_v<T, LogEvent>) {
             if (record_logs) logs.push_back(std::move(x));
+          } else if constexpr (std::is_same_v<T, AcquireReplicas>) {
+            std::string w = x.worker;
+            to_worker(w, std::move(x));
+          } else if constexpr (std::is_same_v<T, CloseWorker>) {
+            // A retired worker closes cleanly: gone at once, its departure safe.
+            closed.push_back(x.worker);
+            if (workers.erase(x.worker)) to_scheduler(RemoveWorker{x.worker, "retired", true, now});
           }
         },
         a);

@@ -373,6 +373,23 @@ class Client final : public Executor {
    * older ones are gone.
    */
   std::vector<TaskStreamEntry> get_task_stream(std::uint64_t since = 0);
+  /**
+   * @brief Retires workers gracefully, as Dask's retire_workers: the scheduler gives them no new
+   * tasks, lets the running ones finish, copies the data only they hold to other workers, then
+   * tells each to close. Returns the addresses that closed within the timeout. A worker whose
+   * data no other worker can take (the last one) is kept, and not returned.
+   */
+  std::vector<std::string> retire_workers(const std::vector<std::string>& addresses,
+                                          std::chrono::duration<double> timeout = std::chrono::seconds(60));
+  /** @brief Retires n workers of the scheduler's choice: idle ones first, then those holding the least. */
+  std::vector<std::string> retire_workers(std::size_t n,
+                                          std::chrono::duration<double> timeout = std::chrono::seconds(60));
+  /**
+   * @brief How many workers the scheduler wants now (Dask's adaptive_target): enough to run the
+   * queued and processing work in target_duration seconds, more when memory is short, fewer
+   * when idle (SchedulerState::adaptive_target). Cluster managers scale to it.
+   */
+  std::size_t adaptive_target(double target_duration = 5);
   /** @brief Blocks until at least n workers are connected; false on timeout. */
   bool wait_for_workers(std::size_t n, std::chrono::duration<double> timeout = std::chrono::seconds(60));
   void cancel(const std::vector<Future>& futures, bool force = false);

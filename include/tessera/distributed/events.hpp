@@ -180,10 +180,21 @@ struct RetryKeys {
   std::vector<Key> keys;
 };
 
+/**
+ * @brief Retire these workers gracefully, as Dask's retire_workers: they get no new tasks, the
+ * data only they hold is copied to other workers (AcquireReplicas), and each one is told to
+ * close (CloseWorker) once it runs nothing and holds nothing that exists nowhere else. A worker
+ * whose data no other worker can take stays (and is no longer retiring).
+ */
+struct RetireWorkers {
+  std::vector<std::string> addresses;
+  Time now = 0;
+};
+
 using SchedulerEvent =
     std::variant<AddWorker, RemoveWorker, Heartbeat, WorkerStatusChange, Tick, AddClient,
                  RemoveClient, UpdateGraph, TaskFinished, TaskErred, AddKeys, RemoveKeys,
-                 MissingData, ReleaseKeys, CancelKeys, StealResponse, RetryKeys>;
+                 MissingData, ReleaseKeys, CancelKeys, StealResponse, RetryKeys, RetireWorkers>;
 
 // ---- Scheduler outputs (ComputeTask, FreeKeys, StealRequest are also worker inputs) -----------
 
@@ -247,8 +258,24 @@ struct LogEvent {
   std::string message;
 };
 
+/**
+ * @brief `worker` should fetch these keys from the workers listed and keep them (a retiring
+ * worker's data moving elsewhere); it reports each with AddKeys. Also a worker input.
+ */
+struct AcquireReplicas {
+  std::string worker;
+  std::vector<WhoHas> who_has;
+};
+
+/** @brief A retiring `worker` holds nothing that exists nowhere else: tell it to close. */
+struct CloseWorker {
+  std::string worker;
+  std::string reason;
+};
+
 using SchedulerAction = std::variant<ComputeTask, FreeKeys, StealRequest, KeyInMemory, KeyErred,
-                                     OperationUnavailable, KeyCancelled, LogEvent>;
+                                     OperationUnavailable, KeyCancelled, LogEvent, AcquireReplicas,
+                                     CloseWorker>;
 
 // ---- Worker inputs (besides ComputeTask, FreeKeys, StealRequest) -------------------------------
 
@@ -287,7 +314,8 @@ struct PauseWorker {
 };
 
 using WorkerEvent = std::variant<ComputeTask, FreeKeys, StealRequest, GatherDepSuccess,
-                                 GatherDepFailure, ExecuteSuccess, ExecuteFailure, PauseWorker>;
+                                 GatherDepFailure, ExecuteSuccess, ExecuteFailure, PauseWorker,
+                                 AcquireReplicas>;
 
 // ---- Worker outputs ---------------------------------------------------------------------------
 

@@ -134,6 +134,24 @@ class SchedulerState {
   std::size_t queued_count() const noexcept;
   const SchedulerConfig& config() const noexcept;
 
+  // ---- adaptive scaling (scheduler_state_retire.cpp) ---------------------------------------------
+  /**
+   * @brief The n workers cheapest to retire: idle ones first, then those holding the least data
+   * (Dask's workers_to_close). Workers already retiring are not counted.
+   */
+  std::vector<std::string> workers_to_close(std::size_t n) const;
+  /**
+   * @brief How many workers the scheduler wants, as Dask's adaptive_target: enough threads to
+   * run the processing and queued work (each task at its operation's measured duration) in
+   * `target_duration` seconds, converted to workers at the cluster's threads per worker; twice
+   * the workers when the data held passes 60% of their memory limits; when that is fewer than
+   * now, no fewer than the busy workers and those needed to hold the data. A cluster manager
+   * bounds it by its own minimum and maximum.
+   */
+  std::size_t adaptive_target(double target_duration = 5) const;
+  /** @brief True while a RetireWorkers for this worker is under way (or it was told to close). */
+  bool retiring(const std::string& address) const;
+
  private:
   std::unique_ptr<detail::SchedulerStateImpl> impl_;
 };
