@@ -13,7 +13,8 @@ namespace tessera::comm::wire {
 // 2: the hello carries a nonce instead of the token; a token is proven by an HMAC (wire_auth.cpp).
 // 3: TaskFinished carries the thread, Heartbeat spilled bytes and bytes received/sent, the
 //    worker event TransferDone and the task-stream request (docs/protocol.md).
-inline constexpr std::uint32_t kProtocolVersion = 3;
+// 4: Heartbeat (and a worker in scheduler-info) carries the process's CPU, memory and GPU use.
+inline constexpr std::uint32_t kProtocolVersion = 4;
 inline constexpr std::uint32_t kMessageMagic = 0x4D525354;  ///< "TSRM" little-endian
 inline constexpr std::uint32_t kHelloMagic = 0x48525354;    ///< "TSRH" little-endian
 inline constexpr std::size_t kPreambleFixedBytes = 24;      ///< before the frame lengths
