@@ -117,6 +117,8 @@ class Session : public std::enable_shared_from_this<Session> {
     res->set(http::field::content_type, "text/event-stream");
     res->set(http::field::cache_control, "no-cache");
     res->chunked(true);  // each event a chunk; the length of the whole is never known
+    // Not reused after a stream that ends (max_events): this connection reads nothing more.
+    res->keep_alive(false);
     auto sr = std::make_shared<http::response_serializer<http::empty_body>>(*res);
     // The timeouts are ours from here: a stream's read (below) waits for ever, its writes are
     // watched by the timer.
@@ -140,7 +142,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void send_event() {
-    if (closed_) return;
+    if (closed_ || ending_) return;
     if (writing_since_) {
       // The last event is still on its way: this client reads slower than we send. Skip a round
       // rather than queue; give it up when it has read nothing for the idle timeout.
@@ -168,13 +170,19 @@ class Session : public std::enable_shared_from_this<Session> {
     if (!last) schedule_event();
   }
 
-  // The stream's end (max_events sent): the last chunk, then the connection closes.
+  // The stream's end (max_events sent): the last chunk, then our side closes; the connection
+  // goes when the client closes its side (seen by watch_for_close's read), or 2 s later.
   void end_events() {
-    closed_ = true;
-    if (timer_) timer_->cancel();
+    ending_ = true;
     asio::async_write(stream_, http::make_chunk_last(), [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      if (ec) return self->close();
-      self->linger();
+      if (ec) return self->close_events();
+      beast::error_code ignored;
+      self->stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+      if (!self->timer_) self->timer_.emplace(self->stream_.get_executor());
+      self->timer_->expires_after(std::chrono::seconds(2));
+      self->timer_->async_wait([self](beast::error_code e) {
+        if (!e) self->close_events();
+      });
     });
   }
 
@@ -249,6 +257,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<asio::steady_timer> timer_;
   std::optional<std::chrono::steady_clock::time_point> writing_since_;
   std::size_t events_left_ = 0;  // 0: no limit
+  bool ending_ = false;  // the last event went
   bool closed_ = false;
 };
 
