@@ -89,8 +89,9 @@ TEST(HttpServerEvents, StreamsEventsUntilTheClientGoesAndServesOthersMeanwhile) 
   std::atomic<int> produced{0};
   HttpServer server(o, [&](const HttpRequest& r) {
     HttpResponse res;
-    if (r.path == "/events") {
+    if (r.path == "/events" || r.path == "/three") {
       res.event_interval = 0.05;
+      if (r.path == "/three") res.max_events = 3;
       res.next_event = [&produced, n = std::make_shared<int>(0)] {
         ++produced;
         return "data: {\"n\": " + std::to_string((*n)++) + "}\n\n";
@@ -112,6 +113,18 @@ TEST(HttpServerEvents, StreamsEventsUntilTheClientGoesAndServesOthersMeanwhile) 
     EXPECT_NE(events.head().find("chunked"), std::string::npos) << events.head();
     // The stream holds no one up: the same server answers a plain request meanwhile.
     EXPECT_EQ(http_get(server.port(), "/health").body, "ok");
+  }
+  {
+    // max_events: three events, the last chunk, and the server closes (EventSource reconnects).
+    RawSocket s(server.port());
+    const std::string req = "GET /three HTTP/1.1\r\nHost: localhost\r\n\r\n";
+    ASSERT_TRUE(s.send_all(req.data(), req.size()));
+    const std::string all = tessera_test::read_until_closed(s, 5);
+    std::size_t n = 0;
+    for (std::size_t p = 0; (p = all.find("data: ", p)) != std::string::npos; ++p) ++n;
+    EXPECT_EQ(n, 3u) << all;
+    EXPECT_NE(all.find("\r\n0\r\n\r\n"), std::string::npos) << "the chunked body's end";
+    EXPECT_NE(all.find("Connection: close"), std::string::npos) << all;
   }
   // The client went: the server notices and stops producing for it.
   ASSERT_TRUE(wait_until(
@@ -294,6 +307,28 @@ TEST(Nvml, WithoutTheLibraryThereAreNoFiguresAndNoFields) {
   EXPECT_NE(with.find("tessera_gpu_memory_used_bytes 1048576"), std::string::npos) << with;
   EXPECT_NE(with.find("tessera_gpu_memory_total_bytes 1073741824"), std::string::npos) << with;
   EXPECT_EQ(nlohmann::json::parse(worker_status_json(w))["gpu"]["name"], "Test GPU");
+}
+
+// NVML's side of a machine with GPUs, from tests/plugins/fake_nvml.cpp (two fake GPUs; one whose
+// nvmlInit fails), so the path with figures runs here too.
+TEST(Nvml, ReadsEachGpuByItsUuidFromAStandIn) {
+  const auto dir = std::filesystem::read_symlink("/proc/self/exe").parent_path();
+  const std::string two = (dir / "libtessera_fake_nvml_2.so").string();
+  if (!std::filesystem::exists(two)) GTEST_SKIP() << two << " is not built";
+  EXPECT_EQ(Nvml::open((dir / "libtessera_fake_nvml_fail.so").string()), nullptr) << "nvmlInit_v2 failed";
+  auto nvml = Nvml::open(two);
+  ASSERT_NE(nvml, nullptr);
+  EXPECT_EQ(nvml->device_count(), 2u);
+  auto second = nvml->usage("GPU-00000000-0000-0000-0000-000000000001");
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->name, "Fake GPU 1");
+  EXPECT_EQ(second->utilization, 41);
+  EXPECT_EQ(second->memory_total, 32ull << 30);
+  EXPECT_EQ(second->memory_used, 0u);
+  auto unknown = nvml->usage("GPU-not-there", 0);
+  ASSERT_TRUE(unknown.has_value()) << "an unknown UUID falls back to the index";
+  EXPECT_EQ(unknown->name, "Fake GPU 0");
+  EXPECT_FALSE(nvml->usage("", 5).has_value()) << "no GPU 5";
 }
 
 // Checked on a machine with NVIDIA's driver: the figures of GPU 0 agree with discovery's.
