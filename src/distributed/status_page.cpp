@@ -136,7 +136,7 @@ function rowName(b) { return b.worker + (b.thread < 0 ? " #~transfers" : " #" + 
 function drawStream() {
   const cv = document.getElementById("stream"), ctx = cv.getContext("2d");
   const rowsByName = new Map();
-  for (const b of bars) rowsByName.set(rowName(b), true);
+  for (const b of bars) rowsByName.set(b.row, true);
   const rows = [...rowsByName.keys()].sort();
   const rowIndex = new Map(rows.map((r, i) => [r, i]));
   const rowH = Math.max(8, Math.min(24, Math.floor(180 / Math.max(1, rows.length))));
@@ -158,7 +158,7 @@ function drawStream() {
     const x0 = left + (Math.max(b.start, start) - start) / span * width;
     const x1 = left + (b.stop - start) / span * width;
     ctx.fillStyle = colour(b.prefix);
-    ctx.fillRect(x0, rowIndex.get(rowName(b)) * rowH + 1, Math.max(1, x1 - x0), rowH - 2);
+    ctx.fillRect(x0, rowIndex.get(b.row) * rowH + 1, Math.max(1, x1 - x0), rowH - 2);
     drawn++;
   }
   ctx.fillStyle = "#666";
@@ -178,7 +178,7 @@ function drawStream() {
   }
 }
 function addBars(list) {
-  for (const t of list) bars.push(t);
+  for (const t of list) { t.row = rowName(t); bars.push(t); }  // named once, not at every redraw
   if (bars.length > KEEP) {
     // Keep the newer half as it is and every other bar of the older half: 100,000 tasks in
     // flight neither grow the page nor empty its past.
@@ -217,14 +217,18 @@ function listen() {
                                prefix: st.prefixes[b[4]]})));
       drawStream();
     });
+    clearTimeout(quiet);
     document.getElementById("transport").textContent = "pushed";
     document.getElementById("error").textContent = "";
   };
+  let quiet = null;
   es.onerror = () => {
     // Never connected (a proxy that buffers streams, an old server): poll instead. Once it
-    // worked, EventSource reconnects by itself.
+    // worked, EventSource reconnects by itself: a stream that ended is no error unless the
+    // next does not come.
     if (!got) { es.close(); poll(); return; }
-    document.getElementById("error").textContent = "not reachable: reconnecting";
+    clearTimeout(quiet);
+    quiet = setTimeout(() => { document.getElementById("error").textContent = "not reachable: reconnecting"; }, 3000);
   };
 }
 // Polling, the fallback (and ?poll in the address).

@@ -83,8 +83,13 @@ async function poll() {
 if (window.EventSource && !/[?&]poll/.test(location.search)) {
   const es = new EventSource("/api/v1/events");
   let got = false;
-  es.onmessage = e => { got = true; show(JSON.parse(e.data)); };
-  es.onerror = () => { if (!got) { es.close(); poll(); } else set("error", "not reachable: reconnecting"); };
+  let quiet = null;
+  es.onmessage = e => { got = true; clearTimeout(quiet); show(JSON.parse(e.data)); };
+  es.onerror = () => {
+    if (!got) { es.close(); poll(); return; }
+    clearTimeout(quiet);  // a stream that ended is no error unless the next does not come
+    quiet = setTimeout(() => set("error", "not reachable: reconnecting"), 3000);
+  };
 } else {
   poll();
 }

@@ -169,7 +169,8 @@ TEST(DashboardEvents, PushChangingProgressBarsAndFiguresWhileAComputationRuns) {
   EventReader events(port, "/api/v1/events");
   ASSERT_FALSE(events.next().empty()) << "an event at once, before anything runs";
 
-  std::vector<std::int64_t> xs(200);
+  // 400 naps of 15 ms on four threads: 1.5 s, six events or so.
+  std::vector<std::int64_t> xs(400);
   for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<std::int64_t>(i);
   std::thread load([&] {
     auto fs = client.map(live_nap, xs);
@@ -217,8 +218,14 @@ TEST(DashboardEvents, PushChangingProgressBarsAndFiguresWhileAComputationRuns) {
   EXPECT_GE(last["progress"]["event_loop_latency"].get<double>(), 0.0);
   events.close();
 
-  // The scheduler's own figures in /metrics.
-  const std::string metrics = http_get(port, "/metrics").body;
+  // The scheduler's own figures in /metrics (its snapshot may be 0.2 s behind the stream).
+  std::string metrics;
+  wait_until(
+      [&] {
+        metrics = http_get(port, "/metrics").body;
+        return metrics.find("tessera_scheduler_tasks_finished_total " + std::to_string(xs.size())) != std::string::npos;
+      },
+      5);
   for (const char* name : {"tessera_scheduler_tasks_finished_total", "tessera_scheduler_tasks_per_second",
                            "tessera_scheduler_event_loop_latency_seconds", "tessera_scheduler_clients 1"})
     EXPECT_NE(metrics.find(name), std::string::npos) << name << " in\n" << metrics;
@@ -251,7 +258,7 @@ TEST(WorkerDashboardPage, ServesItsStatusPageRunningTasksAndCpu) {
   EXPECT_NE(page.headers.find("text/html"), std::string::npos);
   EXPECT_NE(page.body.find("id=\"w-running\""), std::string::npos);
 
-  std::vector<std::int64_t> xs(120);
+  std::vector<std::int64_t> xs(200);
   for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<std::int64_t>(i);
   auto fs = client.map(live_nap, xs);
   // While the naps run, the worker's API lists what its threads run.
