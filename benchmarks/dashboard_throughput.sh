@@ -60,12 +60,13 @@ for r in $(seq "$RUNS"); do
     --disable-extensions --user-data-dir="$TMP/profile" --remote-debugging-port=0 \
     "http://127.0.0.1:$PORT/status${PAGE_QUERY:-}" >/dev/null 2>&1 &
   BROWSER=$!
-  sleep 4  # the page loaded and listening
+  sleep 8  # loaded and listening: the browser's start-up (several processes) is not measured
   WITH+=("$(run)")
   echo "run $r with the page open: ${WITH[-1]} tasks/s"
   kill -KILL -- "-$BROWSER" 2>/dev/null || true
   wait "$BROWSER" 2>/dev/null || true
   BROWSER=""
+  sleep 2
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 echo "median without: $(median "${WITHOUT[@]}") tasks/s (${WITHOUT[*]})"

@@ -54,7 +54,7 @@ class SnapshotCache {
 using TaskStreamSource = std::function<TaskStreamPage(std::uint64_t since, std::size_t limit)>;
 
 /** @brief The most task-stream bars one server-sent event carries. */
-inline constexpr std::uint64_t kEventBars = 1000;
+inline constexpr std::uint64_t kEventBars = 500;
 
 /**
  * @brief /health, /metrics, /api/v1/{workers,tasks,progress,task-stream}, the server-sent events

@@ -43,7 +43,7 @@ th { background: #f0f0f0; } td:first-child, th:first-child { text-align: left; }
 <script>
 "use strict";
 const WINDOW_S = 20;          // seconds of task stream shown at most
-const KEEP = 20000;           // bars kept in the page (older ones thinned out past it)
+const KEEP = 10000;           // bars kept in the page (older ones thinned out past it)
 let since = 0, bars = [], uptime = 0, rate = [], finishedSeen = null;
 const colours = {};
 function colour(prefix) {

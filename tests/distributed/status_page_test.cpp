@@ -179,14 +179,18 @@ TEST(StatusPage, StaysResponsiveWith100000TasksInFlight) {
   {
     tessera_test::CdpBrowser browser(chromium, profile);
     const std::string session = browser.open("http://127.0.0.1:" + std::to_string(port) + "/status");
+    // "null" until the page (not yet the about:blank it replaces) ran its script.
     const std::string figures =
-        "JSON.stringify({updates: +document.body.dataset.updates, ms: +document.body.dataset.updateMs, "
+        "!document.getElementById('stream') || !document.body.dataset.updates ? 'null' : JSON.stringify({updates: +document.body.dataset.updates, ms: +document.body.dataset.updateMs, "
         "max: +document.body.dataset.updateMaxMs, bytes: +document.body.dataset.eventBytes, "
         "bars: +document.getElementById('stream').dataset.bars, "
         "finished: +document.getElementById('n-finished').textContent, "
         "transport: document.getElementById('transport').textContent})";
     ASSERT_TRUE(tessera_test::wait_until(
-        [&] { return nlohmann::json::parse(browser.evaluate(session, figures).get<std::string>())["updates"] > 0; },
+        [&] {
+          auto j = nlohmann::json::parse(browser.evaluate(session, figures).get<std::string>());
+          return j.is_object() && j["updates"].get<double>() > 0;
+        },
         20))
         << "the page got its first update";
     before = nlohmann::json::parse(browser.evaluate(session, figures).get<std::string>());
