@@ -12,6 +12,7 @@
 #include "../core/logging.hpp"
 #include "client_impl.hpp"
 #include "tessera/distributed/local_cluster.hpp"
+#include "tessera/distributed/progress.hpp"
 #include "util.hpp"
 
 namespace tessera::distributed {
@@ -384,6 +385,7 @@ std::vector<Future> Client::map_tasks(const std::string& op, std::vector<std::ve
 std::shared_ptr<const KeptResults> Client::keep(const Graph& graph, const std::vector<Key>& outputs) {
   const auto& impl = live();
   std::vector<Future> futures = persist(graph, outputs);
+  if (auto observer = execution_observer()) report_progress(futures, *observer);  // a ProgressBar: chunks done
   detail::wait_finished(*impl, futures);  // like the local executors: done, or the first task error
   auto kept = std::make_shared<KeptResults>();
   kept->holder = impl;
@@ -420,6 +422,7 @@ std::vector<Future> Client::persist(const Graph& graph, const std::vector<Key>& 
 
 std::vector<Value> Client::get(const Graph& graph, const std::vector<Key>& outputs) {
   auto futures = compute(graph, outputs);
+  if (auto observer = execution_observer()) report_progress(futures, *observer);
   return gather(futures);
 }
 

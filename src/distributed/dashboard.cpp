@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "status_page.hpp"
+#include "worker_page.hpp"
 
 namespace tessera::distributed {
 namespace {
@@ -28,7 +29,7 @@ HttpResponse not_found(const std::string& path, const char* endpoints) {
 
 constexpr const char* kSchedulerEndpoints =
     "/status /health /metrics /api/v1/workers /api/v1/tasks /api/v1/progress /api/v1/task-stream "
-    "/api/v1/adaptive-target";
+    "/api/v1/adaptive-target /api/v1/events";
 
 // A count from the query; a missing or malformed one is the default (the page never sends one).
 std::uint64_t query_count(const std::string& target, const std::string& name, std::uint64_t fallback) {
@@ -39,7 +40,30 @@ std::uint64_t query_count(const std::string& target, const std::string& name, st
 
 // The most entries one request copies under the scheduler's lock; the page asks for less.
 constexpr std::uint64_t kMaxTaskStreamRequest = 10000;
-constexpr const char* kWorkerEndpoints = "/health /metrics";
+constexpr const char* kWorkerEndpoints = "/status /health /metrics /api/v1/worker /api/v1/events";
+
+// One server-sent event: "data: <json>\n\n" (JSON from dump() has no newline to escape). The
+// first also tells EventSource to reconnect after 2 s rather than its default 3 s.
+std::string sse(const std::string& json_text, bool first) {
+  std::string out;
+  out.reserve(json_text.size() + 32);
+  if (first) out += "retry: 2000\n";
+  out += "data: ";
+  out += json_text;
+  out += "\n\n";
+  return out;
+}
+
+// ?max=n ends the stream after n events (EventSource then reconnects): for a browser under
+// virtual time (the tests' headless Chromium), which stands still while a response is open.
+HttpResponse event_stream(const HttpRequest& req, std::function<std::string()> next, double interval) {
+  HttpResponse r;
+  r.content_type = "text/event-stream";
+  r.next_event = std::move(next);
+  r.event_interval = interval;
+  r.max_events = static_cast<std::size_t>(query_count(req.target, "max", 0));
+  return r;
+}
 
 }  // namespace
 
@@ -70,7 +94,9 @@ std::string dashboard_host_of(const std::string& comm_address) {
 
 SchedulerDashboard::SchedulerDashboard(DashboardOptions options, std::function<SchedulerSnapshot()> take,
                                        TaskStreamSource task_stream)
-    : cache_(std::move(take), options.snapshot_interval), task_stream_(std::move(task_stream)) {
+    : cache_(std::move(take), options.snapshot_interval),
+      task_stream_(std::move(task_stream)),
+      event_interval_(options.event_interval) {
   server_ = std::make_unique<HttpServer>(std::move(options.http), [this](const HttpRequest& r) { return route(r); });
 }
 
@@ -104,6 +130,11 @@ HttpResponse SchedulerDashboard::route(const HttpRequest& req) {
     TaskStreamPage page = task_stream_ ? task_stream_(since, static_cast<std::size_t>(limit)) : TaskStreamPage{};
     return json(task_stream_json(page, since));
   }
+  if (p == "/api/v1/events") {
+    // Each viewer its own cursor into the task stream; the snapshot is the shared, cached one.
+    auto cursor = std::make_shared<EventCursor>();
+    return event_stream(req, [this, cursor] { return next_event(*cursor); }, event_interval_);
+  }
   if (p == "/status" || p == "/") {
     HttpResponse r = text(200, std::string(status_page_html()));
     r.content_type = "text/html; charset=utf-8";
@@ -112,8 +143,27 @@ HttpResponse SchedulerDashboard::route(const HttpRequest& req) {
   return not_found(p, kSchedulerEndpoints);
 }
 
+std::string SchedulerDashboard::next_event(EventCursor& cursor) {
+  const SchedulerSnapshot& s = cache_.get();
+  // At most kEventBars new bars per event: when more finished since the last one (tens of
+  // thousands of tasks a second), skip to the newest; the page draws recent bars, and the rest
+  // stay in /api/v1/task-stream and the client's get_task_stream().
+  std::uint64_t since = cursor.since;
+  std::uint64_t skipped = 0;
+  if (s.stream_newest > since + kEventBars) {
+    skipped = s.stream_newest - kEventBars - since;
+    since = s.stream_newest - kEventBars;
+  }
+  TaskStreamPage page = task_stream_ ? task_stream_(since, kEventBars) : TaskStreamPage{};
+  cursor.since = page.entries.empty() ? std::min(since, page.newest) : page.entries.back().id;
+  const bool first = cursor.events++ == 0;
+  std::string out = "{\"workers\":" + workers_json(s.info) + ",\"progress\":" + progress_json(s) +
+                    ",\"stream\":" + compact_bars_json(page, skipped) + "}";
+  return sse(out, first);
+}
+
 WorkerDashboard::WorkerDashboard(DashboardOptions options, std::function<WorkerSnapshot()> take)
-    : cache_(std::move(take), options.snapshot_interval) {
+    : cache_(std::move(take), options.snapshot_interval), event_interval_(options.event_interval) {
   server_ = std::make_unique<HttpServer>(std::move(options.http), [this](const HttpRequest& r) { return route(r); });
 }
 
@@ -125,7 +175,23 @@ HttpResponse WorkerDashboard::route(const HttpRequest& req) {
     r.content_type = kPrometheusContentType;
     return r;
   }
-  if (p == "/") return text(200, std::string("tessera worker\nendpoints: ") + kWorkerEndpoints + "\n");
+  if (p == "/api/v1/worker") return json(worker_status_json(cache_.get()));
+  if (p == "/api/v1/events") {
+    auto first = std::make_shared<bool>(true);
+    return event_stream(
+        req,
+        [this, first] {
+          bool f = *first;
+          *first = false;
+          return sse(worker_status_json(cache_.get()), f);
+        },
+        event_interval_);
+  }
+  if (p == "/status" || p == "/") {
+    HttpResponse r = text(200, std::string(worker_page_html()));
+    r.content_type = "text/html; charset=utf-8";
+    return r;
+  }
   return not_found(p, kWorkerEndpoints);
 }
 

@@ -23,6 +23,7 @@ namespace tessera::distributed {
 struct DashboardOptions {
   HttpServerOptions http;
   double snapshot_interval = 0.2;  ///< seconds a snapshot is served before a new one is taken
+  double event_interval = 0.25;    ///< seconds between server-sent events (/api/v1/events)
 };
 
 /**
@@ -52,9 +53,12 @@ class SnapshotCache {
 /** @brief Up to `limit` task-stream entries after `since`, copied under the scheduler's lock. */
 using TaskStreamSource = std::function<TaskStreamPage(std::uint64_t since, std::size_t limit)>;
 
+/** @brief The most task-stream bars one server-sent event carries. */
+inline constexpr std::uint64_t kEventBars = 500;
+
 /**
- * @brief /health, /metrics, /api/v1/{workers,tasks,progress,task-stream} and the /status page of
- * the scheduler.
+ * @brief /health, /metrics, /api/v1/{workers,tasks,progress,task-stream}, the server-sent events
+ * of /api/v1/events and the /status page of the scheduler.
  */
 class SchedulerDashboard {
  public:
@@ -65,17 +69,26 @@ class SchedulerDashboard {
   /** @brief Stops serving; the snapshot function is never called after it returns. */
   void stop() { server_->stop(); }
 
+  /** @brief Where one viewer of /api/v1/events is in the task stream. */
+  struct EventCursor {
+    std::uint64_t since = 0;
+    std::uint64_t events = 0;
+  };
+
  private:
   HttpResponse route(const HttpRequest& req);
+  // The next event for a viewer: workers, progress and the bars new to it, on the HTTP thread.
+  std::string next_event(EventCursor& cursor);
   SnapshotCache<SchedulerSnapshot> cache_;
   TaskStreamSource task_stream_;
+  double event_interval_;
   std::unique_ptr<HttpServer> server_;
 };
 
 /** @brief The value of `name` in a target's query ("/x?since=5&limit=10"), nullopt when absent. */
 std::optional<std::string> query_parameter(const std::string& target, const std::string& name);
 
-/** @brief /health and /metrics of a worker. */
+/** @brief /health, /metrics, the /status page and its /api/v1/{worker,events} of a worker. */
 class WorkerDashboard {
  public:
   WorkerDashboard(DashboardOptions options, std::function<WorkerSnapshot()> take);
@@ -86,6 +99,7 @@ class WorkerDashboard {
  private:
   HttpResponse route(const HttpRequest& req);
   SnapshotCache<WorkerSnapshot> cache_;
+  double event_interval_;
   std::unique_ptr<HttpServer> server_;
 };
 

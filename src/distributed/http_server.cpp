@@ -1,6 +1,8 @@
 #include "http_server.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
@@ -100,7 +102,103 @@ class Session : public std::enable_shared_from_this<Session> {
         r.body = std::string("internal error: ") + e.what() + "\n";
       }
     }
+    if (r.next_event && !head && r.status == 200) return start_events(std::move(r), version);
     write(r, version, head, !keep_alive);
+  }
+
+  // ---- server-sent events: a response that never ends ----------------------------------------
+  void start_events(HttpResponse r, unsigned version) {
+    next_event_ = std::move(r.next_event);
+    events_left_ = r.max_events;
+    event_interval_ = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(r.event_interval > 0 ? r.event_interval : 0.25));
+    auto res = std::make_shared<http::response<http::empty_body>>(http::status::ok, version);
+    res->set(http::field::server, server_header());
+    res->set(http::field::content_type, "text/event-stream");
+    res->set(http::field::cache_control, "no-cache");
+    res->chunked(true);  // each event a chunk; the length of the whole is never known
+    // Not reused after a stream that ends (max_events): this connection reads nothing more.
+    res->keep_alive(false);
+    auto sr = std::make_shared<http::response_serializer<http::empty_body>>(*res);
+    // The timeouts are ours from here: a stream's read (below) waits for ever, its writes are
+    // watched by the timer.
+    stream_.expires_never();
+    writing_since_ = std::chrono::steady_clock::now();
+    http::async_write_header(stream_, *sr, [self = shared_from_this(), res, sr](beast::error_code ec, std::size_t) {
+      self->writing_since_.reset();
+      if (ec) return self->close();
+      self->watch_for_close();
+      self->send_event();
+    });
+  }
+
+  // A client that closes the stream (a tab closed, EventSource.close()) is seen by a read; what
+  // it might send meanwhile is dropped.
+  void watch_for_close() {
+    stream_.async_read_some(asio::buffer(discard_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec) return self->close_events();
+      self->watch_for_close();
+    });
+  }
+
+  void send_event() {
+    if (closed_ || ending_) return;
+    if (writing_since_) {
+      // The last event is still on its way: this client reads slower than we send. Skip a round
+      // rather than queue; give it up when it has read nothing for the idle timeout.
+      if (std::chrono::steady_clock::now() - *writing_since_ > shared_->idle) return close_events();
+      return schedule_event();
+    }
+    std::string data;
+    try {
+      data = next_event_();
+    } catch (const std::exception& e) {
+      logging::warn("{}: an event failed: {}", shared_->name, e.what());
+      return close_events();
+    }
+    if (data.empty()) return schedule_event();
+    auto buf = std::make_shared<std::string>(std::move(data));
+    writing_since_ = std::chrono::steady_clock::now();
+    const bool last = events_left_ == 1;
+    if (events_left_ > 0) --events_left_;
+    asio::async_write(stream_, http::make_chunk(asio::buffer(*buf)),
+                      [self = shared_from_this(), buf, last](beast::error_code ec, std::size_t) {
+                        self->writing_since_.reset();
+                        if (ec) return self->close_events();
+                        if (last) self->end_events();
+                      });
+    if (!last) schedule_event();
+  }
+
+  // The stream's end (max_events sent): the last chunk, then our side closes; the connection
+  // goes when the client closes its side (seen by watch_for_close's read), or 2 s later.
+  void end_events() {
+    ending_ = true;
+    asio::async_write(stream_, http::make_chunk_last(), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec) return self->close_events();
+      beast::error_code ignored;
+      self->stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+      if (!self->timer_) self->timer_.emplace(self->stream_.get_executor());
+      self->timer_->expires_after(std::chrono::seconds(2));
+      self->timer_->async_wait([self](beast::error_code e) {
+        if (!e) self->close_events();
+      });
+    });
+  }
+
+  void schedule_event() {
+    if (!timer_) timer_.emplace(stream_.get_executor());
+    timer_->expires_after(event_interval_);
+    timer_->async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (!ec) self->send_event();
+    });
+  }
+
+  void close_events() {
+    if (closed_) return;
+    closed_ = true;
+    if (timer_) timer_->cancel();
+    close();
   }
 
   void write(const HttpResponse& r, unsigned version, bool head, bool close_after) {
@@ -153,6 +251,14 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<http::request_parser<http::string_body>> parser_;
   std::shared_ptr<const Shared> shared_;
   std::array<char, 4096> discard_;
+  // Server-sent events (start_events): the source, its pace, and the write in progress.
+  std::function<std::string()> next_event_;
+  std::chrono::steady_clock::duration event_interval_{};
+  std::optional<asio::steady_timer> timer_;
+  std::optional<std::chrono::steady_clock::time_point> writing_since_;
+  std::size_t events_left_ = 0;  // 0: no limit
+  bool ending_ = false;  // the last event went
+  bool closed_ = false;
 };
 
 bool is_wildcard(const std::string& host) { return host == "0.0.0.0" || host == "::" || host.empty(); }

@@ -4,6 +4,7 @@
  * scheduler and the workers (docs/dashboard.md). It knows nothing of Tessera: a handler maps a
  * request to a response. Private to libtessera; Beast stays in http_server.cpp.
  */
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
@@ -29,6 +30,16 @@ struct HttpResponse {
   unsigned status = 200;
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
+  /**
+   * When set, the response is a stream of server-sent events instead of `body`: the headers go
+   * at once (text/event-stream, chunked), then the server calls `next_event` on its thread at
+   * once and every `event_interval` seconds, and sends what it returns (an empty string: nothing
+   * this round) until the client goes or the server stops. A client that does not read what was
+   * sent is skipped, and dropped after the idle timeout, so it never buffers without bound.
+   */
+  std::function<std::string()> next_event;
+  double event_interval = 0.25;
+  std::size_t max_events = 0;  ///< the stream ends after this many events (0: never)
 };
 
 struct HttpServerOptions {

@@ -6,7 +6,10 @@
 #include <prometheus/text_serializer.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <string_view>
+#include <unordered_map>
 #include <nlohmann/json.hpp>
 
 #include "tessera/distributed/scheduler_state.hpp"
@@ -56,6 +59,14 @@ std::vector<std::pair<std::string, double>> as_doubles(const std::vector<std::pa
   return out;
 }
 
+// NVML's figures; absent (not zero) where there is no NVML or no GPU.
+nlohmann::json usage_gpu_json(const ProcessUsage& u) {
+  return {{"name", u.gpu_name},
+          {"utilization", u.gpu_utilization},
+          {"memory_used", u.gpu_memory_used},
+          {"memory_total", u.gpu_memory_total}};
+}
+
 }  // namespace
 
 std::string scheduler_metrics_text(const SchedulerSnapshot& s) {
@@ -73,6 +84,14 @@ std::string scheduler_metrics_text(const SchedulerSnapshot& s) {
   m.gauge("tessera_scheduler_worker_threads", "Threads of all workers together", threads);
   m.gauge("tessera_scheduler_workers_paused", "Workers paused near their memory limit", paused);
   m.gauge("tessera_scheduler_uptime_seconds", "Seconds since the scheduler started", s.info.uptime);
+  m.counter("tessera_scheduler_tasks_finished_total", "Tasks run so far (transfers not counted)",
+            static_cast<double>(s.tasks_finished));
+  m.gauge("tessera_scheduler_tasks_per_second", "Tasks finished per second over the last 3 seconds",
+          s.tasks_per_second);
+  m.gauge("tessera_scheduler_event_loop_latency_seconds",
+          "How late the scheduler's periodic tick last ran (its loop or lock was busy)", s.event_loop_latency);
+  m.gauge("tessera_scheduler_event_loop_latency_maximum_seconds",
+          "The largest tick delay lately (halves every 2 seconds)", s.event_loop_latency_max);
   return m.text();
 }
 
@@ -80,10 +99,24 @@ std::string worker_metrics_text(const WorkerSnapshot& s) {
   Metrics m;
   m.gauges("tessera_worker_tasks", "Number of tasks at worker", "state", as_doubles(s.task_states));
   m.gauge("tessera_worker_threads", "Number of worker threads", s.nthreads);
-  // Dask's managed/spilled split; "unmanaged" (process memory besides results) is not measured.
+  // Dask's split: managed (results in memory), unmanaged (the rest of the resident process, from
+  // the last heartbeat's /proc reading), spilled (results on disk).
+  const double managed = static_cast<double>(s.stats.memory_bytes);
+  const double rss = static_cast<double>(s.usage.rss);
   m.gauges("tessera_worker_memory_bytes", "Memory breakdown", "type",
-           {{"managed", static_cast<double>(s.stats.memory_bytes)},
+           {{"managed", managed},
+            {"unmanaged", rss > managed ? rss - managed : 0.0},
             {"spilled", static_cast<double>(s.stats.spilled_bytes)}});
+  if (s.usage.cpu >= 0)
+    m.gauge("tessera_worker_cpu_percent", "CPU use of the worker process, percent of one core", s.usage.cpu);
+  // Only a worker whose GPU NVML answered for has these (none without NVML).
+  if (!s.usage.gpu_name.empty()) {
+    m.gauge("tessera_gpu_utilization", "GPU utilization, percent (NVML)", s.usage.gpu_utilization);
+    m.gauge("tessera_gpu_memory_used_bytes", "GPU memory used on the device (NVML)",
+            static_cast<double>(s.usage.gpu_memory_used));
+    m.gauge("tessera_gpu_memory_total_bytes", "GPU memory on the device (NVML)",
+            static_cast<double>(s.usage.gpu_memory_total));
+  }
   m.gauge("tessera_worker_memory_limit_bytes", "Bytes of results held in memory before spilling (0: no limit)",
           static_cast<double>(s.memory_limit));
   m.gauge("tessera_worker_device_memory_bytes", "Bytes of results held in GPU memory",
@@ -145,7 +178,10 @@ std::string workers_json(const wire::ClusterInfo& info) {
                        {"device_spilled_bytes", w.device_spilled_bytes},
                        {"spilled", w.spilled},
                        {"bytes_received", w.bytes_received},
-                       {"bytes_sent", w.bytes_sent}});
+                       {"bytes_sent", w.bytes_sent},
+                       {"rss", w.usage.rss}});
+    if (w.usage.cpu >= 0) workers.back()["cpu"] = w.usage.cpu;
+    if (!w.usage.gpu_name.empty()) workers.back()["gpu"] = usage_gpu_json(w.usage);
   }
   json out = {{"num_workers", info.workers.size()}, {"workers", std::move(workers)}};
   return out.dump();
@@ -174,25 +210,75 @@ std::string progress_json(const SchedulerSnapshot& s) {
   nlohmann::json out = {{"uptime", s.info.uptime},
                         {"finished", s.tasks_finished},
                         {"clients", s.clients},
+                        {"tasks_per_second", s.tasks_per_second},
+                        {"event_loop_latency", s.event_loop_latency},
+                        {"event_loop_latency_max", s.event_loop_latency_max},
                         {"prefixes", std::move(prefixes)}};
   return out.dump();
 }
 
 std::string task_stream_json(const TaskStreamPage& page, std::uint64_t since) {
   nlohmann::json tasks = nlohmann::json::array();
-  for (const auto& e : page.entries)
-    tasks.push_back({{"id", e.id},
-                     {"key", e.key},
-                     {"prefix", e.prefix},
-                     {"worker", e.worker},
-                     {"thread", e.thread},
-                     {"start", e.start},
-                     {"stop", e.stop},
-                     {"nbytes", e.nbytes}});
+  for (const auto& e : page.entries) tasks.push_back(task_stream_entry_json(e));
   // Past the newest (a scheduler that restarted its count): start again from its newest.
   std::uint64_t next = page.entries.empty() ? std::min(since, page.newest) : page.entries.back().id;
   nlohmann::json out = {
       {"newest", page.newest}, {"dropped", page.dropped}, {"next", next}, {"tasks", std::move(tasks)}};
+  return out.dump();
+}
+
+}  // namespace tessera::distributed
+
+namespace tessera::distributed {
+
+std::string compact_bars_json(const TaskStreamPage& page, std::uint64_t skipped) {
+  std::unordered_map<std::string_view, std::size_t> worker_ids, prefix_ids;
+  nlohmann::json workers = nlohmann::json::array(), prefixes = nlohmann::json::array(), bars = nlohmann::json::array();
+  auto id_of = [](std::unordered_map<std::string_view, std::size_t>& ids, nlohmann::json& names, const std::string& s) {
+    auto [it, added] = ids.emplace(s, ids.size());
+    if (added) names.push_back(s);
+    return it->second;
+  };
+  auto ms = [](double t) { return std::round(t * 1e4) / 1e4; };
+  for (const auto& e : page.entries)
+    bars.push_back({id_of(worker_ids, workers, e.worker), e.thread, ms(e.start), ms(e.stop),
+                    id_of(prefix_ids, prefixes, e.prefix)});
+  // The bars' ids are from+1, from+2, ...: a page that reconnected drops those it has.
+  const std::uint64_t from = page.entries.empty() ? page.newest : page.entries.front().id - 1;
+  nlohmann::json out = {{"newest", page.newest},       {"from", from}, {"dropped", page.dropped}, {"skipped", skipped},
+                        {"workers", std::move(workers)}, {"prefixes", std::move(prefixes)}, {"bars", std::move(bars)}};
+  return out.dump();
+}
+
+nlohmann::json task_stream_entry_json(const TaskStreamEntry& e) {
+  return {{"id", e.id},         {"key", e.key},   {"prefix", e.prefix}, {"worker", e.worker},
+          {"thread", e.thread}, {"start", e.start}, {"stop", e.stop},    {"nbytes", e.nbytes}};
+}
+
+std::string worker_status_json(const WorkerSnapshot& s) {
+  nlohmann::json running = nlohmann::json::array();
+  for (const auto& [key, op] : s.running) running.push_back({{"key", key}, {"prefix", op}});
+  nlohmann::json states = nlohmann::json::object();
+  for (const auto& [name, n] : s.task_states) states[name] = n;
+  nlohmann::json out = {{"address", s.address},
+                        {"name", s.name},
+                        {"scheduler", s.scheduler},
+                        {"uptime", s.uptime},
+                        {"nthreads", s.nthreads},
+                        {"running", std::move(running)},
+                        {"states", std::move(states)},
+                        {"memory", s.stats.memory_bytes},
+                        {"spilled", s.stats.spilled_bytes},
+                        {"memory_limit", s.memory_limit},
+                        {"rss", s.usage.rss},
+                        {"executed", s.stats.executed},
+                        {"failed", s.stats.failed},
+                        {"bytes_received", s.stats.fetched_bytes},
+                        {"bytes_sent", s.stats.served_bytes},
+                        {"device_memory", s.stats.device_bytes},
+                        {"paused", s.stats.paused}};
+  if (s.usage.cpu >= 0) out["cpu"] = s.usage.cpu;
+  if (!s.usage.gpu_name.empty()) out["gpu"] = usage_gpu_json(s.usage);
   return out.dump();
 }
 

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "tessera/distributed/worker.hpp"
 #include "wire.hpp"
 
@@ -25,6 +27,9 @@ struct SchedulerSnapshot {
   std::uint64_t tasks_finished = 0;  ///< tasks run so far (transfers not counted)
   std::uint64_t stream_newest = 0;   ///< the task stream's newest id (tasks and transfers)
   std::size_t adaptive_target = 0;   ///< SchedulerState::adaptive_target() (/api/v1/adaptive-target)
+  double tasks_per_second = 0;       ///< tasks finished over the last 3 s
+  double event_loop_latency = 0;     ///< seconds the last tick fired late
+  double event_loop_latency_max = 0; ///< the worst lately (decays by half every 2 s)
 };
 
 /** @brief One worker as its dashboard sees it. */
@@ -37,6 +42,10 @@ struct WorkerSnapshot {
   /** Every worker task state by name, zeros included (the state machine's status_counts()). */
   std::vector<std::pair<std::string, std::size_t>> task_states;
   std::size_t transfer_incoming_count = 0;  ///< peers being fetched from now
+  ProcessUsage usage;                       ///< CPU, resident memory, GPU at the last heartbeat
+  std::vector<std::pair<std::string, std::string>> running;  ///< key, operation of tasks executing now
+  std::string scheduler;                    ///< the scheduler's address
+  double uptime = 0;
 };
 
 /** @brief Prometheus text: tessera_scheduler_workers, _clients, _tasks{state=...}, ... */
@@ -59,6 +68,17 @@ std::string progress_json(const SchedulerSnapshot& s);
  * "start", "stop", "nbytes"}]}; "next" is the since= of the following request.
  */
 std::string task_stream_json(const TaskStreamPage& page, std::uint64_t since);
+/**
+ * @brief The task stream for the live page, compact: {"newest", "from", "dropped", "skipped", "workers": [address...],
+ * "prefixes": [op...], "bars": [[worker index, thread, start, stop, prefix index], ...]}: the bars' ids are from+1,
+ * from+2, ...; times rounded to 0.1 ms:
+ * a third of task_stream_json's bytes per bar.
+ */
+std::string compact_bars_json(const TaskStreamPage& page, std::uint64_t skipped);
+/** @brief The JSON of one task-stream entry, as task_stream_json's "tasks" hold them. */
+nlohmann::json task_stream_entry_json(const TaskStreamEntry& e);
+/** @brief A worker's own page's figures: {"address", "name", "nthreads", "running": [...], "states": {...}, "memory", ...}. */
+std::string worker_status_json(const WorkerSnapshot& s);
 
 /** @brief The Content-Type of Prometheus' text exposition format. */
 inline constexpr const char* kPrometheusContentType = "text/plain; version=0.0.4; charset=utf-8";

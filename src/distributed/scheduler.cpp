@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -43,6 +45,7 @@ struct Conn {
   std::size_t device_spilled_bytes = 0;
   std::size_t spilled = 0;
   std::size_t bytes_received = 0, bytes_sent = 0;
+  ProcessUsage usage;  // CPU, memory, GPU from the last heartbeat (dashboards)
   // Worker clock -> scheduler clock for the task stream: the smallest (receive time - task stop)
   // seen, i.e. the clocks' difference plus the fastest message latency.
   double clock_offset = std::numeric_limits<double>::infinity();
@@ -112,6 +115,11 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
   // gets its best estimate, including bars recorded before a faster message improved it.
   std::unordered_map<std::string, double> clock_offsets;
   double idle_since = 0;
+  // The scheduler's own figures (the dashboard's), kept by the ticker: how late its timer fired
+  // (Dask's event-loop latency: a late tick means the lock, or the machine, was busy), and
+  // tasks finished over the last few seconds for the tasks-per-second rate.
+  double loop_latency = 0, loop_latency_max = 0;
+  std::deque<std::pair<double, std::uint64_t>> finished_samples;
 
   std::unique_ptr<comm::Listener> listener;
   std::vector<std::unique_ptr<comm::Listener>> other_listeners;
@@ -294,6 +302,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
         wi.spilled = it->second->spilled;
         wi.bytes_received = it->second->bytes_received;
         wi.bytes_sent = it->second->bytes_sent;
+        wi.usage = it->second->usage;
       }
       wi.summary = std::move(w);
       ci.workers.push_back(std::move(wi));
@@ -306,8 +315,25 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
   // on its own thread, after the lock is released).
   SchedulerSnapshot snapshot() const {
     std::lock_guard lock(mu);
-    return SchedulerSnapshot{info(),         clients.size(),       state.status_counts_by_op(),
-                             tasks_finished, task_stream.newest(), state.adaptive_target()};
+    SchedulerSnapshot s{info(), clients.size(), state.status_counts_by_op(), tasks_finished, task_stream.newest(),
+                        state.adaptive_target()};
+    s.event_loop_latency = loop_latency;
+    s.event_loop_latency_max = loop_latency_max;
+    if (finished_samples.size() > 1) {
+      const auto& [t0, n0] = finished_samples.front();
+      const auto& [t1, n1] = finished_samples.back();
+      if (t1 > t0) s.tasks_per_second = static_cast<double>(n1 - n0) / (t1 - t0);
+    }
+    return s;
+  }
+
+  // Called by the ticker with the lock held, `late` seconds after it was due.
+  void record_tick(double t, double late) {
+    loop_latency = late;
+    // The worst of the last ~10 s: decays so one stall does not show for ever.
+    loop_latency_max = std::max(late, loop_latency_max * std::pow(0.5, opt.tick_interval / 2.0));
+    finished_samples.emplace_back(t, tasks_finished);
+    while (finished_samples.size() > 2 && t - finished_samples.front().first > 3.0) finished_samples.pop_front();
   }
 
   // One bar of the task stream: O(1) (a hash lookup and a slot overwritten), under the lock
@@ -421,6 +447,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
                 c.spilled = x.spilled;
                 c.bytes_received = x.bytes_received;
                 c.bytes_sent = x.bytes_sent;
+                c.usage = std::move(x.usage);
               } else if constexpr (std::is_same_v<T, WorkerStatusChange>) {
                 x.address = c.id;
               } else {
@@ -531,10 +558,15 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
   // ---- time -------------------------------------------------------------------------------------
   void tick_loop() {
     std::unique_lock lock(mu);
+    const auto interval = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.tick_interval));
     while (!stopping) {
-      cv.wait_for(lock, std::chrono::duration<double>(opt.tick_interval));
+      const auto due = Clock::now() + interval;
+      cv.wait_until(lock, due);
       if (stopping) break;
+      // After the lock is taken again: a tick kept waiting by a long message handler is late.
+      const auto woke = Clock::now();
       double t = now();
+      record_tick(t, woke > due ? std::chrono::duration<double>(woke - due).count() : 0.0);
       handle(Tick{t});
       flush();
       drop_removed_workers(lock);

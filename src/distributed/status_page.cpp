@@ -28,7 +28,8 @@ th { background: #f0f0f0; } td:first-child, th:first-child { text-align: left; }
 <h1>Tessera scheduler</h1>
 <div id="summary"><span>workers <b id="n-workers">0</b></span><span>threads <b id="n-threads">0</b></span>
 <span>tasks/s <b id="tasks-per-second">0</b></span><span>finished <b id="n-finished">0</b></span>
-<span>clients <b id="n-clients">0</b></span><span>uptime <b id="uptime">0</b> s</span><span id="error"></span></div>
+<span>clients <b id="n-clients">0</b></span><span>event loop <b id="loop-latency">0</b> ms</span>
+<span>uptime <b id="uptime">0</b> s</span><span>updates <b id="transport">-</b></span><span id="error"></span></div>
 <h2>Task stream</h2>
 <canvas id="stream" width="1240" height="200" data-bars="0"></canvas>
 <ul class="legend" id="stream-legend"></ul>
@@ -37,11 +38,12 @@ th { background: #f0f0f0; } td:first-child, th:first-child { text-align: left; }
 <th>processing</th><th>memory</th><th>erred</th><th>total</th></tr></thead><tbody></tbody></table>
 <h2>Workers</h2>
 <table id="workers"><thead><tr><th>address</th><th>name</th><th>threads</th><th>running</th><th>managed</th>
-<th>spilled</th><th>limit</th><th>received</th><th>sent</th><th>GPU</th><th>GPU memory</th></tr></thead><tbody></tbody></table>
+<th>spilled</th><th>limit</th><th>process</th><th>CPU</th><th>received</th><th>sent</th><th>GPU</th><th>GPU use</th>
+<th>GPU memory</th></tr></thead><tbody></tbody></table>
 <script>
 "use strict";
 const WINDOW_S = 20;          // seconds of task stream shown at most
-const KEEP = 20000;           // bars kept in the page
+const KEEP = 10000;           // bars kept in the page (older ones thinned out past it)
 let since = 0, bars = [], uptime = 0, rate = [], finishedSeen = null;
 const colours = {};
 function colour(prefix) {
@@ -74,12 +76,20 @@ function showWorkers(w) {
     const tr = document.createElement("tr");
     tr.className = "worker-row";
     tr.dataset.address = x.address;
-    cell(tr, x.address); cell(tr, x.name); cell(tr, x.nthreads); cell(tr, x.processing);
+    // The worker's own page, where it serves one (--dashboard-address).
+    const page = x.extra && x.extra.dashboard;
+    const first = cell(tr, page ? "" : x.address);
+    if (page) { const a = document.createElement("a"); a.href = page + "/status"; a.textContent = x.address; first.appendChild(a); }
+    cell(tr, x.name); cell(tr, x.nthreads); cell(tr, x.processing);
     cell(tr, bytes(x.memory)); cell(tr, bytes(x.spilled || 0)); cell(tr, x.memory_limit ? bytes(x.memory_limit) : "none");
+    cell(tr, x.rss ? bytes(x.rss) : ""); cell(tr, x.cpu === undefined ? "" : Math.round(x.cpu) + " %").className = "cpu";
     cell(tr, bytes(x.bytes_received || 0)); cell(tr, bytes(x.bytes_sent || 0));
-    const g = x.gpus && x.gpus.length ? x.gpus[0] : null;
-    cell(tr, g ? g.name : "");
-    cell(tr, g ? bytes(x.device_memory) + " / " + bytes(g.total_memory) : "");
+    // NVML's live figures where the worker has them; else what it reported when it registered.
+    const g = x.gpus && x.gpus.length ? x.gpus[0] : null, n = x.gpu;
+    cell(tr, n ? n.name : g ? g.name : "");
+    cell(tr, n ? n.utilization + " %" : "");
+    cell(tr, n ? bytes(n.memory_used) + " / " + bytes(n.memory_total)
+               : g ? bytes(x.device_memory) + " / " + bytes(g.total_memory) : "");
     body.appendChild(tr);
   }
   document.getElementById("n-workers").textContent = w.num_workers;
@@ -95,7 +105,11 @@ function showProgress(p) {
   const now = p.uptime;
   rate.push([now, p.finished]);
   while (rate.length > 2 && now - rate[0][0] > 3) rate.shift();
-  if (rate.length > 1) {
+  if (p.event_loop_latency !== undefined)
+    document.getElementById("loop-latency").textContent = (1000 * p.event_loop_latency_max).toFixed(1);
+  if (p.tasks_per_second !== undefined) {
+    document.getElementById("tasks-per-second").textContent = Math.round(p.tasks_per_second);
+  } else if (rate.length > 1) {
     const [t0, n0] = rate[0], [t1, n1] = rate[rate.length - 1];
     document.getElementById("tasks-per-second").textContent = t1 > t0 ? Math.round((n1 - n0) / (t1 - t0)) : 0;
   }
@@ -122,7 +136,7 @@ function rowName(b) { return b.worker + (b.thread < 0 ? " #~transfers" : " #" + 
 function drawStream() {
   const cv = document.getElementById("stream"), ctx = cv.getContext("2d");
   const rowsByName = new Map();
-  for (const b of bars) rowsByName.set(rowName(b), true);
+  for (const b of bars) rowsByName.set(b.row, true);
   const rows = [...rowsByName.keys()].sort();
   const rowIndex = new Map(rows.map((r, i) => [r, i]));
   const rowH = Math.max(8, Math.min(24, Math.floor(180 / Math.max(1, rows.length))));
@@ -144,7 +158,7 @@ function drawStream() {
     const x0 = left + (Math.max(b.start, start) - start) / span * width;
     const x1 = left + (b.stop - start) / span * width;
     ctx.fillStyle = colour(b.prefix);
-    ctx.fillRect(x0, rowIndex.get(rowName(b)) * rowH + 1, Math.max(1, x1 - x0), rowH - 2);
+    ctx.fillRect(x0, rowIndex.get(b.row) * rowH + 1, Math.max(1, x1 - x0), rowH - 2);
     drawn++;
   }
   ctx.fillStyle = "#666";
@@ -163,23 +177,80 @@ function drawStream() {
     li.appendChild(sw); li.appendChild(document.createTextNode(p)); legend.appendChild(li);
   }
 }
+function addBars(list) {
+  for (const t of list) { t.row = rowName(t); bars.push(t); }  // named once, not at every redraw
+  if (bars.length > KEEP) {
+    // Keep the newer half as it is and every other bar of the older half: 100,000 tasks in
+    // flight neither grow the page nor empty its past.
+    const half = bars.length - Math.floor(KEEP / 2);
+    bars = bars.slice(0, half).filter((b, i) => i % 2 === 0).concat(bars.slice(half));
+  }
+}
+// How long an update takes the page (parsing, tables, canvas), for people and for tests.
+const stats = document.body.dataset;
+stats.updates = 0; stats.updateMs = 0; stats.updateMaxMs = 0; stats.eventBytes = 0;
+function timed(f) {
+  const t0 = performance.now();
+  f();
+  const ms = performance.now() - t0;
+  stats.updates = +stats.updates + 1;
+  stats.updateMs = ms.toFixed(2);
+  stats.updateMaxMs = Math.max(+stats.updateMaxMs, ms).toFixed(2);
+}
+// Pushed updates: /api/v1/events sends workers, progress and the new bars a few times a second.
+let seenId = 0;  // the newest bar shown: a reconnected stream starts again with bars the page has
+function listen() {
+  const max = /[?&]events=(\d+)/.exec(location.search);  // ?events=n: streams of n events (tests)
+  const es = new EventSource("/api/v1/events" + (max ? "?max=" + max[1] : ""));
+  let got = false;
+  es.onmessage = e => {
+    got = true;
+    stats.eventBytes = +stats.eventBytes + e.data.length;
+    timed(() => {
+      const d = JSON.parse(e.data), st = d.stream;
+      showWorkers(d.workers);
+      showProgress(d.progress);
+      if (st.newest < seenId) seenId = 0;  // a scheduler that started again
+      const fresh = st.bars.slice(Math.max(0, seenId - st.from));
+      seenId = Math.max(seenId, st.from + st.bars.length);
+      addBars(fresh.map(b => ({worker: st.workers[b[0]], thread: b[1], start: b[2], stop: b[3],
+                               prefix: st.prefixes[b[4]]})));
+      drawStream();
+    });
+    clearTimeout(quiet);
+    document.getElementById("transport").textContent = "pushed";
+    document.getElementById("error").textContent = "";
+  };
+  let quiet = null;
+  es.onerror = () => {
+    // Never connected (a proxy that buffers streams, an old server): poll instead. Once it
+    // worked, EventSource reconnects by itself: a stream that ended is no error unless the
+    // next does not come.
+    if (!got) { es.close(); poll(); return; }
+    clearTimeout(quiet);
+    quiet = setTimeout(() => { document.getElementById("error").textContent = "not reachable: reconnecting"; }, 3000);
+  };
+}
+// Polling, the fallback (and ?poll in the address).
 async function poll() {
+  document.getElementById("transport").textContent = "polled";
   try {
     const [w, p, s] = await Promise.all([json("/api/v1/workers"), json("/api/v1/progress"),
                                          json("/api/v1/task-stream?tail=" + KEEP + "&since=" + since)]);
-    showWorkers(w);
-    showProgress(p);
-    since = s.next;
-    for (const t of s.tasks) bars.push(t);
-    if (bars.length > KEEP) bars = bars.slice(bars.length - KEEP);
-    drawStream();
+    timed(() => {
+      showWorkers(w);
+      showProgress(p);
+      since = s.next;
+      addBars(s.tasks);
+      drawStream();
+    });
     document.getElementById("error").textContent = "";
   } catch (e) {
     document.getElementById("error").textContent = "not reachable: " + e.message;
   }
   setTimeout(poll, 300);
 }
-poll();
+if (window.EventSource && !/[?&]poll/.test(location.search)) listen(); else poll();
 </script>
 </body>
 </html>

@@ -2,8 +2,9 @@
 /**
  * @file The scheduler dashboard's live page (/status): one self-contained HTML document with
  * its script and styles inline (the machines it runs on have no internet, so nothing comes from
- * a CDN). It polls /api/v1/workers, /api/v1/progress and /api/v1/task-stream a few times a
- * second and draws the task stream on a canvas. Private to libtessera.
+ * a CDN). Its updates are pushed by /api/v1/events (server-sent events) a few times a second;
+ * where they do not arrive it polls /api/v1/workers, /api/v1/progress and /api/v1/task-stream.
+ * It draws the task stream on a canvas. Private to libtessera.
  */
 #include <string_view>
 

@@ -48,8 +48,13 @@ void serialize(A& ar, AddWorker& e) {
   ar(e.address, e.name, e.nthreads, e.resources, e.memory_limit, e.ops, e.now);
 }
 template <class A>
+void serialize(A& ar, ProcessUsage& u) {
+  ar(u.cpu, u.rss, u.gpu_name, u.gpu_utilization, u.gpu_memory_used, u.gpu_memory_total);
+}
+template <class A>
 void serialize(A& ar, Heartbeat& e) {
-  ar(e.address, e.now, e.memory, e.device_memory, e.device_spilled_bytes, e.spilled, e.bytes_received, e.bytes_sent);
+  ar(e.address, e.now, e.memory, e.device_memory, e.device_spilled_bytes, e.spilled, e.bytes_received, e.bytes_sent,
+     e.usage);
 }
 template <class A>
 void serialize(A& ar, WorkerStatusChange& e) {
@@ -195,10 +200,11 @@ struct WorkerInfo {
   std::size_t device_spilled_bytes = 0;  ///< last heartbeat
   std::size_t spilled = 0;  ///< bytes on disk, last heartbeat
   std::size_t bytes_received = 0, bytes_sent = 0;  ///< transfers so far, last heartbeat
+  ProcessUsage usage;  ///< CPU, resident memory, GPU (NVML), last heartbeat
   template <class A>
   void serialize(A& ar) {
     ar(summary, pid, host, local_directory, extra, ops, gpus, device_memory_limit, device_memory, device_spilled_bytes,
-       spilled, bytes_received, bytes_sent);
+       spilled, bytes_received, bytes_sent, usage);
   }
 };
 

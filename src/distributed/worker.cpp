@@ -16,6 +16,8 @@
 
 #include "../core/logging.hpp"
 #include "dashboard.hpp"
+#include "nvml.hpp"
+#include "process_cpu.hpp"
 #include "nanny.hpp"
 #include "data_store.hpp"
 #include "options_check.hpp"
@@ -109,6 +111,9 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
   std::mutex qmu;  // the execution queue
   std::condition_variable qcv;
   std::deque<Execute> queue;
+  // What each execution thread runs now (its own dashboard's page): set when it takes a task
+  // and cleared when it comes back for the next, both under qmu, which it takes then anyway.
+  std::vector<std::shared_ptr<const Task>> running_now;
   std::vector<std::thread> threads;
 
   std::thread heartbeat;
@@ -127,6 +132,27 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
   std::atomic<std::size_t> executed{0}, failed{0}, fetched_keys{0}, fetched_bytes{0}, fetches{0}, served_keys{0},
       served_requests{0}, served_bytes{0};
   std::unique_ptr<WorkerDashboard> dashboard;
+  ProcessCpu cpu_meter;  // sampled by the heartbeat thread only
+  mutable std::mutex usage_mu;
+  ProcessUsage usage;  // the last heartbeat's, for this worker's own dashboard
+
+  // CPU, memory and GPU now: the CPU since the last call. NVML answers only for a worker with
+  // a GPU (by its UUID); without NVML the GPU fields stay empty.
+  ProcessUsage measure_usage() {
+    ProcessUsage u;
+    u.cpu = cpu_meter.sample();
+    u.rss = resident_bytes();
+    if (device >= 0)
+      if (auto g = gpu_usage(gpu.uuid, static_cast<unsigned>(std::max(0, gpu.ordinal)))) {
+        u.gpu_name = g->name;
+        u.gpu_utilization = g->utilization;
+        u.gpu_memory_used = g->memory_used;
+        u.gpu_memory_total = g->memory_total;
+      }
+    std::lock_guard lock(usage_mu);
+    usage = u;
+    return u;
+  }
 
   WorkerStats collect_stats() {
     WorkerStats s;
@@ -167,6 +193,17 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     }
     for (std::size_t i = 0; i < counts.size(); ++i)
       s.task_states.emplace_back(worker_task_status_name(static_cast<WorkerTaskStatus>(i)), counts[i]);
+    {
+      std::lock_guard q(qmu);
+      for (const auto& t : running_now)
+        if (t) s.running.emplace_back(t->key, t->op);
+    }
+    {
+      std::lock_guard lock(usage_mu);
+      s.usage = usage;
+    }
+    s.scheduler = opt.scheduler_address;
+    s.uptime = now();
     return s;
   }
 
@@ -318,10 +355,12 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
       Execute ex;
       {
         std::unique_lock q(qmu);
+        running_now[static_cast<std::size_t>(thread)].reset();
         qcv.wait(q, [&] { return !queue.empty() || closing_now(); });
         if (closing_now()) return;
         ex = std::move(queue.front());
         queue.pop_front();
+        running_now[static_cast<std::size_t>(thread)] = ex.task;
       }
       run_task(ex, thread);
     }
@@ -615,10 +654,11 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
       ccv.wait_for(l, std::chrono::duration<double>(opt.heartbeat_interval));
       if (closing) break;
       l.unlock();
+      ProcessUsage u = measure_usage();  // outside the lock: NVML may take a moment
       step([&] {
         outbox.push_back(Heartbeat{address, now(), store.memory_bytes(), store.device_bytes(),
                                    store.stats().device_spilled_bytes, store.spilled_bytes(), fetched_bytes.load(),
-                                   served_bytes.load()});
+                                   served_bytes.load(), u});
         check_memory();
       });
       probe_scheduler();
@@ -778,6 +818,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     tell_nanny_ready();
     // Several workers share a host (and a worker may run several tasks): BLAS on one thread each.
     tessera::detail::single_thread_blas();
+    running_now.resize(static_cast<std::size_t>(std::max(1, opt.nthreads)));
     for (int i = 0; i < std::max(1, opt.nthreads); ++i) threads.emplace_back([this, i] { exec_loop(i); });
     heartbeat = std::thread([this] { heartbeat_loop(); });
     flusher = std::thread([this] { flush_loop(); });

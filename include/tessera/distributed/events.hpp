@@ -73,6 +73,15 @@ struct RemoveWorker {
 };
 
 /** @brief A worker is alive; `memory` is the bytes it holds. */
+/** @brief A worker process's use of its machine, measured with each heartbeat (dashboards only). */
+struct ProcessUsage {
+  double cpu = -1;         ///< percent of one core since the last heartbeat (400: four busy cores); -1: unknown
+  std::size_t rss = 0;     ///< resident bytes of the process
+  std::string gpu_name;    ///< empty: no GPU figures (no NVML, or no GPU on this worker)
+  int gpu_utilization = 0;  ///< percent (NVML)
+  std::size_t gpu_memory_used = 0, gpu_memory_total = 0;  ///< bytes on the whole device (NVML)
+};
+
 struct Heartbeat {
   std::string address;
   Time now = 0;
@@ -82,6 +91,7 @@ struct Heartbeat {
   std::size_t spilled = 0;  ///< bytes of results spilled to disk now (scheduler_info only)
   std::size_t bytes_received = 0;  ///< fetched from peers so far (scheduler_info only)
   std::size_t bytes_sent = 0;      ///< served to peers and clients so far (scheduler_info only)
+  ProcessUsage usage;              ///< CPU, memory, GPU (dashboards only)
 };
 
 /** @brief A worker paused (near its memory limit) or resumed. Workers emit it themselves. */
