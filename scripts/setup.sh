@@ -23,6 +23,7 @@ PACKAGES=(
   libboost-dev prometheus-cpp-dev nlohmann-json3-dev
   libcereal-dev libspdlog-dev librandom123-dev libopenblas-dev liblapacke-dev libeigen3-dev libsleef-dev libucx-dev ucx-utils libcli11-dev libhdf5-dev libssl-dev
   python3-venv
+  openssl  # the tls:// tests make their certificates with it (tests/support/tls_certs.hpp)
   chromium  # the dashboard's browser test (tests/distributed/status_page_test.cpp)
 )
 

@@ -466,6 +466,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     if (!connect) return;
     comm::CommOptions co;
     co.token = opt.token;
+    co.security = opt.security;
     co.name = address;
     co.max_header_bytes = kClusterMaxHeaderBytes;
     comm::connect_async(g.peer, co, [weak, p](std::shared_ptr<comm::Comm> c, std::exception_ptr err) {
@@ -690,6 +691,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     setup_gpu();
     comm::CommOptions co;
     co.token = opt.token;
+    co.security = opt.security;
     co.max_header_bytes = kClusterMaxHeaderBytes;
     std::weak_ptr<Impl> weak = shared_from_this();
     listener = comm::listen(
