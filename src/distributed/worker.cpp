@@ -764,8 +764,9 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     // What carries its scheduler link ("ucx (sysv/memory, cma/memory)" or "tcp") and what its
     // listener offers peers (docs/ucx.md).
     hello.extra["comm"] = scheduler->transport();
-    hello.extra["transports"] =
-        address.rfind("ucx://", 0) == 0 && comm::ucx_status().available ? "ucx,tcp" : "tcp";
+    hello.extra["transports"] = address.rfind("tls://", 0) == 0 ? "tls"
+                                : address.rfind("ucx://", 0) == 0 && comm::ucx_status().available ? "ucx,tcp"
+                                                                                                   : "tcp";
     if (device >= 0) {
       hello.gpus.push_back(gpu);
       hello.device_memory_limit = opt.device_memory_limit;

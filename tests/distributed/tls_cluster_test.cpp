@@ -90,7 +90,11 @@ TEST(TlsCluster, BinariesComputeOverTlsAndRefuseStrangers) {
   ASSERT_TRUE(client->wait_for_workers(2, 10s));
   const std::string address = client->scheduler_info().address;
   ASSERT_EQ(address.rfind("tls://", 0), 0u) << address;
-  for (const auto& w : client->scheduler_info().workers) EXPECT_EQ(w.address.rfind("tls://", 0), 0u) << w.address;
+  for (const auto& w : client->scheduler_info().workers) {
+    EXPECT_EQ(w.address.rfind("tls://", 0), 0u) << w.address;
+    EXPECT_EQ(w.extra.at("transports"), "tls");
+    EXPECT_EQ(w.extra.at("comm"), "tls");
+  }
 
   // The seed workload (64 chunks on two workers: partial sums move between them).
   expect_close(seed_expr(800, 100).compute(*client).item(), seed_expr(800, 100).compute(local_executor("sync")).item());
