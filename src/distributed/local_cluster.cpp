@@ -407,6 +407,7 @@ LocalCUDACluster::Plan LocalCUDACluster::plan(const LocalCUDAClusterOptions& o) 
   c.worker_args = o.worker_args;
   c.worker_args.insert(c.worker_args.end(), {"--device-memory-limit", o.device_memory_limit});
   c.token = o.token;
+  c.security = o.security;
   c.worker_ttl = o.worker_ttl;
   c.heartbeat_interval = o.heartbeat_interval;
   c.timeout = o.timeout;

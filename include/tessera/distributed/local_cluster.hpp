@@ -111,6 +111,7 @@ struct LocalCUDAClusterOptions {
   std::string device_memory_limit = "0.8";  ///< per worker: fraction of its device, bytes, or 0 (none)
   std::string resources;             ///< added to GPU=1 ("GPU=2" replaces the 1), e.g. "MEM=10e9"
   std::string protocol = "tcp";
+  comm::Security security;           ///< protocol "tls": as LocalClusterOptions::security
   std::string host = "127.0.0.1";
   int scheduler_port = 0;
   bool scheduler_process = false;    ///< run tessera-scheduler as a process (default: in this one)
