@@ -14,8 +14,13 @@
 #include <thread>
 #include <vector>
 
+#include <boost/asio/connect.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
 #include <gtest/gtest.h>
 
+#include "comm/tls_context.hpp"
+#include "comm/wire.hpp"
 #include "comm_test_util.hpp"
 #include "../support/tls_certs.hpp"
 #include "tessera/comm/comm.hpp"
@@ -275,6 +280,35 @@ TEST_F(TlsTest, WireCarriesNoPlaintext) {
   const auto sealed = send_through_relay("tls", server_options(), client_options(client_));
   EXPECT_GT(sealed.size(), 2 * secret.size());
   EXPECT_EQ(sealed.find(secret), std::string::npos);
+}
+
+TEST_F(TlsTest, LengthsAreCheckedInsideTlsAsOverTcp) {
+  // A peer with a good certificate that claims a 1 GiB header: closed with a protocol error
+  // (the limit is checked before any allocation, after decryption), and the server goes on.
+  auto so = server_options();
+  so.max_header_bytes = std::size_t{1} << 20;
+  EchoServer server("tls://127.0.0.1:0", so);
+  namespace asio = boost::asio;
+  asio::io_context io;
+  auto ctx = tessera::comm::detail::tls_context(client_, /*for_listener=*/false);
+  asio::ssl::stream<asio::ip::tcp::socket> tls(io, *ctx);
+  asio::ip::tcp::resolver resolver(io);
+  asio::connect(tls.next_layer(), resolver.resolve("127.0.0.1", std::to_string(port_of(server.address()))));
+  tls.handshake(asio::ssl::stream_base::client);
+  wire::Hello h;
+  h.nonce = wire::make_nonce();
+  h.name = "raw tls";
+  asio::write(tls, asio::buffer(wire::encode_hello(h)));
+  std::array<std::uint8_t, wire::kHelloFixedBytes> fixed{};
+  asio::read(tls, asio::buffer(fixed));
+  std::uint32_t version = 0;
+  std::vector<std::uint8_t> body(wire::decode_hello_fixed(fixed.data(), version));
+  asio::read(tls, asio::buffer(body));
+  asio::write(tls, asio::buffer(wire::encode_preamble(std::uint64_t{1} << 30, {})));
+  const auto why = server.wait_close(3s);
+  EXPECT_NE(why.find("protocol error"), std::string::npos) << why;
+  EXPECT_NE(why.find("header"), std::string::npos) << why;
+  expect_serves(server.address());
 }
 
 TEST_F(TlsTest, BadFilesAreToldAtStart) {
