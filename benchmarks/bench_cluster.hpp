@@ -25,8 +25,10 @@ struct ClusterArgs {
 inline void add_cluster_options(CLI::App& app, ClusterArgs& a) {
   app.add_option("--workers", a.workers, "worker processes of the local cluster");
   app.add_option("--threads", a.threads, "threads per worker");
-  app.add_option("--protocol", a.protocol, "tcp, or ucx (UCX between peers that have it, else TCP)")
-      ->check(CLI::IsMember({"tcp", "ucx"}));
+  app.add_option("--protocol", a.protocol,
+                 "tcp, tls (files from TESSERA_TLS_CA_FILE, TESSERA_TLS_CERT, TESSERA_TLS_KEY), or ucx (UCX "
+                 "between peers that have it, else TCP)")
+      ->check(CLI::IsMember({"tcp", "tls", "ucx"}));
   app.add_option("--device-memory-limit", a.device_memory_limit,
                  "GPU workers: device bytes kept per worker before spilling to host (e.g. 16GB, 0.5)");
 }

@@ -24,6 +24,7 @@ PACKAGES=(
   libcereal-dev libspdlog-dev librandom123-dev libopenblas-dev liblapacke-dev libeigen3-dev libsleef-dev libucx-dev ucx-utils libcli11-dev libhdf5-dev libssl-dev
   python3-venv
   openssh-client openssh-server iproute2  # SSHCluster's ssh; sshd in the namespaced hosts of tests/distributed/ssh_cluster_test.cpp
+  openssl  # the tls:// tests make their certificates with it (tests/support/tls_certs.hpp)
   chromium  # the dashboard's browser test (tests/distributed/status_page_test.cpp)
   slurmd slurmctld slurm-client munge  # SLURMCluster's tests: a single-node SLURM (tests/distributed/slurm_single_node.sh)
 )

@@ -169,7 +169,7 @@ struct Registry {
   std::mutex mu;
   std::map<std::string, std::shared_ptr<Transport>> transports;
   Registry() {
-    for (auto t : {make_tcp_transport(), make_inproc_transport(), make_ucx_transport()}) transports[t->scheme()] = t;
+    for (auto t : {make_tcp_transport(), make_tls_transport(), make_inproc_transport(), make_ucx_transport()}) transports[t->scheme()] = t;
   }
 };
 

@@ -1,4 +1,6 @@
-// tcp:// transport: Boost.Asio sockets on the comm runtime's I/O thread.
+// tcp:// transport: Boost.Asio sockets on the comm runtime's I/O thread. tls:// is the same
+// code over Boost.Asio's SSL stream (OpenSSL): a TLS handshake before the hello, and the
+// stream's reads and writes where tcp:// uses the socket's (see "TLS" below and tls_context.hpp).
 //
 // Small messages go through Asio (async_read_some into a 64 KiB buffer). The body of a large
 // message, and every write, use plain non-blocking recvmsg/sendmsg on the socket with no size
@@ -25,6 +27,7 @@
 #include "frame_pool.hpp"
 #include "inbox.hpp"
 #include "log_limiter.hpp"
+#include "tls_context.hpp"
 #include "transports.hpp"
 
 namespace tessera::comm::detail {
@@ -44,6 +47,8 @@ constexpr std::size_t kIoBudget = std::size_t{64} << 20;
 constexpr std::size_t kRcvLowat = std::size_t{1} << 20;
 // While paused by receive back-pressure, how often to look whether the owner took messages.
 constexpr auto kResumePoll = std::chrono::milliseconds(1);
+// TLS: a write of buffers up to this size in all is copied into one first.
+constexpr std::size_t kTlsGather = 64 * 1024;
 
 std::string endpoint_address(const tcp::endpoint& ep, const std::string& scheme = "tcp") {
   const auto a = ep.address();
@@ -111,17 +116,17 @@ struct Out {
 /** The live socket of one TcpComm; every member is touched on the I/O thread only. */
 class TcpConn : public std::enable_shared_from_this<TcpConn> {
  public:
-  TcpConn(std::shared_ptr<asio::io_context> io, tcp::socket socket, const CommOptions& options,
-          std::shared_ptr<Inbox> inbox, std::string peer, std::unique_ptr<ConnSlot> slot)
-      : io_(std::move(io)), socket_(std::move(socket)), options_(options), inbox_(std::move(inbox)),
-        peer_(std::move(peer)), resume_timer_(*io_), close_timer_(*io_), first_timer_(*io_),
-        slot_(std::move(slot)) {}
+  TcpConn(std::shared_ptr<asio::io_context> io, tcp::socket socket, std::unique_ptr<TlsStream> tls,
+          const CommOptions& options, std::shared_ptr<Inbox> inbox, std::string peer, std::unique_ptr<ConnSlot> slot)
+      : io_(std::move(io)), socket_(std::move(socket)), tls_(std::move(tls)), options_(options),
+        inbox_(std::move(inbox)), peer_(std::move(peer)), resume_timer_(*io_), close_timer_(*io_),
+        first_timer_(*io_), slot_(std::move(slot)) {}
 
   const CommOptions& options() const noexcept { return options_; }
 
   void start() {
     error_code ignored;
-    socket_.native_non_blocking(true, ignored);  // recvmsg/sendmsg below must never block
+    sock().native_non_blocking(true, ignored);  // recvmsg/sendmsg below must never block
     rbuf_.resize(kReadBuffer);
     // Only accepted connections (they hold a listener's slot) must speak first.
     if (slot_ && options_.first_message_timeout.count() > 0) {
@@ -163,14 +168,16 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
                                 std::to_string(self->options_.close_timeout.count()) + " ms";
         logging::warn("comm: {}: {}", self->peer_, why);
         error_code ignored;
-        self->socket_.set_option(asio::socket_base::linger(true, 0), ignored);  // reset, drop the rest
+        self->sock().set_option(asio::socket_base::linger(true, 0), ignored);  // reset, drop the rest
         self->fail(nullptr, why);
       });
     });
   }
 
  private:
-  int fd() { return socket_.native_handle(); }
+  int fd() { return sock().native_handle(); }
+  // The TCP socket: our own, or the one under the TLS stream.
+  tcp::socket& sock() { return tls_ ? tls_->next_layer() : socket_; }
 
   // ---- writing -----------------------------------------------------------------------------
   void enqueue(Out out) {
@@ -209,6 +216,7 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
 
   // Writes until done, the socket is full (then waits for room) or the budget is spent.
   void write_some(bool from_enqueue) {
+    if (tls_) return write_tls();
     std::size_t moved = 0;
     while (wnext_ < wiov_.size()) {
       if (moved >= kIoBudget) {
@@ -239,6 +247,29 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
     // Sent. Completions never run inside send(): a caller may hold a lock its callback takes.
     if (from_enqueue) asio::post(*io_, [self = shared_from_this()] { self->on_write({}); });
     else on_write({});
+  }
+
+  // TLS: the stream encrypts, so no sendmsg. Many small buffers (a batch of small messages)
+  // are gathered into one so they make one TLS record and one system call, not one each.
+  void write_tls() {
+    std::vector<asio::const_buffer> bufs;
+    std::size_t total = 0;
+    for (std::size_t i = wnext_; i < wiov_.size(); ++i) {
+      bufs.emplace_back(wiov_[i].iov_base, wiov_[i].iov_len);
+      total += wiov_[i].iov_len;
+    }
+    if (bufs.size() > 1 && total <= kTlsGather) {
+      tls_gather_.clear();
+      for (const auto& b : bufs)
+        tls_gather_.insert(tls_gather_.end(), static_cast<const std::uint8_t*>(b.data()),
+                           static_cast<const std::uint8_t*>(b.data()) + b.size());
+      bufs.assign(1, asio::buffer(tls_gather_));
+    }
+    // Completions always come through the io_context, never inside send().
+    asio::async_write(*tls_, bufs, [self = shared_from_this()](error_code ec, std::size_t) {
+      if (self->closed_) return;
+      self->on_write(ec);
+    });
   }
 
   // Drops n bytes from the front of iov[next...].
@@ -293,13 +324,15 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
       rend_ -= rbeg_;
       rbeg_ = 0;
     }
-    socket_.async_read_some(asio::buffer(rbuf_.data() + rend_, rbuf_.size() - rend_),
-                            [self = shared_from_this()](error_code ec, std::size_t n) {
-                              if (self->closed_) return;
-                              if (ec) return self->on_read_error(ec, n);
-                              self->rend_ += n;
-                              self->process();
-                            });
+    auto on_read = [self = shared_from_this()](error_code ec, std::size_t n) {
+      if (self->closed_) return;
+      if (ec) return self->on_read_error(ec, n);
+      self->rend_ += n;
+      self->process();
+    };
+    const auto room = asio::buffer(rbuf_.data() + rend_, rbuf_.size() - rend_);
+    if (tls_) tls_->async_read_some(room, std::move(on_read));
+    else socket_.async_read_some(room, std::move(on_read));
   }
 
   // Parses what rbuf_ holds, then asks for more.
@@ -418,7 +451,23 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
       if (target_size(i) > off) riov_.push_back({target_data(i) + off, target_size(i) - off});
     }
     rnext_ = 0;
+    if (tls_) return read_direct_tls();
     read_direct_some();
+  }
+
+  // TLS: the stream decrypts into the message's buffers until they are full.
+  void read_direct_tls() {
+    std::vector<asio::mutable_buffer> bufs;
+    for (const auto& v : riov_) bufs.emplace_back(v.iov_base, v.iov_len);
+    asio::async_read(*tls_, bufs, [self = shared_from_this()](error_code ec, std::size_t n) {
+      if (self->closed_) return;
+      self->in_got_ += n;
+      if (ec) return self->on_read_error(ec, 0);
+      self->riov_.clear();
+      self->tgt_ = self->ntargets();
+      self->finish_message();
+      self->process();
+    });
   }
 
   void read_direct_some() {
@@ -496,7 +545,8 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
     if (closed_) return;
     std::string why;
     bool mid_message = false;
-    if (ec == asio::error::eof || ec == asio::error::connection_reset) {
+    // A TLS peer that closes without close_notify (as fail() below does) reads as truncated.
+    if (ec == asio::error::eof || ec == asio::error::connection_reset || ec == asio::ssl::error::stream_truncated) {
       if (in_body_) {
         mid_message = true;
         why = "peer closed the connection in the middle of a message (" + std::to_string(in_got_ + n) +
@@ -530,8 +580,8 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
     close_timer_.cancel();
     first_timer_.cancel();
     error_code ignored;
-    socket_.shutdown(tcp::socket::shutdown_both, ignored);
-    socket_.close(ignored);
+    sock().shutdown(tcp::socket::shutdown_both, ignored);
+    sock().close(ignored);
     if (slot_) slot_->release();
     if (reason) inbox_->push_close(reason);
     auto queued = std::move(queue_);
@@ -551,7 +601,9 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
   }
 
   std::shared_ptr<asio::io_context> io_;
-  tcp::socket socket_;
+  tcp::socket socket_;               // tcp://; unused (not open) under TLS
+  std::unique_ptr<TlsStream> tls_;   // tls://: the stream over the socket
+  std::vector<std::uint8_t> tls_gather_;
   CommOptions options_;
   std::shared_ptr<Inbox> inbox_;
   std::string peer_;
@@ -584,11 +636,12 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
 
 class TcpComm final : public Comm {
  public:
-  TcpComm(std::shared_ptr<asio::io_context> io, tcp::socket socket, const CommOptions& options,
-          std::string local, std::string peer, PeerInfo info, std::unique_ptr<ConnSlot> slot)
+  TcpComm(std::shared_ptr<asio::io_context> io, tcp::socket socket, std::unique_ptr<TlsStream> tls,
+          const CommOptions& options, std::string local, std::string peer, PeerInfo info,
+          std::unique_ptr<ConnSlot> slot)
       : Comm(std::move(local), std::move(peer), std::move(info)) {
-    conn_ = std::make_shared<TcpConn>(std::move(io), std::move(socket), options, inbox(), peer_address(),
-                                      std::move(slot));
+    conn_ = std::make_shared<TcpConn>(std::move(io), std::move(socket), std::move(tls), options, inbox(),
+                                      peer_address(), std::move(slot));
   }
   ~TcpComm() override { close(); }
 
@@ -606,7 +659,8 @@ class TcpComm final : public Comm {
     if (is_closed()) return call_done(done, closed_error(peer_address(), close_reason()));
     Out out;
     std::vector<std::uint64_t> lens;
-    if (auto error = prepare_send(msg, conn_->options(), peer_address(), "tcp:// sends host memory only", out.header, lens))
+    if (auto error = prepare_send(msg, conn_->options(), peer_address(), "tcp:// and tls:// send host memory only",
+                                  out.header, lens))
       return call_done(done, std::move(error));
     out.head = wire::encode_preamble(out.header.size(), lens);
     if (out.header.size() <= kInlineHeader) {
@@ -628,9 +682,11 @@ class TcpSetup : public std::enable_shared_from_this<TcpSetup> {
  public:
   using Finish = std::function<void(std::shared_ptr<Comm>, std::exception_ptr)>;
 
-  TcpSetup(std::shared_ptr<asio::io_context> io, const CommOptions& options, std::string peer, Finish finish)
+  /** `tls_ctx` set: tls:// (the TLS handshake first); `scheme` names our and the peer's addresses. */
+  TcpSetup(std::shared_ptr<asio::io_context> io, const CommOptions& options, std::string peer, Finish finish,
+           std::string scheme = "tcp", std::shared_ptr<asio::ssl::context> tls_ctx = nullptr)
       : io_(io), socket_(*io), resolver_(*io), timer_(*io), options_(options), peer_(std::move(peer)),
-        finish_(std::move(finish)) {}
+        finish_(std::move(finish)), scheme_(std::move(scheme)), tls_ctx_(std::move(tls_ctx)) {}
 
   void connect(const HostPort& hp) {
     timer_.expires_after(options_.connect_timeout);
@@ -652,7 +708,7 @@ class TcpSetup : public std::enable_shared_from_this<TcpSetup> {
         error_code ignored;
         self->socket_.set_option(tcp::no_delay(true), ignored);
         self->connector_ = true;
-        self->handshake(endpoint_address(self->socket_.local_endpoint(ignored)));
+        self->begin(endpoint_address(self->socket_.local_endpoint(ignored), self->scheme_));
       });
     });
   }
@@ -662,10 +718,44 @@ class TcpSetup : public std::enable_shared_from_this<TcpSetup> {
     slot_ = std::move(slot);
     error_code ignored;
     socket_.set_option(tcp::no_delay(true), ignored);
-    handshake(listener_address);
+    begin(listener_address);
   }
 
  private:
+  tcp::socket& sock() { return tls_ ? tls_->next_layer() : socket_; }
+
+  // The whole buffer out or in, over TLS when this is tls://.
+  template <typename Buffers, typename Handler>
+  void write_all(const Buffers& b, Handler&& h) {
+    if (tls_) asio::async_write(*tls_, b, std::forward<Handler>(h));
+    else asio::async_write(socket_, b, std::forward<Handler>(h));
+  }
+  template <typename Buffers, typename Handler>
+  void read_all(const Buffers& b, Handler&& h) {
+    if (tls_) asio::async_read(*tls_, b, std::forward<Handler>(h));
+    else asio::async_read(socket_, b, std::forward<Handler>(h));
+  }
+
+  // One deadline for all of it, the TLS handshake included: a peer that opens TCP and never
+  // finishes TLS costs its slot for handshake_timeout at most, as one that sends no hello.
+  void begin(const std::string& our_address) {
+    timer_.expires_after(options_.handshake_timeout);
+    timer_.async_wait([self = shared_from_this()](error_code ec) {
+      if (ec || self->done_) return;
+      self->fail(std::make_exception_ptr(HandshakeError("no handshake from " + self->peer_ + " within " +
+                                                        std::to_string(self->options_.handshake_timeout.count()) +
+                                                        " ms")));
+    });
+    if (!tls_ctx_) return handshake(our_address);
+    tls_ = std::make_unique<TlsStream>(std::move(socket_), *tls_ctx_);
+    const auto type = connector_ ? asio::ssl::stream_base::client : asio::ssl::stream_base::server;
+    tls_->async_handshake(type, [self = shared_from_this(), our_address](error_code ec) {
+      if (self->done_) return;
+      if (ec) return self->io_failed("in", ec, "TLS handshake");
+      self->handshake(our_address);
+    });
+  }
+
   // Hellos first (nonces, no secret), then, with a token, each side's proof of it (wire.hpp);
   // a side goes on only after checking the other's proof. See docs/protocol.md.
   void handshake(const std::string& our_address) {
@@ -674,19 +764,12 @@ class TcpSetup : public std::enable_shared_from_this<TcpSetup> {
     } catch (const CommError& e) {
       return refuse(e.what());
     }
-    timer_.expires_after(options_.handshake_timeout);
-    timer_.async_wait([self = shared_from_this()](error_code ec) {
-      if (ec || self->done_) return;
-      self->fail(std::make_exception_ptr(HandshakeError("no handshake from " + self->peer_ + " within " +
-                                                        std::to_string(self->options_.handshake_timeout.count()) +
-                                                        " ms")));
-    });
     // Write first, then read: a refusal then never discards our hello, so the peer learns why too.
     out_ = wire::encode_hello(ours_);
-    asio::async_write(socket_, asio::buffer(out_), [self = shared_from_this()](error_code ec, std::size_t) {
+    write_all(asio::buffer(out_), [self = shared_from_this()](error_code ec, std::size_t) {
       if (self->done_) return;
       if (ec) return self->io_failed("sending", ec);
-      asio::async_read(self->socket_, asio::buffer(self->in_fixed_), [self](error_code ec, std::size_t) {
+      self->read_all(asio::buffer(self->in_fixed_), [self](error_code ec, std::size_t) {
         if (self->done_) return;
         if (ec) return self->io_failed("reading", ec);
         std::uint32_t version = 0, n = 0;
@@ -696,7 +779,7 @@ class TcpSetup : public std::enable_shared_from_this<TcpSetup> {
           return self->refuse(e.what());
         }
         self->in_body_.resize(n);  // n is at most kMaxHelloBody
-        asio::async_read(self->socket_, asio::buffer(self->in_body_), [self, version](error_code ec, std::size_t) {
+        self->read_all(asio::buffer(self->in_body_), [self, version](error_code ec, std::size_t) {
           if (self->done_) return;
           if (ec) return self->io_failed("reading", ec);
           wire::Hello theirs;
@@ -729,10 +812,10 @@ class TcpSetup : public std::enable_shared_from_this<TcpSetup> {
       return refuse(e.what());
     }
     proof_in_.assign(wire::kProofBytes, 0);
-    asio::async_write(socket_, asio::buffer(proof_out_), [self = shared_from_this()](error_code ec, std::size_t) {
+    write_all(asio::buffer(proof_out_), [self = shared_from_this()](error_code ec, std::size_t) {
       if (self->done_) return;
       if (ec) return self->io_failed("sending", ec, "token proof");
-      asio::async_read(self->socket_, asio::buffer(self->proof_in_), [self](error_code ec, std::size_t) {
+      self->read_all(asio::buffer(self->proof_in_), [self](error_code ec, std::size_t) {
         if (self->done_) return;
         if (ec) return self->io_failed("reading", ec, "token proof");
         if (!wire::proofs_equal(self->proof_in_, self->expected_))
@@ -743,9 +826,21 @@ class TcpSetup : public std::enable_shared_from_this<TcpSetup> {
   }
 
   void io_failed(const char* doing, error_code ec, const char* what = "hello") {
-    const std::string why = ec == asio::error::eof || ec == asio::error::connection_reset
-                                ? "the peer closed the connection"
-                                : ec.message();
+    std::string why;
+    if (ec == asio::error::eof || ec == asio::error::connection_reset || ec == asio::ssl::error::stream_truncated) {
+      why = "the peer closed the connection";
+      // A tls:// listener closes a plain connection at once; a tcp:// one never answers TLS.
+      if (!tls_ctx_ && std::string(doing) == "reading" && std::string(what) == "hello")
+        why += " (a tls:// address reached with tcp://? Its listener closes plain connections)";
+      else if (tls_ctx_ && connector_)
+        why += " (TLS: a listener closes a connection whose certificate it refuses; is ours signed by its CA?)";
+    } else if (is_tls_error(ec)) {
+      why = "TLS refused: " + ec.message();
+      if (tls_ && ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == SSL_R_WRONG_VERSION_NUMBER)
+        why += " (the peer does not speak TLS: a tcp:// listener?)";
+    } else {
+      why = ec.message();
+    }
     fail(std::make_exception_ptr(
         HandshakeError("handshake with " + peer_ + " failed while " + doing + " its " + what + ": " + why)));
   }
@@ -758,12 +853,12 @@ class TcpSetup : public std::enable_shared_from_this<TcpSetup> {
     done_ = true;
     timer_.cancel();
     error_code ec;
-    const auto local = endpoint_address(socket_.local_endpoint(ec));
-    const auto remote = endpoint_address(socket_.remote_endpoint(ec));
+    const auto local = endpoint_address(sock().local_endpoint(ec), scheme_);
+    const auto remote = endpoint_address(sock().remote_endpoint(ec), scheme_);
     if (ec) return finish(nullptr, std::make_exception_ptr(CommError("connection to " + peer_ + " lost: " + ec.message())));
     PeerInfo info{theirs.version, std::move(theirs.name), std::move(theirs.address), std::move(theirs.transports)};
-    auto comm = std::make_shared<TcpComm>(io_, std::move(socket_), options_, local, remote, std::move(info),
-                                          std::move(slot_));
+    auto comm = std::make_shared<TcpComm>(io_, std::move(socket_), std::move(tls_), options_, local, remote,
+                                          std::move(info), std::move(slot_));
     comm->start();
     finish(std::move(comm), nullptr);
   }
@@ -774,7 +869,7 @@ class TcpSetup : public std::enable_shared_from_this<TcpSetup> {
     timer_.cancel();
     resolver_.cancel();
     error_code ignored;
-    socket_.close(ignored);
+    sock().close(ignored);
     if (slot_) slot_->release();
     finish(nullptr, std::move(e));
   }
@@ -798,6 +893,9 @@ class TcpSetup : public std::enable_shared_from_this<TcpSetup> {
   Finish finish_;
   bool done_ = false;
   bool connector_ = false;  // we dialled; else we accepted
+  std::string scheme_;
+  std::shared_ptr<asio::ssl::context> tls_ctx_;  // tls:// only
+  std::unique_ptr<TlsStream> tls_;               // made from socket_ once TCP is up
   std::unique_ptr<ConnSlot> slot_;  // accepted: the listener's slot, handed on to the comm
   wire::Hello ours_, theirs_;
   std::vector<std::uint8_t> out_;
@@ -809,9 +907,9 @@ class TcpSetup : public std::enable_shared_from_this<TcpSetup> {
 class TcpListenerImpl : public std::enable_shared_from_this<TcpListenerImpl> {
  public:
   TcpListenerImpl(std::shared_ptr<asio::io_context> io, const CommOptions& options, AcceptHandler on_comm,
-                  ListenErrorHandler on_error)
+                  ListenErrorHandler on_error, std::shared_ptr<asio::ssl::context> tls_ctx = nullptr)
       : io_(io), acceptor_(*io), retry_(*io), options_(options), on_comm_(std::move(on_comm)),
-        on_error_(std::move(on_error)) {}
+        on_error_(std::move(on_error)), tls_ctx_(std::move(tls_ctx)) {}
 
   void bind(const std::string& requested) {
     auto hp = parse_tcp_address(requested);
@@ -852,7 +950,7 @@ class TcpListenerImpl : public std::enable_shared_from_this<TcpListenerImpl> {
       }
       self->accept_backoff_ = std::chrono::milliseconds(0);
       error_code ignored;
-      const auto peer = endpoint_address(socket.remote_endpoint(ignored));
+      const auto peer = endpoint_address(socket.remote_endpoint(ignored), self->scheme_);
       if (self->open_->load() >= self->max_connections_) {
         socket.close(ignored);  // at the cap: the descriptor goes back at once
         self->log_refusal(peer, std::to_string(self->max_connections_) +
@@ -870,7 +968,8 @@ class TcpListenerImpl : public std::enable_shared_from_this<TcpListenerImpl> {
             }
             if (self->stopped_) return comm->close();
             self->on_comm_(std::move(comm));
-          });
+          },
+          self->scheme_, self->tls_ctx_);
       setup->accept(std::move(socket), self->address_, std::move(slot));
       self->accept_next();
     });
@@ -894,6 +993,9 @@ class TcpListenerImpl : public std::enable_shared_from_this<TcpListenerImpl> {
   AcceptHandler on_comm_;
   ListenErrorHandler on_error_;
   std::string address_;
+  std::shared_ptr<asio::ssl::context> tls_ctx_;  // tls://: every accepted socket does TLS first
+  // Of the connections' addresses: "tls", or "tcp" (also under ucx://, see Comm::transport()).
+  std::string scheme_ = tls_ctx_ ? "tls" : "tcp";
   bool stopped_ = false;
   std::size_t max_connections_ = effective_max_connections(options_);
   std::shared_ptr<std::atomic<std::size_t>> open_ = std::make_shared<std::atomic<std::size_t>>(0);
@@ -938,35 +1040,48 @@ class TcpListener final : public Listener {
   std::atomic<bool> stopped_{false};
 };
 
+/** tcp://, and tls:// (the same over TLS; `tls` set). Also takes ucx:// addresses (ucx.cpp). */
 class TcpTransport final : public Transport {
  public:
-  std::string scheme() const override { return "tcp"; }
+  explicit TcpTransport(bool tls) : tls_(tls) {}
+  std::string scheme() const override { return tls_ ? "tls" : "tcp"; }
 
   void connect(const std::string& address, const CommOptions& options, ConnectHandler done) override {
     auto& rt = CommRuntime::instance();
     HostPort hp;
+    std::string scheme;
+    std::shared_ptr<asio::ssl::context> ctx;
     try {
       hp = parse_tcp_address(address);
+      if (address_scheme(address) == "tls") ctx = tls_context(options.security, /*for_listener=*/false);
+      scheme = ctx ? "tls" : "tcp";  // a ucx:// connection's TCP start says tcp (Comm::transport())
     } catch (...) {
       rt.post([done, e = std::current_exception()] { done(nullptr, e); });
       return;
     }
-    auto setup = std::make_shared<TcpSetup>(rt.io(), options, address, std::move(done));
+    auto setup = std::make_shared<TcpSetup>(rt.io(), options, address, std::move(done), scheme, std::move(ctx));
     rt.post([setup, hp] { setup->connect(hp); });
   }
 
   std::unique_ptr<Listener> listen(const std::string& address, AcceptHandler on_comm, const CommOptions& options,
                                    ListenErrorHandler on_error) override {
     auto& rt = CommRuntime::instance();
-    auto impl = std::make_shared<TcpListenerImpl>(rt.io(), options, std::move(on_comm), std::move(on_error));
+    std::shared_ptr<asio::ssl::context> ctx;
+    if (address_scheme(address) == "tls") ctx = tls_context(options.security, /*for_listener=*/true);
+    auto impl = std::make_shared<TcpListenerImpl>(rt.io(), options, std::move(on_comm), std::move(on_error),
+                                                  std::move(ctx));
     impl->bind(address);
     rt.post([impl] { impl->accept_next(); });
     return std::make_unique<TcpListener>(std::move(impl));
   }
+
+ private:
+  bool tls_;
 };
 
 }  // namespace
 
-std::shared_ptr<Transport> make_tcp_transport() { return std::make_shared<TcpTransport>(); }
+std::shared_ptr<Transport> make_tcp_transport() { return std::make_shared<TcpTransport>(false); }
+std::shared_ptr<Transport> make_tls_transport() { return std::make_shared<TcpTransport>(true); }
 
 }  // namespace tessera::comm::detail

@@ -11,6 +11,8 @@ namespace tessera::comm::detail {
 
 /** tcp://; its connect and listen also take ucx:// addresses (the listener keeps the scheme). */
 std::shared_ptr<Transport> make_tcp_transport();
+/** tls://: tcp:// inside mutual TLS (tcp.cpp, tls_context.hpp, docs/security.md). */
+std::shared_ptr<Transport> make_tls_transport();
 std::shared_ptr<Transport> make_inproc_transport();
 /** ucx://: TCP on host:port, then UCX when both ends have it (ucx.cpp, docs/ucx.md). */
 std::shared_ptr<Transport> make_ucx_transport();

@@ -75,9 +75,36 @@ void add_worker_dashboard_flags(CLI::App& app, std::string& dashboard, bool& no_
 }
 
 void add_protocol_flag(CLI::App& app, std::string& protocol) {
-  app.add_option("--protocol", protocol, "Transport: tcp, or ucx (UCX where both ends have it, else TCP)")
-      ->check(CLI::IsMember({"tcp", "ucx"}))
+  app.add_option("--protocol", protocol,
+                 "Transport: tcp, tls (mutual TLS: --tls-ca-file, --tls-cert, --tls-key), or ucx (UCX where both "
+                 "ends have it, else TCP)")
+      ->check(CLI::IsMember({"tcp", "tls", "ucx"}))
       ->capture_default_str();
+}
+
+// Dask's TLS flags, the same on every binary (docs/security.md); each defaults to its
+// TESSERA_TLS_* variable. Checked at start (check_tls_flags) when the cluster uses tls://.
+void add_tls_flags(CLI::App& app, comm::Security& security) {
+  app.add_option("--tls-ca-file", security.tls_ca_file,
+                 "CA certificate (PEM) that signs every member's certificate, for tls:// (default: "
+                 "$TESSERA_TLS_CA_FILE)");
+  app.add_option("--tls-cert", security.tls_cert,
+                 "This process's certificate (PEM), signed by the CA, for tls:// (default: $TESSERA_TLS_CERT)");
+  app.add_option("--tls-key", security.tls_key,
+                 "The certificate's private key (PEM), for tls:// (default: $TESSERA_TLS_KEY)");
+}
+
+// The TLS files with their variables' defaults; when `uses_tls`, checked now (exist, readable,
+// parse, key matches certificate), so a mistake stops the program at start with the reason.
+comm::Security check_tls_flags(const comm::Security& flags, bool uses_tls) {
+  auto s = flags.with_env_defaults();
+  if (!uses_tls) return s;  // a worker may learn tls:// later, from the scheduler file
+  try {
+    comm::check_security(s, /*for_listener=*/true);
+  } catch (const comm::CommError& e) {
+    throw Error(e.what());
+  }
+  return s;
 }
 
 // A CLI11 check that runs one of the value parsers: a bad value stops the program with the
@@ -244,6 +271,7 @@ int scheduler_main(int argc, char** argv) {
   std::string idle_timeout = "0", worker_ttl = "300s", worker_silent = "5s";
   std::size_t task_stream_length = 100000;
   std::vector<std::string> preloads;
+  comm::Security security;
   app.add_option("--host", host, "Address to listen on (0.0.0.0 for every interface)")->capture_default_str();
   app.add_option("--port", port, "Port to listen on (0 picks a free one)")
       ->check(CLI::Range(0, 65535))
@@ -269,6 +297,7 @@ int scheduler_main(int argc, char** argv) {
                  "Finished tasks kept for the task stream (/status, get_task_stream); 0 keeps none")
       ->capture_default_str();
   add_shared_flags(app, preloads, token, log_level);
+  add_tls_flags(app, security);
   try {
     app.parse(argc, argv);
     setup_logging(log_level);
@@ -277,8 +306,9 @@ int scheduler_main(int argc, char** argv) {
   }
   try {
     token = token_or_env(token);
-    preload(preloads);
     SchedulerOptions so;
+    so.security = check_tls_flags(security, protocol == "tls");
+    preload(preloads);
     so.address = protocol + "://" + host + ":" + std::to_string(port);
     so.token = token;
     so.scheduler_file = scheduler_file;
@@ -397,9 +427,10 @@ int run_under_nanny(int argc, char** argv, const std::string& name, const std::s
 }
 
 // Whether the scheduler at `address` answers a handshake now (a connection opened and closed).
-bool scheduler_answers(const std::string& address, const std::string& token) {
+bool scheduler_answers(const std::string& address, const std::string& token, const comm::Security& security) {
   comm::CommOptions co;
   co.token = token;
+  co.security = security;
   co.name = "tessera-worker reconnecting";
   co.connect_timeout = std::chrono::milliseconds(1000);
   co.handshake_timeout = std::chrono::milliseconds(1000);
@@ -422,6 +453,7 @@ int worker_main(int argc, char** argv) {
   int nthreads = 0, nworkers = 1, worker_port = 0;
   std::string death_timeout = "60s", heartbeat = "0.5s";
   std::vector<std::string> preloads;
+  comm::Security security;
   app.add_option("scheduler", scheduler, "Scheduler address, e.g. tcp://127.0.0.1:8786");
   app.add_option("--scheduler-file", scheduler_file, "Read the scheduler's address from this file");
   app.add_option("--nthreads", nthreads, "Threads running tasks, at least 1 (default: cores / nworkers)")
@@ -451,6 +483,7 @@ int worker_main(int argc, char** argv) {
                  "0 (none), 10GB, 0.5 (of the device)");
   add_worker_dashboard_flags(app, dashboard, no_dashboard);
   add_shared_flags(app, preloads, token, log_level);
+  add_tls_flags(app, security);
   // The nanny (docs/nanny.md).
   bool nanny = true;
   double memory_terminate_fraction = 0.95;
@@ -474,16 +507,25 @@ int worker_main(int argc, char** argv) {
     // Before waiting for a scheduler file or starting children: a bad directory is known now.
     if (!local_directory.empty()) check_spill_directory(local_directory);
     const double death_timeout_s = parse_duration(death_timeout, "--death-timeout");
+    auto is_tls = [](const std::string& a) { return a.rfind("tls://", 0) == 0; };
+    // A tls:// scheduler: this worker listens on tls:// too (its peers fetch from it over TLS).
+    if (is_tls(scheduler) && listen_address.empty()) protocol = "tls";
+    security = check_tls_flags(security, protocol == "tls" || is_tls(scheduler) || is_tls(listen_address));
     if (nworkers > 1) return run_nworkers(argc, argv, nworkers, name, nthreads, memory_limit, nanny, memory_terminate_fraction);
     if (nworkers < 1) throw Error("--nworkers must be at least 1");
     if (scheduler.empty() && scheduler_file.empty())
       throw Error("give the scheduler address (tcp://host:port) or --scheduler-file");
     if (nanny) return run_under_nanny(argc, argv, name, memory_limit, memory_terminate_fraction);
     if (scheduler.empty()) scheduler = read_scheduler_file(scheduler_file, death_timeout_s);
+    if (is_tls(scheduler) && listen_address.empty() && protocol != "tls") {
+      protocol = "tls";  // learnt from the scheduler file
+      security = check_tls_flags(security, true);
+    }
     token = token_or_env(token);
     preload(preloads);
     WorkerOptions wo;
     wo.scheduler_address = scheduler;
+    wo.security = security;
     if (listen_address.empty()) {
       if (host.empty()) {
         std::string sh = host_of(scheduler);
@@ -557,7 +599,7 @@ int worker_main(int argc, char** argv) {
             } catch (const std::exception&) {
             }
           }
-          if ((back = scheduler_answers(wo.scheduler_address, token))) break;
+          if ((back = scheduler_answers(wo.scheduler_address, token, wo.security))) break;
           std::this_thread::sleep_for(std::chrono::milliseconds(250));
         }
         if (stopping()) break;
@@ -586,6 +628,7 @@ int cuda_worker_main(int argc, char** argv) {
   int nthreads = 1;
   std::string death_timeout = "60s", heartbeat = "0.5s";  // checked here, read by each worker
   std::vector<std::string> preloads;
+  comm::Security security;
   app.add_option("scheduler", scheduler, "Scheduler address, e.g. tcp://127.0.0.1:8786");
   app.add_option("--scheduler-file", scheduler_file, "Read the scheduler's address from this file");
   app.add_option("--nthreads", nthreads, "Threads running tasks in each worker, at least 1")
@@ -615,6 +658,7 @@ int cuda_worker_main(int argc, char** argv) {
   bool no_dashboard = false;
   add_worker_dashboard_flags(app, dashboard, no_dashboard);
   add_shared_flags(app, preloads, token, log_level);
+  add_tls_flags(app, security);
   // This process is the workers' nanny (docs/nanny.md); the flag is passed on to them too.
   double memory_terminate_fraction = 0.95;
   app.add_option("--memory-terminate-fraction", memory_terminate_fraction,
@@ -631,6 +675,8 @@ int cuda_worker_main(int argc, char** argv) {
     if (scheduler.empty() && scheduler_file.empty())
       throw Error("give the scheduler address (tcp://host:port) or --scheduler-file");
     if (nthreads < 1) throw Error("--nthreads must be at least 1");
+    // Each worker checks them again; a mistake is told here once, before any GPU is looked at.
+    check_tls_flags(security, protocol == "tls" || scheduler.rfind("tls://", 0) == 0);
     check_device_memory_limit(device_memory_limit);
     if (!local_directory.empty()) check_spill_directory(local_directory);
     // Discovery goes through NVML, never the CUDA runtime: this process must not hold a CUDA

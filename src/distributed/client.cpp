@@ -23,6 +23,7 @@ ClientImpl::ClientImpl() : key_prefix(random_hex(8)) {}
 comm::CommOptions ClientImpl::comm_options() const {
   comm::CommOptions co;
   co.token = opt.token;
+  co.security = opt.security.with_env_defaults();
   co.name = id.empty() ? "client" : id;
   co.max_header_bytes = kClusterMaxHeaderBytes;
   return co;
@@ -263,6 +264,7 @@ Client::Client(const std::string& address, ClientOptions options) : impl_(std::m
 Client::Client(const LocalCluster& cluster, ClientOptions options) : impl_(std::make_shared<detail::ClientImpl>()) {
   impl_->opt = std::move(options);
   if (impl_->opt.token.empty()) impl_->opt.token = cluster.token();
+  if (!impl_->opt.security.has_tls()) impl_->opt.security = cluster.security();
   impl_->connect(cluster.client_address());
 }
 

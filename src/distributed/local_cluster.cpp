@@ -96,6 +96,14 @@ struct LocalCluster::Impl {
     return e && *e ? e : "warning";
   }
 
+  // The TLS files for child processes, through their TESSERA_TLS_* variables (tls:// only).
+  void add_tls_env(std::map<std::string, std::string>& env) const {
+    if (opt.protocol != "tls") return;
+    env["TESSERA_TLS_CA_FILE"] = opt.security.tls_ca_file;
+    env["TESSERA_TLS_CERT"] = opt.security.tls_cert;
+    env["TESSERA_TLS_KEY"] = opt.security.tls_key;
+  }
+
   void start_process_worker(std::size_t i) {
     std::vector<std::string> argv = worker_cmd;
     argv.push_back(address);
@@ -113,6 +121,7 @@ struct LocalCluster::Impl {
     argv.insert(argv.end(), opt.worker_args.begin(), opt.worker_args.end());
     std::map<std::string, std::string> env;
     env["TESSERA_TOKEN"] = opt.token;
+    add_tls_env(env);
     env["TESSERA_PARENT_PID"] = std::to_string(::getpid());  // the worker dies with us
     if (!opt.worker_env.empty())
       for (const auto& [k, v] : opt.worker_env[i % opt.worker_env.size()]) env[k] = v;
@@ -131,6 +140,7 @@ struct LocalCluster::Impl {
     w.memory_limit = memory_limit;
     w.local_directory = opt.local_directory;
     w.token = opt.token;
+    w.security = opt.security;
     w.heartbeat_interval = opt.heartbeat_interval;
     w.death_timeout = opt.timeout;
     threads.push_back(std::make_unique<Worker>(w));
@@ -166,6 +176,7 @@ struct LocalCluster::Impl {
                                   "--no-dashboard"};
     std::map<std::string, std::string> env{{"TESSERA_TOKEN", opt.token},
                                            {"TESSERA_PARENT_PID", std::to_string(::getpid())}};
+    add_tls_env(env);
     scheduler_child.pid = spawn_process(argv, env);
     auto deadline = Clock::now() + std::chrono::duration<double>(opt.timeout);
     while (true) {
@@ -184,6 +195,7 @@ struct LocalCluster::Impl {
     }
     comm::CommOptions co;
     co.token = opt.token;
+    co.security = opt.security;
     co.max_header_bytes = kClusterMaxHeaderBytes;
     info_comm = comm::connect(address, co);
     info_comm->set_handlers([this](comm::Message m) { info_rpc.complete(m); },
@@ -270,6 +282,14 @@ LocalCluster::LocalCluster(LocalClusterOptions options) : impl_(std::make_unique
   if (m.opt.protocol == "inproc" && m.opt.processes)
     throw Error("LocalCluster: the inproc protocol needs processes = false");
   if (m.opt.token.empty()) m.opt.token = random_hex(32);
+  if (m.opt.protocol == "tls") {
+    m.opt.security = m.opt.security.with_env_defaults();
+    try {
+      comm::check_security(m.opt.security, /*for_listener=*/true);
+    } catch (const comm::CommError& e) {
+      throw Error(std::string("LocalCluster (protocol tls): ") + e.what());
+    }
+  }
   // Checked before anything starts; "auto" is this machine's share per worker, as in Dask.
   m.memory_limit = parse_memory_limit(m.opt.memory_limit, system_memory(), std::max(1, m.opt.n_workers));
   try {
@@ -282,6 +302,7 @@ LocalCluster::LocalCluster(LocalClusterOptions options) : impl_(std::make_unique
                        ? "inproc://"
                        : m.opt.protocol + "://" + m.opt.host + ":" + std::to_string(m.opt.scheduler_port);
       so.token = m.opt.token;
+      so.security = m.opt.security;
       so.state.worker_ttl = m.opt.worker_ttl;
       if (m.opt.protocol != "inproc") so.also_listen = {"inproc://"};
       m.scheduler = std::make_unique<Scheduler>(so);
@@ -312,6 +333,7 @@ LocalCluster::~LocalCluster() { impl_->close(); }
 
 const std::string& LocalCluster::scheduler_address() const { return impl_->address; }
 const std::string& LocalCluster::token() const { return impl_->opt.token; }
+const comm::Security& LocalCluster::security() const { return impl_->opt.security; }
 const std::string& LocalCluster::client_address() const {
   return impl_->client_address.empty() ? impl_->address : impl_->client_address;
 }
@@ -385,6 +407,7 @@ LocalCUDACluster::Plan LocalCUDACluster::plan(const LocalCUDAClusterOptions& o) 
   c.worker_args = o.worker_args;
   c.worker_args.insert(c.worker_args.end(), {"--device-memory-limit", o.device_memory_limit});
   c.token = o.token;
+  c.security = o.security;
   c.worker_ttl = o.worker_ttl;
   c.heartbeat_interval = o.heartbeat_interval;
   c.timeout = o.timeout;

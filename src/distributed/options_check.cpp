@@ -5,12 +5,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <system_error>
 
+#include "tessera/comm/comm.hpp"
 #include "tessera/core/error.hpp"
 #include "util.hpp"
 
@@ -27,9 +29,25 @@ void require_not_negative(double v, const char* what) {
   if (!(v >= 0)) throw Error(std::string(what) + " must not be negative, got " + std::to_string(v));
 }
 
+bool is_tls(const std::string& address) { return address.rfind("tls://", 0) == 0; }
+
+// tls:// only: the files (flags, else TESSERA_TLS_*) exist, parse and match, told at start.
+comm::Security checked_security(const comm::Security& given, bool uses_tls, const char* who) {
+  if (!uses_tls) return given;
+  auto s = given.with_env_defaults();
+  try {
+    comm::check_security(s, /*for_listener=*/true);
+  } catch (const comm::CommError& e) {
+    throw Error(std::string(who) + " on tls://: " + e.what());
+  }
+  return s;
+}
+
 }  // namespace
 
 SchedulerOptions checked_options(SchedulerOptions options) {
+  const bool tls = is_tls(options.address) || std::any_of(options.also_listen.begin(), options.also_listen.end(), is_tls);
+  options.security = checked_security(options.security, tls, "scheduler");
   require_positive(options.state.worker_ttl, "worker_ttl (--worker-ttl)");
   require_positive(options.tick_interval, "tick_interval");
   require_not_negative(options.idle_timeout, "idle_timeout (--idle-timeout)");
@@ -39,6 +57,12 @@ SchedulerOptions checked_options(SchedulerOptions options) {
 }
 
 WorkerOptions checked_options(WorkerOptions options) {
+  // Peers reach a worker the way they reach the scheduler: a tls:// cluster has no plain
+  // listener, so a tcp:// listen address (the default) becomes tls:// on the same host and port.
+  if (is_tls(options.scheduler_address) && options.listen_address.rfind("tcp://", 0) == 0)
+    options.listen_address = "tls://" + options.listen_address.substr(6);
+  options.security =
+      checked_security(options.security, is_tls(options.scheduler_address) || is_tls(options.listen_address), "worker");
   require_positive(options.heartbeat_interval, "heartbeat_interval (--heartbeat-interval)");
   require_not_negative(options.death_timeout, "death_timeout (--death-timeout)");
   if (!options.local_directory.empty() || options.memory_limit > 0) check_spill_directory(options.local_directory);

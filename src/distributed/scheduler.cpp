@@ -653,6 +653,7 @@ Scheduler::Scheduler(SchedulerOptions options)
     : impl_(std::make_shared<Impl>(checked_options(std::move(options)))) {
   comm::CommOptions co;
   co.token = impl_->opt.token;
+  co.security = impl_->opt.security;
   co.name = "scheduler";
   co.max_header_bytes = kClusterMaxHeaderBytes;
   // Clients and workers register at once: a connection that says nothing is closed.

@@ -95,6 +95,8 @@ std::shared_ptr<comm::Comm> connect_to_scheduler(const std::string& address, con
                                                  std::chrono::duration<double> timeout, const std::string& who) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout);
+  // Missing or wrong TLS files will not get better by retrying: told at once.
+  if (address.rfind("tls://", 0) == 0) comm::check_security(options.security, /*for_listener=*/false);
   std::string last_error;
   while (true) {
     try {

@@ -505,6 +505,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     if (!connect) return;
     comm::CommOptions co;
     co.token = opt.token;
+    co.security = opt.security;
     co.name = address;
     co.max_header_bytes = kClusterMaxHeaderBytes;
     comm::connect_async(g.peer, co, [weak, p](std::shared_ptr<comm::Comm> c, std::exception_ptr err) {
@@ -730,6 +731,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     setup_gpu();
     comm::CommOptions co;
     co.token = opt.token;
+    co.security = opt.security;
     co.max_header_bytes = kClusterMaxHeaderBytes;
     std::weak_ptr<Impl> weak = shared_from_this();
     listener = comm::listen(
@@ -802,8 +804,9 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     // What carries its scheduler link ("ucx (sysv/memory, cma/memory)" or "tcp") and what its
     // listener offers peers (docs/ucx.md).
     hello.extra["comm"] = scheduler->transport();
-    hello.extra["transports"] =
-        address.rfind("ucx://", 0) == 0 && comm::ucx_status().available ? "ucx,tcp" : "tcp";
+    hello.extra["transports"] = address.rfind("tls://", 0) == 0 ? "tls"
+                                : address.rfind("ucx://", 0) == 0 && comm::ucx_status().available ? "ucx,tcp"
+                                                                                                   : "tcp";
     if (device >= 0) {
       hello.gpus.push_back(gpu);
       hello.device_memory_limit = opt.device_memory_limit;

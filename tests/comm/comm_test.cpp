@@ -383,7 +383,7 @@ TEST(CommAddress, UnknownSchemeNamesTheSupportedOnes) {
   });
   EXPECT_NE(async_error.get_future().get().find("unknown comm scheme"), std::string::npos);
   const auto schemes = transport_schemes();
-  EXPECT_EQ(schemes, (std::vector<std::string>{"inproc", "tcp", "ucx"}));
+  EXPECT_EQ(schemes, (std::vector<std::string>{"inproc", "tcp", "tls", "ucx"}));
 }
 
 TEST(CommMessage, MissingOrMistypedFieldsAreProtocolErrors) {

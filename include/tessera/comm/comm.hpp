@@ -2,7 +2,8 @@
 /**
  * @file
  * Comm (a connection), Listener, and the transports behind them, chosen by the address
- * scheme: tcp://host:port, ucx://host:port, inproc://name. See docs/protocol.md and docs/ucx.md.
+ * scheme: tcp://host:port, tls://host:port (tcp:// inside mutual TLS), ucx://host:port,
+ * inproc://name. See docs/protocol.md, docs/ucx.md and docs/security.md.
  */
 #include <chrono>
 #include <cstddef>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "tessera/comm/message.hpp"
+#include "tessera/comm/security.hpp"
 #include "tessera/core/error.hpp"
 
 namespace tessera::comm {
@@ -74,6 +76,8 @@ struct CommOptions {
   /// Listeners: an accepted connection whose first whole message has not arrived this long
   /// after its handshake is closed (a peer that connects and idles). 0: no limit.
   std::chrono::milliseconds first_message_timeout{0};
+  /// tls://: the CA file, certificate and key (Security); other schemes ignore it.
+  Security security;
 };
 
 /** @brief What the peer said in the handshake. */

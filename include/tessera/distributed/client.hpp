@@ -34,6 +34,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "tessera/comm/security.hpp"
 #include "tessera/core/device.hpp"
 #include "tessera/exec/executor.hpp"
 #include "tessera/distributed/task_stream.hpp"
@@ -220,8 +221,14 @@ struct SubmitOptions {
   std::optional<Annotations> annotations;  ///< default: the Annotate scope
 };
 
+/** @brief Dask's Security: the CA file, certificate and key for tls:// (comm/security.hpp). */
+using Security = comm::Security;
+
 struct ClientOptions {
   std::string token;
+  /// tls:// schedulers: CA file, certificate and key; fields left empty come from
+  /// TESSERA_TLS_CA_FILE, TESSERA_TLS_CERT, TESSERA_TLS_KEY.
+  Security security;
   double timeout = 30;  ///< seconds to wait for the scheduler at connect
 };
 

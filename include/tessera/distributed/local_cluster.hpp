@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "tessera/comm/security.hpp"
+
 namespace tessera::distributed {
 
 class Scheduler;
@@ -25,7 +27,10 @@ struct LocalClusterOptions {
   int threads_per_worker = 1;
   bool processes = true;
   bool scheduler_process = false;    ///< run tessera-scheduler as a process (default: in this one)
-  std::string protocol = "tcp";      ///< "tcp", "ucx" (UCX where both ends have it), or "inproc" (threads only)
+  std::string protocol = "tcp";      ///< "tcp", "tls", "ucx" (UCX where both ends have it), or "inproc" (threads only)
+  /// protocol "tls": the files every member uses (one certificate for all, signed by the CA);
+  /// clients need their own (ClientOptions::security), possibly the same.
+  comm::Security security;
   std::string host = "127.0.0.1";
   int scheduler_port = 0;            ///< 0: any free port
   std::string resources;             ///< per worker, e.g. "GPU=1 MEM=10e9"
@@ -66,6 +71,8 @@ class LocalCluster {
    */
   const std::string& client_address() const;
   const std::string& token() const;
+  /** @brief The TLS files of its members (protocol "tls"); a Client of this cluster uses them too. */
+  const comm::Security& security() const;
   /** @brief The in-process scheduler; throws when it runs as its own process. */
   Scheduler& scheduler();
   /** @brief Process id of the scheduler process (scheduler_process), else 0. */
@@ -104,6 +111,7 @@ struct LocalCUDAClusterOptions {
   std::string device_memory_limit = "0.8";  ///< per worker: fraction of its device, bytes, or 0 (none)
   std::string resources;             ///< added to GPU=1 ("GPU=2" replaces the 1), e.g. "MEM=10e9"
   std::string protocol = "tcp";
+  comm::Security security;           ///< protocol "tls": as LocalClusterOptions::security
   std::string host = "127.0.0.1";
   int scheduler_port = 0;
   bool scheduler_process = false;    ///< run tessera-scheduler as a process (default: in this one)

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/comm/security.hpp"
 #include "tessera/distributed/scheduler_state.hpp"
 
 namespace tessera::distributed {
@@ -17,6 +18,9 @@ struct SchedulerOptions {
   /** @brief More addresses to listen on, e.g. "inproc://" for clients in this process. */
   std::vector<std::string> also_listen;
   std::string token;                              ///< shared secret every peer must present
+  /** @brief tls:// addresses: CA file, certificate and key (Dask's Security); fields left empty
+   *  come from TESSERA_TLS_CA_FILE, TESSERA_TLS_CERT, TESSERA_TLS_KEY. See docs/security.md. */
+  comm::Security security;
   std::string scheduler_file;                     ///< write {"address": ...} JSON here when listening
   double idle_timeout = 0;   ///< seconds without clients or tasks before closing; 0 = never
   double tick_interval = 0.1;  ///< seconds between Ticks (heartbeat checks, work stealing)

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "tessera/comm/security.hpp"
+
 namespace tessera::distributed {
 
 /** @brief Whether a worker uses a GPU. */
@@ -30,6 +32,9 @@ struct WorkerOptions {
   double memory_pause = 0.8;             ///< stop starting tasks above this fraction
   std::string local_directory;           ///< spill directory (default: the system temp directory)
   std::string token;
+  /// tls:// (scheduler, listener and peers): CA file, certificate and key; fields left empty
+  /// come from TESSERA_TLS_*. A tls:// scheduler with a tcp:// listen_address is refused.
+  comm::Security security;
   double heartbeat_interval = 0.5;       ///< seconds
   double death_timeout = 60;             ///< seconds to keep trying to reach the scheduler at start
   std::map<std::string, std::string> extra;  ///< shown in scheduler_info()
