@@ -68,6 +68,7 @@ Array materialize(const Array& a) {
   if (!e.blockwise()) return a;
   // A rechunk is lowered as tasks of its own even onto the same chunks; readers read them.
   auto r = make_expr<RechunkExpr>(ExprKind::Rechunk, e.dtype, e.shape, e.chunks, "materialize");
+  r->materialize = true;
   r->input = a.expr();
   r->target = e.target;
   return Array(r);

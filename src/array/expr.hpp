@@ -111,6 +111,7 @@ struct MatmulExpr : Expr {
 
 struct RechunkExpr : Expr {
   ExprPtr input;
+  bool materialize = false;  // computed once as tasks of its own, never fused into a reader
   using Expr::Expr;
 };
 

@@ -506,6 +506,15 @@ void Lowering::lower_reduce(const ReduceExpr& e, std::vector<Key>& keys) {
   const auto full_strides = row_major_strides(in.shape);
   const auto& offsets = this->offsets(in);
 
+  // A rechunk of a blockwise expression is that expression over other chunks: each partial
+  // evaluates it over its chunk directly, without the rechunk's pieces in memory first (a
+  // `materialize` rechunk is there to be computed once, and stays).
+  const Expr* source = &in;
+  if (in.kind == ExprKind::Rechunk && !static_cast<const RechunkExpr&>(in).materialize) {
+    const Expr& inner = *static_cast<const RechunkExpr&>(in).input;
+    if (inner.blockwise()) source = &inner;
+  }
+
   // 1. One fused task per input chunk: evaluate the input's program and fold it into a partial.
   const std::int64_t n = shape_size(chunk_counts(in.chunks));
   std::map<std::vector<std::int64_t>, std::vector<Key>> groups;  // output chunk -> partial keys
@@ -519,7 +528,7 @@ void Lowering::lower_reduce(const ReduceExpr& e, std::vector<Key>& keys) {
       shape[a] = in.chunks[a][cc[a]];
     }
     ProgramBuilder b(*this, off, shape);
-    b.compile(&in, ProgramBuilder::identity(nd));
+    b.compile(source, ProgramBuilder::identity(nd));
     Program& p = b.program();
     p.shape = shape;
     p.out_dtype = in.dtype;

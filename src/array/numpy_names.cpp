@@ -53,6 +53,8 @@ std::pair<Array, Array> triangle_indices(std::int64_t n, std::int64_t k, std::in
 
 Array from_array(const Block& block, ChunkSpec chunks) { return from_block(block, std::move(chunks)); }
 Array asarray(const Block& block, ChunkSpec chunks) { return from_block(block, std::move(chunks)); }
+Array asanyarray(const Block& block, ChunkSpec chunks) { return from_block(block, std::move(chunks)); }
+Array array(const Block& block, ChunkSpec chunks) { return from_block(block, std::move(chunks)); }
 
 Array true_divide(const Array& a, const Array& b) { return a / b; }
 Array remainder(const Array& a, const Array& b) { return mod(a, b); }

@@ -18,6 +18,7 @@ enum class GenKind : std::uint8_t {
   Normal, Uniform, Integers, Full, Arange,
   // Distributions drawn element by element (random_semantics.hpp; p0, p1 as listed there).
   Exponential, Gamma, Beta, Poisson, Binomial, StandardT, Geometric, Permutation,
+  NegativeBinomial, NoncentralChisquare, VonMises, Zipf, Logseries,
 };
 /** A distribution evaluated by random_semantics.hpp (rather than the vectorised kernels). */
 constexpr bool is_distribution(GenKind g) { return g >= GenKind::Exponential; }

@@ -162,6 +162,124 @@ Array Generator::choice(std::int64_t a, Shape size, ChunkSpec chunks, bool repla
                       next_key(), "choice");
 }
 
+// ---- distributions composed of the ones above -------------------------------------------------
+// Written as NumPy's own transformations of uniforms, normals, exponentials and gammas, so they
+// fuse into one program per chunk and run wherever those run (host, device, any executor).
+
+Array Generator::laplace(double loc, double scale, Shape shape, ChunkSpec chunks) {
+  require(scale >= 0, "laplace", "scale must be >= 0");
+  // The difference of two independent standard exponentials is a standard Laplace variable.
+  const Array e1 = standard_exponential(shape, chunks);
+  const Array e2 = standard_exponential(std::move(shape), chunks);
+  return (e1 - e2) * scale + loc;
+}
+
+Array Generator::logistic(double loc, double scale, Shape shape, ChunkSpec chunks) {
+  require(scale >= 0, "logistic", "scale must be >= 0");
+  // u in (0, 1): the inverse CDF log(u / (1 - u)) stays finite.
+  const Array u = random(std::move(shape), chunks) + 0x1.0p-54;
+  return log(u / (1.0 - u)) * scale + loc;
+}
+
+Array Generator::gumbel(double loc, double scale, Shape shape, ChunkSpec chunks) {
+  require(scale >= 0, "gumbel", "scale must be >= 0");
+  // -log(-log(U)) with -log(U) a standard exponential.
+  return loc - log(standard_exponential(std::move(shape), chunks)) * scale;
+}
+
+Array Generator::rayleigh(double scale, Shape shape, ChunkSpec chunks) {
+  require(scale >= 0, "rayleigh", "scale must be >= 0");
+  return sqrt(standard_exponential(std::move(shape), chunks) * 2.0) * scale;
+}
+
+Array Generator::weibull(double a, Shape shape, ChunkSpec chunks) {
+  require(a >= 0, "weibull", "a must be >= 0");
+  if (a == 0) return zeros(shape, chunks, DType::Float64);
+  return tessera::power(standard_exponential(std::move(shape), chunks), 1.0 / a);
+}
+
+Array Generator::pareto(double a, Shape shape, ChunkSpec chunks) {
+  require(a > 0, "pareto", "a must be > 0");
+  return expm1(standard_exponential(std::move(shape), chunks) / a);
+}
+
+Array Generator::power(double a, Shape shape, ChunkSpec chunks) {
+  require(a > 0, "power", "a must be > 0");
+  // U^(1/a) with U = 1 - exp(-E) uniform on [0, 1).
+  return tessera::power(-expm1(-standard_exponential(std::move(shape), chunks)), 1.0 / a);
+}
+
+Array Generator::standard_cauchy(Shape shape, ChunkSpec chunks) {
+  const Array num = standard_normal(shape, chunks);
+  return num / standard_normal(std::move(shape), chunks);
+}
+
+Array Generator::wald(double mean, double scale, Shape shape, ChunkSpec chunks) {
+  require(mean > 0, "wald", "mean must be > 0");
+  require(scale > 0, "wald", "scale must be > 0");
+  // Michael, Schucany and Haas (1976): a root of the chi-square(1) equation, chosen by a uniform.
+  const Array n = standard_normal(shape, chunks);
+  const Array u = random(std::move(shape), chunks);
+  const Array y = n * n * mean;
+  const Array x = mean + (mean / (2.0 * scale)) * (y - sqrt(y * (4.0 * scale) + y * y));
+  return where(u <= mean / (x + mean), x, (mean * mean) / x);
+}
+
+Array Generator::triangular(double left, double mode, double right, Shape shape, ChunkSpec chunks) {
+  require(left <= mode, "triangular", "left must be <= mode");
+  require(mode <= right, "triangular", "mode must be <= right");
+  require(left < right, "triangular", "left must be < right");
+  const double base = right - left, left_part = mode - left, right_part = right - mode;
+  const Array u = random(std::move(shape), chunks);
+  return where(u <= left_part / base, left + sqrt(u * (base * left_part)),
+               right - sqrt((1.0 - u) * (base * right_part)));
+}
+
+Array Generator::f(double dfnum, double dfden, Shape shape, ChunkSpec chunks) {
+  require(dfnum > 0 && std::isfinite(dfnum), "f", "dfnum must be > 0 and finite");
+  require(dfden > 0 && std::isfinite(dfden), "f", "dfden must be > 0 and finite");
+  const Array num = chisquare(dfnum, shape, chunks);
+  return (num * dfden) / (chisquare(dfden, std::move(shape), chunks) * dfnum);
+}
+
+Array Generator::noncentral_f(double dfnum, double dfden, double nonc, Shape shape, ChunkSpec chunks) {
+  require(dfnum > 0 && std::isfinite(dfnum), "noncentral_f", "dfnum must be > 0 and finite");
+  require(dfden > 0 && std::isfinite(dfden), "noncentral_f", "dfden must be > 0 and finite");
+  require(nonc >= 0 && std::isfinite(nonc), "noncentral_f", "nonc must be >= 0 and finite");
+  const Array num = noncentral_chisquare(dfnum, nonc, shape, chunks);
+  return (num * dfden) / (chisquare(dfden, std::move(shape), chunks) * dfnum);
+}
+
+Array Generator::noncentral_chisquare(double df, double nonc, Shape shape, ChunkSpec chunks) {
+  require(df > 0 && std::isfinite(df), "noncentral_chisquare", "df must be > 0 and finite");
+  require(nonc >= 0 && nonc <= kMaxPoissonLam, "noncentral_chisquare", "nonc must be in [0, 1e15]");
+  return distribution(GenKind::NoncentralChisquare, DType::Float64, std::move(shape), chunks, df, nonc, next_key(),
+                      "noncentral_chisquare");
+}
+
+Array Generator::vonmises(double mu, double kappa, Shape shape, ChunkSpec chunks) {
+  require(std::isfinite(mu), "vonmises", "mu must be finite");
+  require(kappa >= 0 && std::isfinite(kappa), "vonmises", "kappa must be >= 0 and finite");
+  return distribution(GenKind::VonMises, DType::Float64, std::move(shape), chunks, mu, kappa, next_key(), "vonmises");
+}
+
+Array Generator::negative_binomial(double n, double p, Shape shape, ChunkSpec chunks) {
+  require(n > 0 && std::isfinite(n), "negative_binomial", "n must be > 0 and finite");
+  require(p > 0 && p <= 1, "negative_binomial", "p must be in (0, 1]");
+  return distribution(GenKind::NegativeBinomial, DType::Int64, std::move(shape), chunks, n, p, next_key(),
+                      "negative_binomial");
+}
+
+Array Generator::zipf(double a, Shape shape, ChunkSpec chunks) {
+  require(a > 1 && std::isfinite(a), "zipf", "a must be > 1 and finite");
+  return distribution(GenKind::Zipf, DType::Int64, std::move(shape), chunks, a, 0, next_key(), "zipf");
+}
+
+Array Generator::logseries(double p, Shape shape, ChunkSpec chunks) {
+  require(p >= 0 && p < 1, "logseries", "p must be in [0, 1)");
+  return distribution(GenKind::Logseries, DType::Int64, std::move(shape), chunks, p, 0, next_key(), "logseries");
+}
+
 // One array from a seed: the first array of Generator(seed).
 Array normal(std::uint64_t seed, double mean, double stddev, Shape shape, ChunkSpec chunks) {
   return Generator(seed).normal(mean, stddev, std::move(shape), std::move(chunks));

@@ -16,6 +16,11 @@ static_assert(rng::kBinomial == static_cast<int>(GenKind::Binomial));
 static_assert(rng::kStandardT == static_cast<int>(GenKind::StandardT));
 static_assert(rng::kGeometric == static_cast<int>(GenKind::Geometric));
 static_assert(rng::kPermutation == static_cast<int>(GenKind::Permutation));
+static_assert(rng::kNegativeBinomial == static_cast<int>(GenKind::NegativeBinomial));
+static_assert(rng::kNoncentralChisquare == static_cast<int>(GenKind::NoncentralChisquare));
+static_assert(rng::kVonMises == static_cast<int>(GenKind::VonMises));
+static_assert(rng::kZipf == static_cast<int>(GenKind::Zipf));
+static_assert(rng::kLogseries == static_cast<int>(GenKind::Logseries));
 
 void sample_distribution_f64(std::uint8_t gen, std::uint64_t key, double p0, double p1, std::int64_t start,
                              std::int64_t delta, std::int64_t n, double* out) {

@@ -42,6 +42,11 @@ enum : int {
   kStandardT = 10,    // p0 = df
   kGeometric = 11,    // p0 = p
   kPermutation = 12,  // p0 = n: element i of a random permutation of [0, n)
+  kNegativeBinomial = 13,    // p0 = n, p1 = p
+  kNoncentralChisquare = 14, // p0 = df, p1 = nonc
+  kVonMises = 15,            // p0 = mu, p1 = kappa
+  kZipf = 16,                // p0 = a
+  kLogseries = 17,           // p0 = p
 };
 /** Philox stream of distribution code g (normal, uniform and integers use 1, 2 and 3). */
 constexpr std::uint32_t kStreamBase = 16;
@@ -231,6 +236,94 @@ TESSERA_RNG std::int64_t geometric(Draws& d, double p) {
   return x < 9.2e18 ? static_cast<std::int64_t>(x) : INT64_MAX;
 }
 
+/** Failures before the n-th success: Poisson with a Gamma(n, (1 - p) / p) mean. */
+TESSERA_RNG std::int64_t negative_binomial(Draws& d, double n, double p) {
+  if (p >= 1.0) return 0;
+  const double lam = standard_gamma(d, n) * ((1.0 - p) / p);
+  // Past PTRS's range the count is lam to within its own noise (sqrt(lam) / lam < 3e-8).
+  return lam < 1e15 ? poisson(d, lam) : (lam < 9.2e18 ? static_cast<std::int64_t>(lam) : INT64_MAX);
+}
+
+/**
+ * Noncentral chi-square: for df > 1 a central chi-square on df - 1 degrees plus the square of a
+ * normal shifted by sqrt(nonc); below, a chi-square on df + 2 K degrees with K ~ Poisson(nonc / 2).
+ */
+TESSERA_RNG double noncentral_chisquare(Draws& d, double df, double nonc) {
+  if (nonc == 0.0) return 2.0 * standard_gamma(d, 0.5 * df);
+  if (df > 1.0) {
+    const double central = 2.0 * standard_gamma(d, 0.5 * (df - 1.0));
+    const double z = d.normal() + sqrt(nonc);
+    return central + z * z;
+  }
+  const double k = static_cast<double>(poisson(d, 0.5 * nonc));
+  return 2.0 * standard_gamma(d, 0.5 * df + k);
+}
+
+/**
+ * Von Mises on [-pi, pi): Best and Fisher's (1979) wrapped-Cauchy envelope; a normal with
+ * variance 1 / kappa past kappa 1e6, where the envelope's constants lose their precision and the
+ * distribution is that normal to within the precision of a double.
+ */
+TESSERA_RNG double vonmises(Draws& d, double mu, double kappa) {
+  const double pi = 3.14159265358979323846;
+  double theta;
+  if (kappa < 1e-8) {
+    theta = pi * (2.0 * d.uniform() - 1.0);
+  } else if (kappa > 1e6) {
+    theta = d.normal() / sqrt(kappa);
+  } else {
+    const double tau = 1.0 + sqrt(1.0 + 4.0 * kappa * kappa);
+    const double rho = (tau - sqrt(2.0 * tau)) / (2.0 * kappa);
+    const double r = (1.0 + rho * rho) / (2.0 * rho);
+    double f;
+    for (;;) {
+      const double z = cos(pi * d.uniform());
+      f = (1.0 + r * z) / (r + z);
+      const double c = kappa * (r - f);
+      const double u = d.uniform_pos();
+      if (c * (2.0 - c) - u > 0.0 || log(c / u) + 1.0 - c >= 0.0) break;
+    }
+    if (f > 1.0) f = 1.0;
+    if (f < -1.0) f = -1.0;
+    theta = d.uniform() < 0.5 ? -acos(f) : acos(f);
+  }
+  // Into [-pi, pi) around mu.
+  double x = fmod(theta + mu + pi, 2.0 * pi);
+  if (x < 0.0) x += 2.0 * pi;
+  return x - pi;
+}
+
+/** Zipf (a > 1): Devroye's rejection from the continuous Pareto envelope. */
+TESSERA_RNG std::int64_t zipf(Draws& d, double a) {
+  const double am1 = a - 1.0;
+  const double b = exp2(am1);
+  for (;;) {
+    const double u = d.uniform_pos();
+    const double v = d.uniform();
+    const double x = floor(pow(u, -1.0 / am1));
+    if (!(x >= 1.0) || x > 9.2e18) continue;  // beyond int64: NumPy rejects those too
+    const double t = pow(1.0 + 1.0 / x, am1);
+    if (v * x * (t - 1.0) / (b - 1.0) <= t / b) return static_cast<std::int64_t>(x);
+  }
+}
+
+/** Logarithmic series (0 <= p < 1): Kemp's (1981) second algorithm. */
+TESSERA_RNG std::int64_t logseries(Draws& d, double p) {
+  if (p <= 0.0) return 1;
+  const double r = log1p(-p);
+  for (;;) {
+    const double v = d.uniform();
+    if (v >= p) return 1;
+    const double q = -expm1(r * d.uniform());
+    if (v <= q * q) {
+      const double k = floor(1.0 + log(v) / log(q));
+      if (k < 1.0 || !(k < 9.2e18)) continue;
+      return static_cast<std::int64_t>(k);
+    }
+    return v >= q ? 1 : 2;
+  }
+}
+
 /** SplitMix64's finaliser: a bijective 64-bit mix (also how mix_key spreads seeds). */
 TESSERA_RNG std::uint64_t mix64(std::uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -283,6 +376,11 @@ TESSERA_RNG_ENTRY double sample_f64(int g, std::uint64_t key, double p0, double 
     case kBinomial: return static_cast<double>(binomial(d, p1, p0));
     case kGeometric: return static_cast<double>(geometric(d, p0));
     case kPermutation: return static_cast<double>(permutation_at(key, static_cast<std::uint64_t>(p0), i));
+    case kNegativeBinomial: return static_cast<double>(negative_binomial(d, p0, p1));
+    case kNoncentralChisquare: return noncentral_chisquare(d, p0, p1);
+    case kVonMises: return vonmises(d, p0, p1);
+    case kZipf: return static_cast<double>(zipf(d, p0));
+    case kLogseries: return static_cast<double>(logseries(d, p0));
     default: return 0.0;
   }
 }
@@ -295,6 +393,9 @@ TESSERA_RNG_ENTRY std::int64_t sample_i64(int g, std::uint64_t key, double p0, d
     case kBinomial: return binomial(d, p1, p0);
     case kGeometric: return geometric(d, p0);
     case kPermutation: return permutation_at(key, static_cast<std::uint64_t>(p0), i);
+    case kNegativeBinomial: return negative_binomial(d, p0, p1);
+    case kZipf: return zipf(d, p0);
+    case kLogseries: return logseries(d, p0);
     default: {
       const double x = sample_f64(g, key, p0, p1, i);
       // As elem::to_int64: NaN and out of range give INT64_MIN.

@@ -45,6 +45,11 @@ double generator_cost(GenKind g) {
     case GenKind::StandardT: return 50.0;
     case GenKind::Beta: return 80.0;
     case GenKind::Permutation: return 40.0;
+    case GenKind::NegativeBinomial: return 90.0;
+    case GenKind::NoncentralChisquare: return 60.0;
+    case GenKind::VonMises: return 40.0;
+    case GenKind::Zipf: return 30.0;
+    case GenKind::Logseries: return 15.0;
   }
   return 1.0;
 }

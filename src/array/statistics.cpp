@@ -15,6 +15,7 @@
 #include "algorithm_params.hpp"
 #include "chunk_map.hpp"
 #include "sort_semantics.hpp"
+#include "tessera/array/sort.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/ops/registry.hpp"
 #include "tessera/ops/serialize.hpp"
@@ -322,26 +323,123 @@ Array corrcoef(const Array& x, const std::optional<Array>& y, bool rowvar) {
   return minimum(maximum(r, scalar(-1.0)), scalar(1.0));
 }
 
-Histogram histogram(const Array& x, std::int64_t bins, std::pair<double, double> range, const std::optional<Array>& weights,
-                    bool density) {
-  if (bins < 1) throw Error("histogram: `bins` must be positive, when an integer");
+namespace {
+
+/** np.linspace(first, last, bins + 1) over a checked range, as np.histogram makes equal bins. */
+std::vector<double> equal_bin_edges(std::int64_t bins, std::pair<double, double> range, const char* fn) {
+  if (bins < 1) throw Error(std::string(fn) + ": `bins` must be positive, when an integer");
   auto [first, last] = range;
-  if (first > last) throw Error("histogram: max must be larger than min in range parameter");
-  if (!std::isfinite(first) || !std::isfinite(last)) throw Error("histogram: supplied range is not finite");
+  if (first > last) throw Error(std::string(fn) + ": max must be larger than min in range parameter");
+  if (!std::isfinite(first) || !std::isfinite(last)) throw Error(std::string(fn) + ": supplied range is not finite");
   if (first == last) {  // NumPy widens an empty range
     first -= 0.5;
     last += 0.5;
   }
-  // np.linspace(first, last, bins + 1): start + i * step, the last edge exactly `last`.
+  // start + i * step, the last edge exactly `last`.
   std::vector<double> edges(static_cast<std::size_t>(bins + 1));
   const double step = (last - first) / static_cast<double>(bins);
   for (std::int64_t i = 0; i <= bins; ++i) edges[static_cast<std::size_t>(i)] = static_cast<double>(i) * step + first;
   edges.back() = last;
-  return histogram_impl(x, std::move(edges), weights, density, static_cast<double>(bins) / (last - first));
+  return edges;
+}
+
+}  // namespace
+
+Histogram histogram(const Array& x, std::int64_t bins, std::pair<double, double> range, const std::optional<Array>& weights,
+                    bool density) {
+  std::vector<double> edges = equal_bin_edges(bins, range, "histogram");
+  const double norm = static_cast<double>(bins) / (edges.back() - edges.front());
+  return histogram_impl(x, std::move(edges), weights, density, norm);
 }
 
 Histogram histogram(const Array& x, const std::vector<double>& edges, const std::optional<Array>& weights, bool density) {
   return histogram_impl(x, edges, weights, density);
+}
+
+HistogramDD histogramdd(const std::vector<Array>& sample, const std::vector<std::vector<double>>& edges,
+                        const std::optional<Array>& weights, bool density) {
+  if (sample.empty()) throw Error("histogramdd: the sample has no dimensions");
+  if (edges.size() != sample.size())
+    throw Error("histogramdd: the dimension of bins must be equal to the dimension of the sample x");
+  for (const Array& c : sample)
+    if (c.shape() != sample[0].shape()) throw ShapeError("histogramdd: every coordinate must have the same shape");
+  const int dims = static_cast<int>(sample.size());
+  // Each point's bin in every dimension (digitize: half-open bins, a value on the last edge in
+  // the last bin), folded row-major into one flat bin number; a point outside any dimension
+  // gets -1, below the first of the flat histogram's unit bins 0, 1, ..., total.
+  std::vector<std::int64_t> nbins(static_cast<std::size_t>(dims));
+  Array flat = zeros(sample[0].shape(), sample[0].chunks(), DType::Int64);
+  Array outside = zeros(sample[0].shape(), sample[0].chunks(), DType::Bool);
+  std::int64_t total = 1;
+  for (int k = 0; k < dims; ++k) {
+    const std::vector<double>& e = edges[static_cast<std::size_t>(k)];
+    if (e.size() < 2) throw Error("histogramdd: need at least two bin edges in dimension " + std::to_string(k));
+    for (std::size_t i = 1; i < e.size(); ++i)
+      if (!(e[i - 1] <= e[i])) throw Error("histogramdd: bins must increase monotonically, in dimension " + std::to_string(k));
+    const auto nb = static_cast<std::int64_t>(e.size()) - 1;
+    nbins[static_cast<std::size_t>(k)] = nb;
+    const Array x = rechunk_exact(sample[static_cast<std::size_t>(k)], sample[0].chunks());
+    const Array xf = x.dtype() == DType::Float64 ? x : x.astype(DType::Float64);
+    const Array bin = where(xf == e.back(), scalar(nb - 1), digitize(xf, e) - std::int64_t{1});
+    outside = outside || bin < std::int64_t{0} || bin >= nb || isnan(xf);
+    flat = flat * nb + bin;
+    total *= nb;
+  }
+  flat = where(outside, scalar(std::int64_t{-1}), flat);
+  std::vector<double> unit(static_cast<std::size_t>(total + 1));
+  for (std::int64_t i = 0; i <= total; ++i) unit[static_cast<std::size_t>(i)] = static_cast<double>(i);
+  std::optional<Array> w;
+  if (weights) {
+    if (weights->shape() != sample[0].shape()) throw ShapeError("histogramdd: weights should have the same shape as the sample");
+    w = rechunk_exact(*weights, sample[0].chunks());
+  }
+  Array counts = histogram(flat, unit, w).counts.reshape(Shape(nbins.begin(), nbins.end()));
+  HistogramDD out;
+  for (int k = 0; k < dims; ++k) {
+    const std::vector<double>& e = edges[static_cast<std::size_t>(k)];
+    out.edges.push_back(from_vector(e, {static_cast<std::int64_t>(e.size())}, {-1}));
+  }
+  if (density) {
+    // counts / total / the volume of each bin: the product of its widths, one axis at a time.
+    Array scaled = counts.astype(DType::Float64) / counts.sum();
+    for (int k = 0; k < dims; ++k) {
+      const std::vector<double>& e = edges[static_cast<std::size_t>(k)];
+      std::vector<double> widths;
+      for (std::size_t i = 1; i < e.size(); ++i) widths.push_back(e[i] - e[i - 1]);
+      Shape along(static_cast<std::size_t>(dims), 1);
+      along[static_cast<std::size_t>(k)] = nbins[static_cast<std::size_t>(k)];
+      scaled = scaled / from_vector(widths, {nbins[static_cast<std::size_t>(k)]}, {-1}).reshape(along);
+    }
+    counts = scaled;
+  }
+  out.counts = counts;
+  return out;
+}
+
+HistogramDD histogramdd(const std::vector<Array>& sample, const std::vector<std::int64_t>& bins,
+                        const std::vector<std::pair<double, double>>& range, const std::optional<Array>& weights,
+                        bool density) {
+  if (bins.size() != sample.size() || range.size() != sample.size())
+    throw Error("histogramdd: the dimension of bins and range must be equal to the dimension of the sample x");
+  std::vector<std::vector<double>> edges;
+  for (std::size_t k = 0; k < bins.size(); ++k) edges.push_back(equal_bin_edges(bins[k], range[k], "histogramdd"));
+  return histogramdd(sample, edges, weights, density);
+}
+
+HistogramDD histogramdd(const Array& sample, const std::vector<std::int64_t>& bins,
+                        const std::vector<std::pair<double, double>>& range, const std::optional<Array>& weights,
+                        bool density) {
+  if (sample.ndim() != 2) throw ShapeError("histogramdd: the sample must be an (N, D) array");
+  std::vector<Array> columns;
+  for (std::int64_t k = 0; k < sample.shape()[1]; ++k) columns.push_back(sample[{all(), Index(k)}]);
+  return histogramdd(columns, bins, range, weights, density);
+}
+
+HistogramDD histogram2d(const Array& x, const Array& y, std::pair<std::int64_t, std::int64_t> bins,
+                        std::pair<std::pair<double, double>, std::pair<double, double>> range,
+                        const std::optional<Array>& weights, bool density) {
+  return histogramdd(std::vector<Array>{x, y}, std::vector<std::int64_t>{bins.first, bins.second},
+                     {range.first, range.second}, weights, density);
 }
 
 Array bincount(const Array& x, const std::optional<Array>& weights, std::int64_t minlength, Executor& executor) {

@@ -7,6 +7,19 @@
 
 #include <algorithm>
 #include <boost/math/distributions/beta.hpp>
+#include <boost/math/distributions/cauchy.hpp>
+#include <boost/math/distributions/extreme_value.hpp>
+#include <boost/math/distributions/fisher_f.hpp>
+#include <boost/math/distributions/inverse_gaussian.hpp>
+#include <boost/math/distributions/laplace.hpp>
+#include <boost/math/distributions/logistic.hpp>
+#include <boost/math/distributions/negative_binomial.hpp>
+#include <boost/math/distributions/non_central_chi_squared.hpp>
+#include <boost/math/distributions/non_central_f.hpp>
+#include <boost/math/distributions/pareto.hpp>
+#include <boost/math/distributions/rayleigh.hpp>
+#include <boost/math/distributions/triangular.hpp>
+#include <boost/math/distributions/weibull.hpp>
 #include <boost/math/distributions/binomial.hpp>
 #include <boost/math/distributions/chi_squared.hpp>
 #include <boost/math/distributions/exponential.hpp>
@@ -21,6 +34,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -329,6 +343,11 @@ std::vector<Named> all_distributions() {
       {"binomial_large", [](auto s, auto& sh, auto& c) { return random::binomial(s, 5000, 0.7, sh, c); }},
       {"geometric", [](auto s, auto& sh, auto& c) { return random::geometric(s, 0.25, sh, c); }},
       {"choice", [](auto s, auto& sh, auto& c) { return random::choice(s, 1000, sh, c, false); }},
+      {"noncentral_chisquare", [](auto s, auto& sh, auto& c) { return random::Generator(s).noncentral_chisquare(0.7, 2.0, sh, c); }},
+      {"vonmises", [](auto s, auto& sh, auto& c) { return random::Generator(s).vonmises(0.5, 3.0, sh, c); }},
+      {"negative_binomial", [](auto s, auto& sh, auto& c) { return random::Generator(s).negative_binomial(2.5, 0.3, sh, c); }},
+      {"zipf", [](auto s, auto& sh, auto& c) { return random::Generator(s).zipf(1.7, sh, c); }},
+      {"logseries", [](auto s, auto& sh, auto& c) { return random::Generator(s).logseries(0.9, sh, c); }},
   };
 }
 
@@ -435,6 +454,154 @@ TEST(RandomDistributions, BadParametersThrowWhenBuilt) {
   EXPECT_THROW(random::integers(1, 0, std::int64_t{1} << 40, {4}, {-1}, DType::Int32), Error);
   EXPECT_THROW(random::integers(1, INT64_MIN, INT64_MAX, {4}, {-1}, DType::Int64, true), Error);
   EXPECT_THROW(random::gamma(1, 1.0, 1.0, {-4}, {-1}), ShapeError);
+}
+
+
+// ---- the distributions added after the first set: composed ones and more samplers ------------------
+
+/** KS only: for heavy tails, where the sample variance does not settle. */
+template <class Dist>
+void expect_ks_only(const Array& a, const Dist& dist) {
+  const auto x = values(a);
+  ASSERT_EQ(static_cast<std::int64_t>(x.size()), kSamples);
+  expect_ks(x, [&](double v) { return bm::cdf(dist, v); });
+}
+
+TEST(RandomDistributions, ComposedContinuous) {
+  random::Generator g(40);
+  expect_continuous(g.laplace(1.0, 2.0, kShape, kChunks), bm::laplace(1.0, 2.0));
+  expect_continuous(g.logistic(-1.0, 0.5, kShape, kChunks), bm::logistic(-1.0, 0.5));
+  // Gumbel (maximum) is boost's extreme value distribution.
+  expect_continuous(g.gumbel(0.5, 2.0, kShape, kChunks), bm::extreme_value(0.5, 2.0));
+  expect_continuous(g.rayleigh(1.5, kShape, kChunks), bm::rayleigh(1.5));
+  expect_continuous(g.weibull(0.7, kShape, kChunks), bm::weibull(0.7, 1.0));
+  expect_continuous(g.weibull(3.0, kShape, kChunks), bm::weibull(3.0, 1.0));
+  // NumPy's pareto is Lomax: the classical Pareto(scale 1) minus 1.
+  expect_ks_only(g.pareto(3.0, kShape, kChunks) + 1.0, bm::pareto(1.0, 3.0));
+  // power(a) is Beta(a, 1).
+  expect_continuous(g.power(0.5, kShape, kChunks), bm::beta_distribution<>(0.5, 1.0));
+  expect_continuous(g.power(4.0, kShape, kChunks), bm::beta_distribution<>(4.0, 1.0));
+  expect_ks_only(g.standard_cauchy(kShape, kChunks), bm::cauchy(0.0, 1.0));
+  expect_continuous(g.wald(1.5, 2.0, kShape, kChunks), bm::inverse_gaussian(1.5, 2.0));
+  expect_continuous(g.triangular(-1.0, 0.5, 3.0, kShape, kChunks), bm::triangular(-1.0, 0.5, 3.0));
+  expect_continuous(g.triangular(0.0, 0.0, 1.0, kShape, kChunks), bm::triangular(0.0, 0.0, 1.0));
+  expect_continuous(g.f(5.0, 12.0, kShape, kChunks), bm::fisher_f(5.0, 12.0));
+  expect_ks_only(g.noncentral_f(3.0, 20.0, 3.0, kShape, kChunks), bm::non_central_f(3.0, 20.0, 3.0));
+  for (double v : values(g.weibull(0.0, {10}, {-1}))) EXPECT_EQ(v, 0.0);
+}
+
+TEST(RandomDistributions, NoncentralChisquare) {
+  // df > 1 (a central chi-square plus a shifted normal squared), df <= 1 (Poisson mixture), and
+  // nonc 0 (central).
+  random::Generator g(41);
+  for (auto [df, nonc] : {std::pair{3.0, 2.0}, {0.5, 1.5}, {1.0, 10.0}, {2.0, 0.0}, {40.0, 200.0}}) {
+    SCOPED_TRACE("df " + std::to_string(df) + " nonc " + std::to_string(nonc));
+    const Array x = g.noncentral_chisquare(df, nonc, kShape, kChunks);
+    if (nonc == 0) expect_continuous(x, bm::chi_squared(df));
+    else expect_continuous(x, bm::non_central_chi_squared(df, nonc));
+  }
+}
+
+TEST(RandomDistributions, VonMises) {
+  // No von Mises in boost: its CDF by numerical integration of the density
+  // exp(kappa cos(x - mu)) / (2 pi I0(kappa)) on [-pi, pi), and E[cos(x - mu)] = I1 / I0.
+  random::Generator g(42);
+  constexpr double pi = 3.14159265358979323846;
+  for (auto [mu, kappa] : {std::pair{0.5, 3.0}, {-3.0, 0.5}, {2.0, 50.0}, {0.0, 1e-9}}) {
+    SCOPED_TRACE("mu " + std::to_string(mu) + " kappa " + std::to_string(kappa));
+    const auto x = values(g.vonmises(mu, kappa, kShape, kChunks));
+    for (double v : x) ASSERT_TRUE(v >= -pi && v < pi) << v;
+    constexpr int kGrid = 20000;
+    std::vector<double> cdf(kGrid + 1, 0.0);
+    const double h = 2 * pi / kGrid;
+    for (int i = 1; i <= kGrid; ++i) {  // the trapezoid rule, with the density scaled by exp(-kappa)
+      const double a = -pi + (i - 1) * h, b = a + h;
+      cdf[i] = cdf[i - 1] + 0.5 * h * (std::exp(kappa * (std::cos(a - mu) - 1)) + std::exp(kappa * (std::cos(b - mu) - 1)));
+    }
+    for (double& c : cdf) c /= cdf.back();
+    expect_ks(x, [&](double v) {
+      const double t = (v + pi) / h;
+      const int i = std::clamp(static_cast<int>(t), 0, kGrid - 1);
+      return cdf[i] + (t - i) * (cdf[i + 1] - cdf[i]);
+    });
+    if (kappa > 1e-6) {
+      double m = 0;
+      for (double v : x) m += std::cos(v - mu);
+      m /= static_cast<double>(x.size());
+      const double want = std::cyl_bessel_i(1.0, kappa) / std::cyl_bessel_i(0.0, kappa);
+      EXPECT_NEAR(m, want, 0.01) << "mean resultant length";
+    }
+  }
+}
+
+/** The CDF of a pmf on k >= 1, its partial sums kept as they are asked for (in rising k). */
+std::function<double(std::int64_t)> cumulative(std::function<double(std::int64_t)> pmf) {
+  auto sums = std::make_shared<std::vector<double>>(1, 0.0);  // sums[k] = P(X <= k)
+  return [pmf = std::move(pmf), sums](std::int64_t k) {
+    if (k < 1) return 0.0;
+    while (static_cast<std::int64_t>(sums->size()) <= k)
+      sums->push_back(sums->back() + pmf(static_cast<std::int64_t>(sums->size())));
+    return (*sums)[static_cast<std::size_t>(k)];
+  };
+}
+
+TEST(RandomDistributions, NegativeBinomialZipfAndLogseries) {
+  random::Generator g(43);
+  for (auto [n, p] : {std::pair{5.0, 0.4}, {0.7, 0.05}, {30.0, 0.9}}) {
+    SCOPED_TRACE("negative_binomial n " + std::to_string(n) + " p " + std::to_string(p));
+    expect_discrete(g.negative_binomial(n, p, kShape, kChunks), bm::negative_binomial(n, p));
+  }
+  for (double v : values(g.negative_binomial(3.0, 1.0, {10}, {-1}))) EXPECT_EQ(v, 0.0);
+  // Zipf: P(k) = k^-a / zeta(a), k >= 1 (heavy-tailed: chi-square over the bins only).
+  for (double a : {2.0, 2.5, 6.0}) {
+    SCOPED_TRACE("zipf a " + std::to_string(a));
+    const Array z = g.zipf(a, kShape, kChunks);
+    EXPECT_EQ(z.dtype(), DType::Int64);
+    const double zeta = std::riemann_zeta(a);
+    auto pmf = [&](std::int64_t k) { return k < 1 ? 0.0 : std::pow(static_cast<double>(k), -a) / zeta; };
+    expect_chi_square(values(z), pmf, cumulative(pmf));
+  }
+  // Logarithmic series: P(k) = -p^k / (k ln(1 - p)), k >= 1.
+  for (double p : {0.3, 0.9, 0.999}) {
+    SCOPED_TRACE("logseries p " + std::to_string(p));
+    auto pmf = [&](std::int64_t k) {
+      return k < 1 ? 0.0 : -std::pow(p, static_cast<double>(k)) / (static_cast<double>(k) * std::log1p(-p));
+    };
+    const auto x = values(g.logseries(p, kShape, kChunks));
+    expect_chi_square(x, pmf, cumulative(pmf));
+    const double mean = -p / ((1 - p) * std::log1p(-p));
+    const double var = -p * (p + std::log1p(-p)) / ((1 - p) * (1 - p) * std::log1p(-p) * std::log1p(-p));
+    expect_moments(x, mean, var);
+  }
+  for (double v : values(g.logseries(0.0, {10}, {-1}))) EXPECT_EQ(v, 1.0);
+}
+
+TEST(RandomDistributions, MoreBadParametersThrowWhenBuilt) {
+  random::Generator g(1);
+  const double nan = std::nan("");
+  EXPECT_THROW(g.laplace(0, -1, {4}, {-1}), Error);
+  EXPECT_THROW(g.logistic(0, -1, {4}, {-1}), Error);
+  EXPECT_THROW(g.gumbel(0, -1, {4}, {-1}), Error);
+  EXPECT_THROW(g.rayleigh(-1, {4}, {-1}), Error);
+  EXPECT_THROW(g.weibull(-1, {4}, {-1}), Error);
+  EXPECT_THROW(g.pareto(0, {4}, {-1}), Error);
+  EXPECT_THROW(g.power(0, {4}, {-1}), Error);
+  EXPECT_THROW(g.wald(0, 1, {4}, {-1}), Error);
+  EXPECT_THROW(g.wald(1, 0, {4}, {-1}), Error);
+  EXPECT_THROW(g.triangular(1, 0, 2, {4}, {-1}), Error);
+  EXPECT_THROW(g.triangular(0, 3, 2, {4}, {-1}), Error);
+  EXPECT_THROW(g.triangular(1, 1, 1, {4}, {-1}), Error);
+  EXPECT_THROW(g.f(0, 1, {4}, {-1}), Error);
+  EXPECT_THROW(g.noncentral_f(1, 1, -1, {4}, {-1}), Error);
+  EXPECT_THROW(g.noncentral_chisquare(0, 1, {4}, {-1}), Error);
+  EXPECT_THROW(g.noncentral_chisquare(1, nan, {4}, {-1}), Error);
+  EXPECT_THROW(g.vonmises(0, -1, {4}, {-1}), Error);
+  EXPECT_THROW(g.vonmises(nan, 1, {4}, {-1}), Error);
+  EXPECT_THROW(g.negative_binomial(0, 0.5, {4}, {-1}), Error);
+  EXPECT_THROW(g.negative_binomial(1, 0, {4}, {-1}), Error);
+  EXPECT_THROW(g.zipf(1.0, {4}, {-1}), Error);
+  EXPECT_THROW(g.logseries(1.0, {4}, {-1}), Error);
+  EXPECT_THROW(g.logseries(-0.1, {4}, {-1}), Error);
 }
 
 }  // namespace

@@ -40,4 +40,33 @@ TEST(RandomPaths, SliceDrawsTheSameElements) {
   EXPECT_EQ(k, sliced.size());
 }
 
+TEST(RandomPaths, TransposedReadsDrawTwoRowsPerCallWithTheSameValues) {
+  // x.T of an n x m random x: along a row of x.T the index moves by m (even here, so the row-pair
+  // path runs), from one row to the next by 1. Chunk heights odd and even, so that pairs start on
+  // even and odd rows and a chunk's last row has no partner.
+  for (std::int64_t m : {10, 64}) {
+    for (const ChunkSpec& c : {ChunkSpec{-1, -1}, ChunkSpec{5, 7}, ChunkSpec{4, 3}, ChunkSpec{3, 8}}) {
+      SCOPED_TRACE("m " + std::to_string(m) + " chunks " + std::to_string(c[0]) + "x" + std::to_string(c[1]));
+      const std::int64_t n = 13;
+      const Array u = random::uniform(21, -1.0, 3.0, {n, m}, c);
+      const Array g = random::normal(22, 5.0, 2.0, {n, m}, c);
+      const auto uw = u.compute(local_executor("sync")).to_doubles();
+      const auto gw = g.compute(local_executor("sync")).to_doubles();
+      const auto ut = u.T().compute(local_executor("threads")).to_doubles();
+      const auto gt = g.T().compute(local_executor("threads")).to_doubles();
+      for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t j = 0; j < m; ++j) {
+          ASSERT_EQ(ut[j * n + i], uw[i * m + j]) << "uniform (" << i << ", " << j << ")";
+          ASSERT_NEAR(gt[j * n + i], gw[i * m + j], 1e-13 * std::fabs(gw[i * m + j]) + 1e-14) << "normal (" << i << ", " << j << ")";
+        }
+    }
+  }
+  // Fused with a contiguous read of the same array: the local_cupy workload.
+  const Array x = random::uniform(23, 0.0, 1.0, {40, 40}, {16, 16});
+  const auto w = x.compute().to_doubles();
+  double want = 0;
+  for (double v : w) want += 2 * v;
+  EXPECT_NEAR((x + x.T()).sum().compute().item(), want, 1e-12 * want);
+}
+
 }  // namespace

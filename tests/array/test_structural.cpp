@@ -128,6 +128,31 @@ TEST(ArrayStructural, Rechunk) {
                             make_ref(DType::Float64, {7, 2}, [&](auto& i) { return a.at({6 - i[0], 2 + 3 * i[1]}); }), 0, 0));
 }
 
+TEST(ArrayStructural, ReductionOfARechunkedExpressionReadsNoRechunkedPieces) {
+  // sum(axis=1) of a random array rechunked to taller, narrower chunks: each partial evaluates
+  // the generator over its own chunk, so the graph holds partials and combines, no rechunk tasks.
+  const Array x = random::uniform(9, 0.0, 1.0, {40, 40}, {10, 10});
+  const Array r = (x * 2.0).rechunk({20, 5});
+  const Array s = r.sum({.axes = {1}});
+  std::vector<Key> keys;
+  const Graph g = s.to_graph(&keys);
+  std::size_t rechunk_tasks = 0;
+  for (const auto& [key, task] : g.tasks())
+    if (key.find("rechunk") != std::string::npos) ++rechunk_tasks;
+  EXPECT_EQ(rechunk_tasks, 0u);
+  const auto w = x.compute().to_doubles();
+  const auto got = s.compute(local_executor("threads")).to_doubles();
+  ASSERT_EQ(got.size(), 40u);
+  for (int i = 0; i < 40; ++i) {
+    double want = 0;
+    for (int j = 0; j < 40; ++j) want += 2 * w[i * 40 + j];
+    EXPECT_NEAR(got[i], want, 1e-12 * want) << i;
+  }
+  // A rechunk of something not blockwise (a persisted array) is still read piece by piece.
+  const Array p = x.persist(local_executor("sync"));
+  EXPECT_NEAR(p.rechunk({20, 5}).sum().compute().item(), x.sum().compute().item(), 1e-9);
+}
+
 TEST(ArrayStructural, ConcatenateAlongEachAxis) {
   const Ref a = sample(DType::Float64, {3, 4, 5}, 1);
   const Ref b = sample(DType::Float64, {3, 4, 5}, 2);

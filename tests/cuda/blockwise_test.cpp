@@ -513,6 +513,16 @@ BLOCKWISE_TEST(Distributions) {
   check(random::poisson(36, 5.0, {300, 50}, {128, 50}).astype(DType::Float64) * 0.5 + random::gamma(37, 2.0, 1.0, {300, 50}, {128, 50}), f);
   check(random::poisson(38, 5.0, {300, 50}, {128, 50}).sum(axes({0})));
   check(random::gamma(39, 2.0, 1.0, {300, 50}, {128, 50}).astype(DType::Int64));
+  // The samplers added later, and distributions composed of the vectorised kernels.
+  check(random::Generator(40).noncentral_chisquare(3.0, 2.0, {301, 57}, {128, 20}), f);
+  check(random::Generator(41).noncentral_chisquare(0.5, 1.5, {5000}, {999}), f);
+  check(random::Generator(42).vonmises(0.5, 3.0, {200, 40}, {64, 40}).T(), f);
+  check(random::Generator(43).negative_binomial(2.5, 0.3, {300, 50}, {128, 50}));
+  check(random::Generator(44).zipf(2.0, {5000}, {999}));
+  check(random::Generator(45).logseries(0.9, {300, 50}, {128, 50})[{step(2), step(-3)}]);
+  check(random::Generator(46).laplace(1.0, 2.0, {5000}, {999}), kFn);
+  check(random::Generator(47).wald(1.5, 2.0, {300, 50}, {128, 50}), kFn);
+  check(random::Generator(48).triangular(-1.0, 0.5, 3.0, {5000}, {999}), kFn);
 }
 
 BLOCKWISE_TEST(FloatUnaryOps) {

@@ -21,6 +21,8 @@ namespace tessera {
 /** @brief Wraps a host block as a chunked array (Dask's from_array / asarray / array). */
 Array from_array(const Block& block, ChunkSpec chunks);
 Array asarray(const Block& block, ChunkSpec chunks);
+Array asanyarray(const Block& block, ChunkSpec chunks);
+Array array(const Block& block, ChunkSpec chunks);
 
 /** @brief a / b (NumPy's true_divide). */
 Array true_divide(const Array& a, const Array& b);
@@ -79,6 +81,15 @@ Array moment(const Array& a, int order, std::vector<int> axes = {}, int ddof = 0
  * it back (length 1), as NumPy's apply_over_axes does.
  */
 Array apply_over_axes(const std::function<Array(const Array&, int)>& func, const Array& a, const std::vector<int>& axes);
+/**
+ * @brief Runs the registered op `op` (a function of one 1-d Block, e.g. registered with
+ * TESSERA_REGISTER_FUNCTION) on every 1-d slice of `a` along `axis` (Dask's apply_along_axis).
+ * Each call must return a block of shape `out_shape` (() for a scalar); its values, cast to
+ * out_dtype, take the place of the axis: the result's shape is a.shape[:axis] + out_shape +
+ * a.shape[axis+1:]. The axis is gathered into one chunk first.
+ */
+Array apply_along_axis(const std::string& op, int axis, const Array& a, DType out_dtype = DType::Float64,
+                       const Shape& out_shape = {});
 
 enum class CoarsenKind { Sum, Mean, Min, Max, Prod };
 /**

@@ -57,6 +57,33 @@ class Generator {
    */
   Array choice(std::int64_t a, Shape size, ChunkSpec chunks, bool replace = true, std::vector<double> p = {});
 
+  // Continuous distributions built from the ones above as fused element-wise programs (each
+  // input array takes the next key, so they are independent).
+  Array laplace(double loc, double scale, Shape shape, ChunkSpec chunks);
+  Array logistic(double loc, double scale, Shape shape, ChunkSpec chunks);
+  Array gumbel(double loc, double scale, Shape shape, ChunkSpec chunks);
+  Array rayleigh(double scale, Shape shape, ChunkSpec chunks);
+  Array weibull(double a, Shape shape, ChunkSpec chunks);
+  /** @brief Pareto II (Lomax), as NumPy: the classical Pareto minus 1. */
+  Array pareto(double a, Shape shape, ChunkSpec chunks);
+  Array power(double a, Shape shape, ChunkSpec chunks);
+  Array standard_cauchy(Shape shape, ChunkSpec chunks);
+  /** @brief Inverse Gaussian (mean > 0, scale > 0). */
+  Array wald(double mean, double scale, Shape shape, ChunkSpec chunks);
+  Array triangular(double left, double mode, double right, Shape shape, ChunkSpec chunks);
+  Array f(double dfnum, double dfden, Shape shape, ChunkSpec chunks);
+  Array noncentral_f(double dfnum, double dfden, double nonc, Shape shape, ChunkSpec chunks);
+  // Element-by-element samplers (random_semantics.hpp), on host and device alike.
+  Array noncentral_chisquare(double df, double nonc, Shape shape, ChunkSpec chunks);
+  /** @brief Von Mises angles in [-pi, pi). */
+  Array vonmises(double mu, double kappa, Shape shape, ChunkSpec chunks);
+  /** @brief int64 failures before the n-th success (n > 0 need not be whole). */
+  Array negative_binomial(double n, double p, Shape shape, ChunkSpec chunks);
+  /** @brief int64 values >= 1 (a > 1). */
+  Array zipf(double a, Shape shape, ChunkSpec chunks);
+  /** @brief int64 values >= 1 (0 <= p < 1). */
+  Array logseries(double p, Shape shape, ChunkSpec chunks);
+
  protected:
   /** The Philox key of the next array. */
   std::uint64_t next_key();

@@ -1,6 +1,7 @@
 #pragma once
 /** @file
  * Cumulative sums and products (NumPy's, with Dask's chunked method), diff and ediff1d. */
+#include <cstdint>
 #include <optional>
 
 #include "tessera/array/array.hpp"
@@ -26,5 +27,11 @@ Array nancumprod(const Array& x, std::optional<int> axis = std::nullopt);
 Array diff(const Array& x, int n = 1, int axis = -1);
 /** @brief Differences of the flattened array (1-d). */
 Array ediff1d(const Array& x);
+/**
+ * @brief Forward fill (Dask's push): each NaN along `axis` takes the last non-NaN value before
+ * it, when at most n NaN precede it in a row (all with n unset); leading NaN stay. Integer and
+ * bool arrays are returned unchanged. Chunks along the axis fill in parallel.
+ */
+Array push(const Array& x, std::optional<std::int64_t> n = std::nullopt, int axis = -1);
 
 }  // namespace tessera

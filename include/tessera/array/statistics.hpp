@@ -76,6 +76,33 @@ Histogram histogram(const Array& x, std::int64_t bins, std::pair<double, double>
 /** @brief Histogram over the given monotonically increasing bin edges. */
 Histogram histogram(const Array& x, const std::vector<double>& edges, const std::optional<Array>& weights = std::nullopt,
                     bool density = false);
+/** @brief histogramdd's result: counts of shape (bins of each dimension) and each dimension's edges. */
+struct HistogramDD {
+  Array counts;
+  std::vector<Array> edges;
+};
+/**
+ * @brief Multidimensional histogram (NumPy's histogramdd): sample[k] holds coordinate k of
+ * every point (arrays of one shape, flattened), edges[k] the increasing bin edges of dimension k.
+ * In each dimension bins are half-open except the last, and a point outside any dimension's
+ * edges is not counted. weights: same shape as the coordinates. density: counts / (total * bin
+ * volume).
+ */
+HistogramDD histogramdd(const std::vector<Array>& sample, const std::vector<std::vector<double>>& edges,
+                        const std::optional<Array>& weights = std::nullopt, bool density = false);
+/** @brief histogramdd with bins[k] equal bins over range[k] in each dimension. */
+HistogramDD histogramdd(const std::vector<Array>& sample, const std::vector<std::int64_t>& bins,
+                        const std::vector<std::pair<double, double>>& range,
+                        const std::optional<Array>& weights = std::nullopt, bool density = false);
+/** @brief histogramdd of an (N, D) array: its columns are the D coordinates. */
+HistogramDD histogramdd(const Array& sample, const std::vector<std::int64_t>& bins,
+                        const std::vector<std::pair<double, double>>& range,
+                        const std::optional<Array>& weights = std::nullopt, bool density = false);
+/** @brief The two-dimensional case (NumPy's histogram2d): edges[0] along x, edges[1] along y. */
+HistogramDD histogram2d(const Array& x, const Array& y, std::pair<std::int64_t, std::int64_t> bins,
+                        std::pair<std::pair<double, double>, std::pair<double, double>> range,
+                        const std::optional<Array>& weights = std::nullopt, bool density = false);
+
 /**
  * @brief Occurrences of each non-negative integer in the 1-d x (with weights: their sum,
  * float64). The result's length, max(max(x) + 1, minlength), depends on the data, so x.max() is

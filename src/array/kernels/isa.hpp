@@ -22,6 +22,8 @@ struct Program;
                     std::int64_t delta, std::int64_t n, double* out);                                      \
   void generate_i64(std::uint8_t gen, std::uint64_t key, std::int64_t lo, std::int64_t hi, double p0,      \
                     double p1, std::int64_t start, std::int64_t delta, std::int64_t n, std::int64_t* out); \
+  bool generate_f64_row_pair(std::uint8_t gen, std::uint64_t key, double p0, double p1, std::int64_t start, \
+                             std::int64_t delta, std::int64_t n, double* row0, double* row1);               \
   Block run_program(const Program& program, const std::vector<const Block*>& inputs);                     \
   }
 TESSERA_DECLARE_KERNELS(isa_base)

@@ -548,6 +548,19 @@ Block run_program(const Program& p, const std::vector<const Block*>& inputs) {
   }
 
   Reducer reducer(p, root.ctype);
+  // Generators read transposed (the next row is the next counter: x.T of a random x) draw two
+  // rows at once, one Philox call for both (generate_f64_row_pair); the second row waits in
+  // `pair_rows`. pair_ready[r] is the row whose values are there.
+  std::vector<std::vector<double>> pair_rows(ninstr);
+  std::vector<std::int64_t> pair_ready(ninstr, -1);
+  for (int r = 0; r < ninstr && d >= 2; ++r) {
+    const Instr& in = p.instrs[r];
+    const auto g = static_cast<GenKind>(in.sub);
+    if (in.code == InstrCode::Generator && in.ctype == CType::F64 && (g == GenKind::Uniform || g == GenKind::Normal) &&
+        in.coef.size() == static_cast<std::size_t>(d) && in.coef[d - 2] == 1 && in.coef[d - 1] != 0 &&
+        p.shape[d - 2] > 1)
+      pair_rows[r].resize(static_cast<std::size_t>(L));
+  }
   std::vector<std::int64_t> coord(std::max(d - 1, 0), 0);
   std::vector<std::int64_t> row_start(ninstr, 0);
   const bool last_reduced = reducing && d > 0 && p.reduce.axes[d - 1];
@@ -578,6 +591,20 @@ Block run_program(const Program& p, const std::vector<const Block*>& inputs) {
           case InstrCode::Generator: {
             if (static_cast<GenKind>(in.sub) == GenKind::Full) break;
             const std::int64_t start = row_start[r] + j0 * delta;
+            if (!pair_rows[r].empty()) {
+              if (pair_ready[r] == row) {
+                std::memcpy(R.f(r), pair_rows[r].data() + j0, static_cast<std::size_t>(n) * sizeof(double));
+                round_to_dtype(in, R, r, n);
+                break;
+              }
+              // Only when this row's next one is in the same slab of the chunk.
+              if (coord[d - 2] + 1 < p.shape[d - 2] &&
+                  generate_f64_row_pair(in.sub, in.key, in.p0, in.p1, start, delta, n, R.f(r), pair_rows[r].data() + j0)) {
+                pair_ready[r] = row + 1;
+                round_to_dtype(in, R, r, n);
+                break;
+              }
+            }
             if (in.ctype == CType::F64) generate_f64(in.sub, in.key, in.p0, in.p1, start, delta, n, R.f(r));
             else generate_i64(in.sub, in.key, in.i0, in.i1, in.p0, in.p1, start, delta, n, R.i(r));
             round_to_dtype(in, R, r, n);

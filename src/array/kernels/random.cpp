@@ -210,6 +210,46 @@ void generate_f64(std::uint8_t gen, std::uint64_t key, double p0, double p1, std
   }
 }
 
+// Two rows whose elements are neighbours in the counter space: row 0 holds indices start +
+// delta * j, row 1 the next index of each. That is how a transposed read (x.T) walks x: along its
+// rows x's index moves by delta, from one row to the next by 1. With start and delta even, each
+// Philox call serves both rows (its low word row 0, its high word row 1), where the strided path
+// alone makes one call per element. The values are those of the element-by-element formulas
+// above (normal_pairs' expressions), so the paths agree.
+bool generate_f64_row_pair(std::uint8_t gen, std::uint64_t key, double p0, double p1, std::int64_t start,
+                           std::int64_t delta, std::int64_t n, double* row0, double* row1) {
+  const auto kind = static_cast<GenKind>(gen);
+  if ((kind != GenKind::Uniform && kind != GenKind::Normal) || (start & 1) != 0 || (delta & 1) != 0) return false;
+  alignas(64) std::uint64_t counters[kLanes];
+  alignas(64) std::uint64_t lo[kLanes];
+  alignas(64) std::uint64_t hi[kLanes];
+  for (std::int64_t done = 0; done < n; done += kLanes) {
+    const int m = static_cast<int>(std::min<std::int64_t>(kLanes, n - done));
+    const std::int64_t s = start + delta * done;
+    for (int j = 0; j < m; ++j) counters[j] = static_cast<std::uint64_t>(s + delta * j) >> 1;
+    double* o0 = row0 + done;
+    double* o1 = row1 + done;
+    if (kind == GenKind::Uniform) {
+      philox_block(key, 2u, counters, m, lo, hi);
+      const double span = p1 - p0;
+      for (int j = 0; j < m; ++j) {
+        o0[j] = p0 + span * (one_to_two(lo[j]) - 1.0);
+        o1[j] = p0 + span * (one_to_two(hi[j]) - 1.0);
+      }
+    } else {
+      philox_block(key, 1u, counters, m, lo, hi);
+      for (int j = 0; j < m; ++j) {
+        const double u1 = 2.0 - one_to_two(lo[j]);
+        const double u2 = one_to_two(hi[j]) - 1.0;
+        const double r = std::sqrt(-2.0 * std::log(u1));
+        o0[j] = p0 + p1 * (r * std::cos(kTwoPi * u2 - 0.0));
+        o1[j] = p0 + p1 * (r * std::cos(kTwoPi * u2 - kHalfPi));
+      }
+    }
+  }
+  return true;
+}
+
 void generate_i64(std::uint8_t gen, std::uint64_t key, std::int64_t lo, std::int64_t hi, double p0, double p1,
                   std::int64_t start, std::int64_t delta, std::int64_t n, std::int64_t* out) {
   for (std::int64_t done = 0; done < n; done += kLanes) {
@@ -228,7 +268,10 @@ void generate_i64(std::uint8_t gen, std::uint64_t key, std::int64_t lo, std::int
       case GenKind::Poisson:
       case GenKind::Binomial:
       case GenKind::Geometric:
-      case GenKind::Permutation: sample_distribution_i64(gen, key, p0, p1, s, delta, m, out + done); break;
+      case GenKind::Permutation:
+      case GenKind::NegativeBinomial:
+      case GenKind::Zipf:
+      case GenKind::Logseries: sample_distribution_i64(gen, key, p0, p1, s, delta, m, out + done); break;
       default: {
         alignas(64) double tmp[kLanes];
         generate_f64(gen, key, p0, p1, s, delta, m, tmp);

@@ -18,6 +18,25 @@ Block twice_plus_one(Block x) {
 }
 TESSERA_REGISTER_FUNCTION_AS("conformance.twice_plus_one", twice_plus_one);
 
+// apply_along_axis ops on a 1-d block: (sum, max - min, first) and the sum of squares (a scalar).
+Block row_summary(Block x) {
+  const auto v = x.to_doubles();
+  double sum = 0, lo = v.empty() ? 0 : v[0], hi = lo;
+  for (double e : v) {
+    sum += e;
+    lo = std::min(lo, e);
+    hi = std::max(hi, e);
+  }
+  return Block::from_values<double>({sum, hi - lo, v.empty() ? 0.0 : v[0]}, {3});
+}
+TESSERA_REGISTER_FUNCTION_AS("conformance.row_summary", row_summary);
+Block row_sumsq(Block x) {
+  double s = 0;
+  for (double e : x.to_doubles()) s += e * e;
+  return Block::scalar(s);
+}
+TESSERA_REGISTER_FUNCTION_AS("conformance.row_sumsq", row_sumsq);
+
 // reduction() ops: fold the given axes of a block (keepdims or not), squaring first or not.
 Block fold_sum(const Block& b, const std::vector<int>& axes, bool keepdims, bool square) {
   const Shape& s = b.shape();
@@ -149,6 +168,28 @@ TESSERA_CONFORMANCE_CASE(coarsen_case) {
 
 TESSERA_CONFORMANCE_CASE(map_blocks_case) {
   return {map_blocks("conformance.twice_plus_one", {in[0]}, DType::Float64)};
+}
+
+TESSERA_CONFORMANCE_CASE(apply_along_axis_case) {
+  const bool summary = p.b("summary");
+  return {apply_along_axis(summary ? "conformance.row_summary" : "conformance.row_sumsq", static_cast<int>(p.i("axis")),
+                           in[0], DType::Float64, summary ? Shape{3} : Shape{})};
+}
+
+// in[0] computed to a host block, then wrapped again in in[0]'s chunks by p.s("fn").
+TESSERA_CONFORMANCE_CASE(from_array_case) {
+  const Block b = in[0].compute();
+  ChunkSpec spec;
+  for (const auto& axis : in[0].chunks()) spec.push_back(axis.empty() ? -1 : axis[0]);
+  const std::string& fn = p.s("fn");
+  Array x;
+  if (fn == "from_array") x = from_array(b, spec);
+  else if (fn == "asarray") x = asarray(b, spec);
+  else if (fn == "asanyarray") x = asanyarray(b, spec);
+  else if (fn == "array") x = tessera::array(b, spec);
+  else throw std::invalid_argument("from_array_case: unknown function " + fn);
+  if (x.chunks() != in[0].chunks()) throw std::runtime_error("from_array_case: the chunks changed");
+  return {in[0].target() == Target::Device ? x.to_device() : x};
 }
 
 TESSERA_CONFORMANCE_CASE(result_type_case) {

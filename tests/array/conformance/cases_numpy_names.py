@@ -79,6 +79,17 @@ CASES.append(case("coarsen_case", [rand(7, 10, salt=37)], lambda x, kind, factor
 CASES.append(case("coarsen_case", [rand(7, 10, salt=37)], None, {"kind": "sum", "factors": [3, 3]}, raises="ShapeError",
                   api=(), chunks=[[(-1, -1)]], name="coarsen[not a multiple]"))
 CASES.append(case("map_blocks_case", [A], lambda x: 2 * x + 1, api="map_blocks"))
+
+
+def _row_summary(v):
+    return np.array([v.sum(), v.max() - v.min(), v[0]])
+
+
+for _axis in (0, 1, -1):
+    CASES.append(case("apply_along_axis_case", [A], lambda x, axis, summary: np.apply_along_axis(_row_summary, axis, x),
+                      {"axis": _axis, "summary": True}, api="apply_along_axis"))
+CASES.append(case("apply_along_axis_case", [A], lambda x, axis, summary: np.apply_along_axis(lambda v: (v * v).sum(), axis, x),
+                  {"axis": 1, "summary": False}, api="apply_along_axis"))
 CASES.append(case("result_type_case", [A.astype("float32"), I.astype("int32")], lambda a, b: np.zeros((), np.result_type(a, b)),
                   api="result_type"))
 CASES.append(case("dot_case", [rand(5, 3, salt=38), rand(3, 4, salt=39)], lambda a, b: np.dot(a, b), api=("dot", "matmul")))
@@ -154,3 +165,10 @@ for shape, chunk in (([5, 7], 3), ([4, 4], 4), ([1, 6], 2)):
                       {"shape": shape, "chunk": chunk}, api="fromfunction"))
 CASES.append(case("unify_chunks_case", [A, B], lambda a, b: (a, b, a + b), api="unify_chunks",
                   chunks=[[(3, 2), (2, 3)], [(4, 4), (6, 1)], [(6, 4), (1, 1)]]))
+_A3 = rand(5, 4, 3, salt=41)
+CASES.append(case("apply_along_axis_case", [_A3], lambda x, axis, summary: np.apply_along_axis(_row_summary, axis, x),
+                  {"axis": 1, "summary": True}, api="apply_along_axis", name="apply_along_axis_case[3d axis=1]"))
+for _fn in ("from_array", "asarray", "asanyarray", "array"):
+    CASES.append(case("from_array_case", [A], lambda x, fn: x, {"fn": _fn}, api=_fn))
+CASES.append(case("from_array_case", [rand(4, 3, 2, dtype="int32", low=-5, high=5, salt=44)], lambda x, fn: x,
+                  {"fn": "from_array"}, api="from_array", name="from_array_case[int32 3d]"))

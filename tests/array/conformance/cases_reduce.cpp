@@ -61,6 +61,12 @@ TESSERA_CONFORMANCE_CASE(scan) {
   throw std::invalid_argument("scan: unknown op " + op);
 }
 
+TESSERA_CONFORMANCE_CASE(push_case) {
+  std::optional<std::int64_t> n;
+  if (p.i("n", 0) > 0) n = p.i("n");
+  return {push(in[0], n, static_cast<int>(p.i("axis", -1)))};
+}
+
 TESSERA_CONFORMANCE_CASE(diff) { return {diff(in[0], static_cast<int>(p.i("n", 1)), static_cast<int>(p.i("axis", -1)))}; }
 TESSERA_CONFORMANCE_CASE(ediff1d) { return {ediff1d(in[0])}; }
 TESSERA_CONFORMANCE_CASE(sort) { return {sort(in[0], static_cast<int>(p.i("axis", -1)))}; }
@@ -133,6 +139,25 @@ TESSERA_CONFORMANCE_CASE(histogram) {
   Histogram h = p.has("edges") ? histogram(in[0], doubles(p.ints("edges"), 0.25), w, p.b("density"))
                                : histogram(in[0], p.i("bins"), {p.d("lo"), p.d("hi")}, w, p.b("density"));
   return {h.counts, h.edges};
+}
+
+// in[0], in[1] (and in[2] when "dims" is 3) are the coordinates; the last input the weights
+// when p.b("weighted").
+TESSERA_CONFORMANCE_CASE(histogramdd) {
+  const auto dims = static_cast<std::size_t>(p.i("dims", 2));
+  std::vector<Array> sample(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(dims));
+  std::optional<Array> w;
+  if (p.b("weighted")) w = in[dims];
+  const auto bins = p.ints("bins");
+  const auto lo = p.ints("lo"), hi = p.ints("hi");
+  std::vector<std::pair<double, double>> range;
+  for (std::size_t k = 0; k < dims; ++k) range.emplace_back(0.25 * static_cast<double>(lo[k]), 0.25 * static_cast<double>(hi[k]));
+  HistogramDD h = dims == 2 && p.b("as_2d")
+                      ? histogram2d(sample[0], sample[1], {bins[0], bins[1]}, {range[0], range[1]}, w, p.b("density"))
+                      : histogramdd(sample, std::vector<std::int64_t>(bins.begin(), bins.end()), range, w, p.b("density"));
+  std::vector<Array> out{h.counts};
+  for (const Array& e : h.edges) out.push_back(e);
+  return out;
 }
 
 TESSERA_CONFORMANCE_CASE(bincount) {

@@ -83,6 +83,30 @@ for op in SCANS:
         CASES.append(case("scan", [src], scan(op), {"op": op, "axis": axis}))
 CASES.append(case("scan", [I], scan("cumsum"), {"op": "cumsum", "axis": 0}, name="scan[int cumsum]"))
 CASES.append(case("scan", [A > 0], scan("cumsum"), {"op": "cumsum", "axis": 1}, name="scan[bool cumsum]"))
+
+
+def push_reference(x, axis=-1, n=0):
+    """bottleneck.push: forward fill of NaN along an axis, at most n in a row (0: all)."""
+    y = np.moveaxis(np.array(x, dtype=x.dtype, copy=True), axis, -1)
+    for row in y.reshape(-1, y.shape[-1]):
+        last, gap = np.nan, 0
+        for i, v in enumerate(row):
+            if not np.isnan(v):
+                last, gap = v, 0
+                continue
+            gap += 1
+            if not np.isnan(last) and (n == 0 or gap <= n):
+                row[i] = last
+    return np.moveaxis(y, -1, axis)
+
+
+PUSH = rand(12, 5, salt=42)
+PUSH[rand(12, 5, salt=43) < 0.55] = np.nan
+PUSH[:3, 1] = np.nan  # leading NaN stay
+for axis, n in ((0, 0), (0, 2), (1, 0), (-1, 1)):
+    CASES.append(case("push_case", [PUSH], push_reference, {"axis": axis, "n": n}, api="push"))
+CASES.append(case("push_case", [PUSH.astype("float32")], push_reference, {"axis": 0, "n": 3}, api="push",
+                  name="push_case[float32]"))
 CASES.append(case("diff", [A], lambda x, n=1, axis=-1: np.diff(x, n=n, axis=axis)))
 CASES.append(case("diff", [A], lambda x, n=1, axis=-1: np.diff(x, n=n, axis=axis), {"n": 2, "axis": 0}))
 CASES.append(case("diff", [A > 0], lambda x, axis=-1: np.diff(x, axis=axis), {"axis": 0}, name="diff[bool]"))
@@ -153,6 +177,34 @@ CASES.append(case("histogram", [H, W], lambda x, w, bins, lo, hi, density: np.hi
                   {"bins": 4, "lo": -1.0, "hi": 3.0, "density": True}, name="histogram[weights density]"))
 CASES.append(case("histogram", [H], lambda x, edges: np.histogram(x, bins=np.asarray(edges) * 0.25),
                   {"edges": [-4, 0, 1, 2, 6, 12]}, name="histogram[edges]"))
+HX = rand(7, 5, low=-1.0, high=3.0, salt=35)
+HY = rand(7, 5, low=0.0, high=2.0, salt=36)
+HZ = rand(7, 5, low=-2.0, high=2.0, salt=37)
+
+
+def hist_dd(*arrays, bins, lo, hi, dims=2, weighted=False, density=False, as_2d=False):
+    coords = arrays[:dims]
+    w = arrays[dims] if weighted else None
+    rng = [(0.25 * a, 0.25 * b) for a, b in zip(lo, hi)]
+    if as_2d:
+        h, ex, ey = np.histogram2d(np.ravel(coords[0]), np.ravel(coords[1]), bins=bins, range=rng,
+                                   weights=None if w is None else np.ravel(w), density=density)
+        return (h.astype(np.float64 if (weighted or density) else np.int64), ex, ey)
+    h, edges = np.histogramdd([np.ravel(c) for c in coords], bins=bins, range=rng,
+                              weights=None if w is None else np.ravel(w), density=density)
+    return (h.astype(np.float64 if (weighted or density) else np.int64),) + tuple(edges)
+
+
+CASES.append(case("histogramdd", [HX, HY], hist_dd, {"bins": [4, 3], "lo": [-2, 0], "hi": [10, 6], "as_2d": True},
+                  name="histogram2d", api="histogram2d"))
+CASES.append(case("histogramdd", [HX, HY, W], hist_dd,
+                  {"bins": [5, 2], "lo": [0, 1], "hi": [8, 7], "as_2d": True, "weighted": True, "density": True},
+                  name="histogram2d[weights density]", api="histogram2d"))
+CASES.append(case("histogramdd", [HX, HY, HZ], hist_dd, {"dims": 3, "bins": [3, 2, 4], "lo": [-4, 0, -8], "hi": [12, 8, 8]},
+                  name="histogramdd"))
+CASES.append(case("histogramdd", [HX, HY, HZ, W], hist_dd,
+                  {"dims": 3, "bins": [2, 3, 2], "lo": [-4, 0, -4], "hi": [8, 6, 4], "weighted": True},
+                  name="histogramdd[weights]"))
 X = rand(13, dtype="int64", low=0, high=9, salt=33)
 CASES.append(case("bincount", [X], lambda x: np.bincount(x)))
 CASES.append(case("bincount", [X, rand(13, salt=34)], lambda x, w, minlength: np.bincount(x, weights=w, minlength=minlength),

@@ -60,6 +60,25 @@ TESSERA_CONFORMANCE_CASE(random_dist) {
   else if (d == "geometric") x = g.geometric(p.d("p"), s, c);
   else if (d == "choice") x = g.choice(p.i("a"), s, c, p.b("replace", true));
   else if (d == "permutation") x = g.permutation(s.at(0), c.sizes().at(0));
+  else if (d == "normal") x = g.normal(p.d("loc"), p.d("scale"), s, c);
+  else if (d == "uniform") x = g.uniform(p.d("low"), p.d("high"), s, c);
+  else if (d == "laplace") x = g.laplace(p.d("loc"), p.d("scale"), s, c);
+  else if (d == "logistic") x = g.logistic(p.d("loc"), p.d("scale"), s, c);
+  else if (d == "gumbel") x = g.gumbel(p.d("loc"), p.d("scale"), s, c);
+  else if (d == "rayleigh") x = g.rayleigh(p.d("scale"), s, c);
+  else if (d == "weibull") x = g.weibull(p.d("a"), s, c);
+  else if (d == "pareto") x = g.pareto(p.d("a"), s, c);
+  else if (d == "power") x = g.power(p.d("a"), s, c);
+  else if (d == "standard_cauchy") x = g.standard_cauchy(s, c);
+  else if (d == "wald") x = g.wald(p.d("mean"), p.d("scale"), s, c);
+  else if (d == "triangular") x = g.triangular(p.d("left"), p.d("mode"), p.d("right"), s, c);
+  else if (d == "f") x = g.f(p.d("dfnum"), p.d("dfden"), s, c);
+  else if (d == "noncentral_f") x = g.noncentral_f(p.d("dfnum"), p.d("dfden"), p.d("nonc"), s, c);
+  else if (d == "noncentral_chisquare") x = g.noncentral_chisquare(p.d("df"), p.d("nonc"), s, c);
+  else if (d == "vonmises") x = g.vonmises(p.d("mu"), p.d("kappa"), s, c);
+  else if (d == "negative_binomial") x = g.negative_binomial(p.d("n"), p.d("p"), s, c);
+  else if (d == "zipf") x = g.zipf(p.d("a"), s, c);
+  else if (d == "logseries") x = g.logseries(p.d("p"), s, c);
   else throw std::invalid_argument("random_dist: unknown distribution " + d);
   return {placed_like(x, like)};
 }
