@@ -43,6 +43,8 @@ struct Conn {
   std::string id;  // worker address or client name
   bool leaving = false;  // the worker said it is closing on purpose
   std::string secret;    // handed to the worker when it registered: proves a re-registration is it
+  double last_heartbeat = 0;    // scheduler clock; a worker silent past worker_silent is announced
+  bool announced_silent = false;  // its peers were told it is gone (peer-gone) since it was last heard
   wire::WorkerHello hello;
   std::size_t device_memory = 0;  // from the worker's last heartbeat (scheduler_info)
   std::size_t device_spilled_bytes = 0;
@@ -452,6 +454,8 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
               } else if constexpr (std::is_same_v<T, Heartbeat>) {
                 x.address = c.id;
                 x.now = now();
+                c.last_heartbeat = x.now;
+                c.announced_silent = false;
                 c.device_memory = x.device_memory;
                 c.device_spilled_bytes = x.device_spilled_bytes;
                 c.spilled = x.spilled;
@@ -515,6 +519,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
       for (auto& sp : conns)
         if (sp.get() == &c) workers[c.id] = sp;
       c.secret = new_registration_secret();
+      c.last_heartbeat = add.now;
       comm::Message reply(wire::kRegistered);
       reply.set("id", id);
       reply.set("secret", c.secret);
@@ -613,6 +618,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
       double t = now();
       record_tick(t, woke > due ? std::chrono::duration<double>(woke - due).count() : 0.0);
       handle(Tick{t});
+      announce_silent_workers(t);
       flush();
       drop_removed_workers(lock);
       if (!retirements.empty()) answer_retirements();
@@ -626,6 +632,23 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
           return;
         }
       }
+    }
+  }
+
+  // A worker silent past worker_silent has its results counted as lost (the state machine's
+  // evacuate_silent): its peers are told it is gone, so that their fetches from it fail now
+  // (and they report the data missing) instead of waiting for a stopped process. Told once per
+  // silence; it is fetched from again once heard from and given data.
+  void announce_silent_workers(double t) {
+    const double after = state_config(opt).worker_silent;
+    if (after <= 0) return;
+    for (auto& [address, c] : workers) {
+      if (c->announced_silent || c->leaving || t - c->last_heartbeat <= after) continue;
+      c->announced_silent = true;
+      comm::Message m(wire::kPeerGone);
+      m.set("address", address);
+      for (auto& [other, oc] : workers)
+        if (oc != c) oc->comm->send(m, nullptr);
     }
   }
 

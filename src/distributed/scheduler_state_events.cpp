@@ -99,6 +99,7 @@ void SchedulerStateImpl::remove_worker(Id wid, const std::string& reason, bool s
   w.has_what.clear();
   w.nbytes = 0;
   w.processing.clear();
+  w.evacuated.clear();
   w.occupancy = 0;
   free_batch.erase(wid);
   // Steals in flight toward this worker: the victim's answer will re-decide.
@@ -154,6 +155,7 @@ void SchedulerStateImpl::on(Tick& e) {
       w.silent = true;
       log("worker", "worker " + w.address + " silent for " + std::to_string(now - w.last_seen) +
                         " s: no new tasks until it is heard from");
+      evacuate_silent(wid);
     }
   }
   for (Id wid : dead) remove_worker(wid, "no heartbeat for " + std::to_string(now - workers[wid].last_seen) + " s", false);
@@ -317,6 +319,13 @@ void SchedulerStateImpl::on(TaskFinished& e) {
   Id wid = find_worker(e.worker);
   Id id = find_task(e.key);
   if (wid == kNone) return;
+  if (!workers[wid].evacuated.empty() && workers[wid].evacuated.erase(e.key)) {
+    // Finished by a worker that was silent, after its task went elsewhere: the FreeKeys it was
+    // sent drops the result there, so it is not a copy to count on.
+    free_key_on(wid, e.key);
+    log("task", "result of " + e.key + " from " + e.worker + " dropped: taken from it while it was silent");
+    return;
+  }
   if (id == kNone) {
     free_key_on(wid, e.key);
     return;
