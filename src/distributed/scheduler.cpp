@@ -793,4 +793,11 @@ std::size_t Scheduler::client_count() const {
   return impl_->state.client_count();
 }
 
+std::size_t Scheduler::worker_record_count() const {
+  std::lock_guard lock(impl_->mu);
+  // The connections' map is keyed by address and erased on close: the state's slots are what
+  // could grow with every worker ever seen.
+  return std::max(impl_->state.worker_slot_count(), impl_->workers.size());
+}
+
 }  // namespace tessera::distributed

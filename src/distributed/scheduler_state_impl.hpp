@@ -173,6 +173,7 @@ class SchedulerStateImpl {
 
   std::vector<WorkerRec> workers;
   std::unordered_map<std::string, Id> worker_by_address, worker_by_name;
+  std::vector<Id> free_worker_ids;  // slots of departed workers, reused (remove_worker)
   std::size_t n_alive_workers = 0;
   std::set<std::pair<double, Id>> by_load;  // running workers by occupancy per thread
 
