@@ -579,6 +579,9 @@ int worker_main(int argc, char** argv) {
         }
         if (stop_now) w->close();
         reason = w->wait();
+        // Registering again at the same address (a fixed --worker-port) before the scheduler
+        // saw the old connection close: this proves it is the same worker (docs/security.md).
+        wo.registration_secret = w->registration_secret();
         {
           std::lock_guard lock(mu);
           worker.reset();

@@ -24,6 +24,8 @@
 #include "tessera/comm/comm.hpp"
 #include "options_check.hpp"
 #include "wire.hpp"
+#include "worker_identity.hpp"
+#include "comm/log_limiter.hpp"
 
 namespace tessera::distributed {
 namespace {
@@ -40,6 +42,9 @@ struct Conn {
   Role role = Role::Unknown;
   std::string id;  // worker address or client name
   bool leaving = false;  // the worker said it is closing on purpose
+  std::string secret;    // handed to the worker when it registered: proves a re-registration is it
+  double last_heartbeat = 0;    // scheduler clock; a worker silent past worker_silent is announced
+  bool announced_silent = false;  // its peers were told it is gone (peer-gone) since it was last heard
   wire::WorkerHello hello;
   std::size_t device_memory = 0;  // from the worker's last heartbeat (scheduler_info)
   std::size_t device_spilled_bytes = 0;
@@ -108,6 +113,10 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
   std::vector<Conn*> dirty;
   std::vector<SchedulerAction> actions;
   std::vector<std::shared_ptr<comm::Comm>> closing;  // retired workers, told to close after the batch
+  // Connections a message's handling decided to close (a refused or replaced registration):
+  // closed by on_message once the lock is released.
+  std::vector<std::shared_ptr<comm::Comm>> close_after_dispatch;
+  comm::detail::LogLimiter refusal_log{std::chrono::seconds(1)};
   TaskStreamRing task_stream;  // times on each worker's clock; see clock_offsets
   std::uint64_t tasks_finished = 0;  // executions reported (the page's tasks/s), transfers not counted
   // Worker address -> its clock's offset to ours (Conn::clock_offset, kept after the worker
@@ -409,6 +418,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
   }
 
   void on_message(const std::shared_ptr<Conn>& conn, comm::Message m) {
+    std::vector<std::shared_ptr<comm::Comm>> close_now;
     bool bad = false;
     std::string why;
     {
@@ -421,7 +431,9 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
         why = e.what();
       }
       flush();
+      close_now.swap(close_after_dispatch);
     }
+    for (auto& gone : close_now) gone->close();
     if (bad) {
       logging::warn("scheduler: closing connection from {}: bad message '{}': {}", conn->comm->peer_address(), m.op,
                    why);
@@ -442,6 +454,8 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
               } else if constexpr (std::is_same_v<T, Heartbeat>) {
                 x.address = c.id;
                 x.now = now();
+                c.last_heartbeat = x.now;
+                c.announced_silent = false;
                 c.device_memory = x.device_memory;
                 c.device_spilled_bytes = x.device_spilled_bytes;
                 c.spilled = x.spilled;
@@ -475,21 +489,40 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
       if (add.address.empty()) throw Error("register-worker without an address");
       add.now = now();
       // The address is the worker's identity (tasks, peers' transfers): a second registration
-      // for a live worker's address is refused, or any peer could take a worker's place and
-      // close it. The old one is gone once its connection closed or the TTL removed it
-      // (drop_removed_workers); one that said it is leaving may be replaced at once.
+      // for a live worker's address is refused unless it carries the secret that worker was
+      // given (it is that worker, reconnecting before its old connection was seen to close),
+      // or any peer could take a worker's place and close it. The old one is gone once its
+      // connection closed or the TTL removed it (drop_removed_workers); one that said it is
+      // leaving may be replaced at once.
       if (auto old = workers.find(add.address); old != workers.end() && old->second.get() != &c) {
-        if (!old->second->leaving)
-          throw Error("worker address " + add.address + " belongs to a live worker; registration refused");
-        logging::warn("scheduler: worker {} registered again while leaving; dropping its old connection", add.address);
-        old->second->role = Conn::Role::Unknown;  // its close must not remove the new one
+        const std::shared_ptr<Conn> prev = old->second;
+        const std::string given = m.has("secret") ? m.get<std::string>("secret") : std::string();
+        if (prev->leaving) {
+          logging::warn("scheduler: worker {} registered again while leaving; dropping its old connection",
+                        add.address);
+        } else if (registration_secret_matches(prev->secret, given)) {
+          logging::warn("scheduler: worker {} registered again with its secret; replacing its old connection",
+                        add.address);
+          close_after_dispatch.push_back(prev->comm);  // outside the lock (on_message)
+        } else {
+          refuse_registration(c, add.address,
+                              given.empty() ? "without the secret it was given" : "with a wrong secret");
+          return;
+        }
+        prev->role = Conn::Role::Unknown;  // its close must not remove the new one
+        workers.erase(old);
+        // The state machine replaces a worker registered twice (its tasks are rescheduled:
+        // the new process may hold none of the old one's results).
       }
       c.role = Conn::Role::Worker;
       c.id = add.address;
       for (auto& sp : conns)
         if (sp.get() == &c) workers[c.id] = sp;
+      c.secret = new_registration_secret();
+      c.last_heartbeat = add.now;
       comm::Message reply(wire::kRegistered);
       reply.set("id", id);
+      reply.set("secret", c.secret);
       c.comm->send(std::move(reply), nullptr);
       handle(std::move(add));
     } else if (op == wire::kRegisterClient && c.role == Conn::Role::Unknown) {
@@ -536,6 +569,23 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
     }
   }
 
+  // A registration for a live worker's address that does not prove it is that worker: the
+  // peer is told why (a worker that gets this exits with the message) and closed. Logged at
+  // most once a second (a peer may cause this at will), with the count of those left out.
+  void refuse_registration(Conn& c, const std::string& address, const std::string& why) {
+    const std::string error = "worker address " + address + " belongs to a live worker; registration " + why +
+                              " refused";
+    std::size_t suppressed = 0;
+    if (refusal_log.allow(suppressed))
+      logging::warn("scheduler: {} (from {}){}", error, c.comm->peer_address(),
+                    suppressed ? " (" + std::to_string(suppressed) + " more refusals not logged)" : std::string());
+    comm::Message reply(wire::kRegistered);
+    reply.set("error", error);
+    // close() sends what was queued before it: the reply reaches the peer.
+    c.comm->send(std::move(reply), nullptr);
+    close_after_dispatch.push_back(c.comm);
+  }
+
   void on_close(const std::shared_ptr<Conn>& conn, std::exception_ptr reason) {
     const std::string why = reason ? describe_exception(reason) : "connection closed";
     std::lock_guard lock(mu);
@@ -568,6 +618,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
       double t = now();
       record_tick(t, woke > due ? std::chrono::duration<double>(woke - due).count() : 0.0);
       handle(Tick{t});
+      announce_silent_workers(t);
       flush();
       drop_removed_workers(lock);
       if (!retirements.empty()) answer_retirements();
@@ -581,6 +632,23 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
           return;
         }
       }
+    }
+  }
+
+  // A worker silent past worker_silent has its results counted as lost (the state machine's
+  // evacuate_silent): its peers are told it is gone, so that their fetches from it fail now
+  // (and they report the data missing) instead of waiting for a stopped process. Told once per
+  // silence; it is fetched from again once heard from and given data.
+  void announce_silent_workers(double t) {
+    const double after = state_config(opt).worker_silent;
+    if (after <= 0) return;
+    for (auto& [address, c] : workers) {
+      if (c->announced_silent || c->leaving || t - c->last_heartbeat <= after) continue;
+      c->announced_silent = true;
+      comm::Message m(wire::kPeerGone);
+      m.set("address", address);
+      for (auto& [other, oc] : workers)
+        if (oc != c) oc->comm->send(m, nullptr);
     }
   }
 
@@ -724,6 +792,13 @@ std::size_t Scheduler::task_count() const {
 std::size_t Scheduler::client_count() const {
   std::lock_guard lock(impl_->mu);
   return impl_->state.client_count();
+}
+
+std::size_t Scheduler::worker_record_count() const {
+  std::lock_guard lock(impl_->mu);
+  // The connections' map is keyed by address and erased on close: the state's slots are what
+  // could grow with every worker ever seen.
+  return std::max(impl_->state.worker_slot_count(), impl_->workers.size());
 }
 
 }  // namespace tessera::distributed

@@ -203,6 +203,7 @@ std::vector<WorkerSummary> SchedulerState::workers() const {
 }
 
 std::size_t SchedulerState::worker_count() const noexcept { return impl_->n_alive_workers; }
+std::size_t SchedulerState::worker_slot_count() const noexcept { return impl_->workers.size(); }
 std::size_t SchedulerState::client_count() const noexcept { return impl_->client_ids.size(); }
 std::size_t SchedulerState::queued_count() const noexcept {
   return impl_->root_queue.size() + impl_->constrained_queue.size();

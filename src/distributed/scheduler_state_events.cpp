@@ -17,9 +17,18 @@ void SchedulerStateImpl::on(AddWorker& e) {
     RemoveWorker r{e.address, "re-registered", true, e.now};
     on(r);
   }
-  Id wid = static_cast<Id>(workers.size());
-  workers.emplace_back();
-  WorkerRec& w = workers.back();
+  // A departed worker's slot is reused (remove_worker left nothing referring to it), so a
+  // long-running scheduler holds records for its live workers only, not every worker ever seen.
+  Id wid;
+  if (free_worker_ids.empty()) {
+    wid = static_cast<Id>(workers.size());
+    workers.emplace_back();
+  } else {
+    wid = free_worker_ids.back();
+    free_worker_ids.pop_back();
+    workers[wid] = WorkerRec{};
+  }
+  WorkerRec& w = workers[wid];
   w.address = e.address;
   w.name = e.name.empty() ? e.address : e.name;
   w.nthreads = std::max(1, e.nthreads);
@@ -99,9 +108,22 @@ void SchedulerStateImpl::remove_worker(Id wid, const std::string& reason, bool s
   w.has_what.clear();
   w.nbytes = 0;
   w.processing.clear();
+  w.evacuated.clear();
   w.occupancy = 0;
   free_batch.erase(wid);
-  // Steals in flight toward this worker: the victim's answer will re-decide.
+  // Nothing may refer to the slot once it is reused: steals in flight toward this worker are
+  // forgotten (the victim's answer re-places the task: on(StealResponse)), and so are copies
+  // asked of it for a retirement (asked of another at the next Tick).
+  for (const WorkerRec& v : workers)
+    if (v.alive)
+      for (Id id : v.processing)
+        if (tasks[id].steal_thief == wid) tasks[id].steal_thief = kNone;
+  w.steal_incoming = 0;
+  std::erase_if(replica_requests, [&](const auto& r) { return r.second.first == wid; });
+  std::erase(fill_pending, wid);
+  std::unordered_set<Id>().swap(w.has_what);  // its buckets too
+  std::vector<Id>().swap(w.processing);
+  free_worker_ids.push_back(wid);
 }
 
 void SchedulerStateImpl::on(Heartbeat& e) {
@@ -154,6 +176,7 @@ void SchedulerStateImpl::on(Tick& e) {
       w.silent = true;
       log("worker", "worker " + w.address + " silent for " + std::to_string(now - w.last_seen) +
                         " s: no new tasks until it is heard from");
+      evacuate_silent(wid);
     }
   }
   for (Id wid : dead) remove_worker(wid, "no heartbeat for " + std::to_string(now - workers[wid].last_seen) + " s", false);
@@ -317,6 +340,13 @@ void SchedulerStateImpl::on(TaskFinished& e) {
   Id wid = find_worker(e.worker);
   Id id = find_task(e.key);
   if (wid == kNone) return;
+  if (!workers[wid].evacuated.empty() && workers[wid].evacuated.erase(e.key)) {
+    // Finished by a worker that was silent, after its task went elsewhere: the FreeKeys it was
+    // sent drops the result there, so it is not a copy to count on.
+    free_key_on(wid, e.key);
+    log("task", "result of " + e.key + " from " + e.worker + " dropped: taken from it while it was silent");
+    return;
+  }
   if (id == kNone) {
     free_key_on(wid, e.key);
     return;

@@ -75,6 +75,9 @@ struct WorkerRec {
   Time last_seen = 0;
   bool alive = false, paused = false;
   bool silent = false;  // no heartbeat for worker_silent: no new tasks until it is heard from
+  // Tasks taken from it when it turned silent (evacuate_silent): a result it reports for one
+  // after waking is dropped (it was told to free it), not counted as a copy it holds.
+  std::unordered_set<Key> evacuated;
   bool retiring = false;  // RetireWorkers: no new tasks; its data moves elsewhere, then it closes
   bool closing = false;   // retired: CloseWorker sent, its RemoveWorker is to come
   int steal_incoming = 0;
@@ -170,6 +173,7 @@ class SchedulerStateImpl {
 
   std::vector<WorkerRec> workers;
   std::unordered_map<std::string, Id> worker_by_address, worker_by_name;
+  std::vector<Id> free_worker_ids;  // slots of departed workers, reused (remove_worker)
   std::size_t n_alive_workers = 0;
   std::set<std::pair<double, Id>> by_load;  // running workers by occupancy per thread
 
@@ -393,6 +397,9 @@ class SchedulerStateImpl {
   std::vector<std::string> workers_to_close(std::size_t n) const;
   std::size_t adaptive_target(double target_duration) const;
   void remove_worker(Id wid, const std::string& reason, bool safe);
+  // A worker turned silent: its tasks that may run elsewhere and its results are taken from it
+  // (scheduler_state_silent.cpp); it stays a member until worker_ttl.
+  void evacuate_silent(Id wid);
   void drop_want(Id id, Id cid);
   void add_replica(Id id, Id wid);
   void lose_replica(Id id, Id wid);

@@ -116,6 +116,7 @@ void SchedulerStateImpl::assign(Id id, Id wid) {
   TaskRec& t = tasks[id];
   WorkerRec& w = workers[wid];
   set_state(id, TaskStatus::Processing);
+  if (!w.evacuated.empty()) w.evacuated.erase(t.key);  // asked again: its next result counts
   t.processing_on = wid;
   t.proc_index = static_cast<std::int32_t>(w.processing.size());
   w.processing.push_back(id);

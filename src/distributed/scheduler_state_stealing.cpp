@@ -62,8 +62,19 @@ void SchedulerStateImpl::on(StealResponse& e) {
   Id id = find_task(e.key);
   if (id == kNone || wid == kNone) return;
   TaskRec& t = tasks[id];
-  if (t.state != TaskStatus::Processing || t.processing_on != wid || t.steal_thief == kNone) {
+  if (t.state != TaskStatus::Processing || t.processing_on != wid) {
     log("steal", "stale steal response for " + e.key + " from " + e.worker);
+    return;
+  }
+  if (t.steal_thief == kNone) {
+    // The thief left meanwhile (remove_worker forgot the steal). Given up, the task is
+    // placed again; kept, it stays where it runs.
+    if (!e.accepted) return;
+    log("steal", e.worker + " gave up " + t.key + " for a thief that left");
+    unassign(id, false);
+    set_state(id, TaskStatus::Waiting);
+    t.waiting_on = 0;
+    recommend(id, TaskStatus::Processing);
     return;
   }
   Id thief = t.steal_thief;

@@ -637,12 +637,25 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
       scheduler_said_close = true;
       close_async("the scheduler asked it to close", false);
     } else if (m.op == wire::kRegistered) {
+      if (registration_answered.exchange(true)) return;  // answered once; a second is ignored
+      if (m.has("error")) {
+        // Refused (docs/security.md: a live worker has this address): start() fails with why.
+        registered.set_exception(std::make_exception_ptr(
+            Error("the scheduler at " + opt.scheduler_address + " refused this worker: " + m.get<std::string>("error"))));
+        return;
+      }
+      {
+        std::lock_guard l(cmu);
+        if (m.has("secret")) registration_secret = m.get<std::string>("secret");
+      }
       registered.set_value();
     } else {
       logging::warn("worker {}: unexpected message '{}' from the scheduler", address, m.op);
     }
   }
   std::promise<void> registered;
+  std::string registration_secret;  // the scheduler's, from the reply; guarded by cmu
+  std::atomic<bool> registration_answered{false};
 
   void close_async(std::string reason, bool tell_scheduler) {
     std::thread([self = shared_from_this(), reason, tell_scheduler] { self->shutdown(reason, tell_scheduler); })
@@ -813,9 +826,11 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     }
     comm::Message m(wire::kRegisterWorker);
     m.set("worker", hello);
+    if (!opt.registration_secret.empty()) m.set("secret", opt.registration_secret);
     scheduler->send(std::move(m));
     if (reg.wait_for(std::chrono::duration<double>(std::max(5.0, opt.death_timeout))) != std::future_status::ready)
       throw comm::CommError("worker: the scheduler at " + opt.scheduler_address + " did not answer registration");
+    reg.get();  // throws the scheduler's refusal
     // Registered: a nanny restarts this process from now on if it dies. Before any task runs,
     // so that a poison task sent at once still counts as a death after registering.
     tell_nanny_ready();
@@ -868,6 +883,11 @@ bool Worker::closed() const {
 }
 
 WorkerStats Worker::stats() const { return impl_->collect_stats(); }
+
+std::string Worker::registration_secret() const {
+  std::lock_guard l(impl_->cmu);
+  return impl_->registration_secret;
+}
 
 std::string Worker::dashboard_url() const { return impl_->dashboard ? impl_->dashboard->url() : std::string(); }
 

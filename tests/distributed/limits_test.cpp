@@ -301,16 +301,22 @@ TEST(LimitsIdentity, RegistrationForALiveWorkersAddressIsRefused) {
   m.set("worker", hello);
   c->send(std::move(m)).get();
   bool refused = false;
-  std::string got;
+  std::string got, error;
   try {
-    while (true) got += c->recv(std::chrono::milliseconds(3000)).op + " ";
+    while (true) {
+      auto r = c->recv(std::chrono::milliseconds(3000));
+      got += r.op + " ";
+      // The refusal says why (a registered reply with an error); an accepting one has a secret.
+      if (r.op == wire::kRegistered && r.has("error")) error = r.get<std::string>("error");
+      EXPECT_FALSE(r.has("secret")) << "the impostor was given the registration secret";
+    }
   } catch (const comm::CommTimeoutError&) {
     refused = false;
   } catch (const comm::CommError&) {
     refused = true;
   }
-  EXPECT_TRUE(refused) << "the impostor's registration was answered: " << got;
-  EXPECT_EQ(got.find("registered"), std::string::npos) << got;
+  EXPECT_TRUE(refused) << "the impostor's connection was not closed: " << got;
+  EXPECT_NE(error.find("belongs to a live worker"), std::string::npos) << got << error;
   c->close();
 
   // The real worker is still the one at that address, and works.

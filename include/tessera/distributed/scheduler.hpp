@@ -67,6 +67,9 @@ class Scheduler {
   std::size_t task_count() const;
   /** @brief Client records the state machine holds (connected clients; departed ones are freed). */
   std::size_t client_count() const;
+  /** @brief Worker records held (the state machine's, live or free for reuse): at most the most
+   *  workers connected at once; a departed worker's record is reused, not kept. */
+  std::size_t worker_record_count() const;
 
  private:
   struct Impl;

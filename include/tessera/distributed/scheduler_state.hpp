@@ -129,6 +129,9 @@ class SchedulerState {
   const std::string& op_of(const Key& key) const;
   std::vector<WorkerSummary> workers() const;
   std::size_t worker_count() const noexcept;
+  /** @brief Worker records held, live or free for reuse: at most the most workers ever
+   *  connected at once (a departed worker's record is reused, not kept). */
+  std::size_t worker_slot_count() const noexcept;
   /** @brief Client records held: the connected clients (a departed client's record is freed). */
   std::size_t client_count() const noexcept;
   std::size_t queued_count() const noexcept;

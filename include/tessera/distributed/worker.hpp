@@ -48,6 +48,10 @@ struct WorkerOptions {
    *  the whole device; values move to host only when it runs short). The binaries' default is
    *  0.8 of the device: parse_device_memory_limit("auto", total) (src/distributed/data_store.hpp). */
   std::size_t device_memory_limit = 0;
+  /** The secret a previous registration at this same address was given (Worker::registration_secret()):
+   *  lets this worker replace that registration while the scheduler still thinks it connected
+   *  (a reconnect). Empty: a first registration, refused while a live worker has the address. */
+  std::string registration_secret;
 };
 
 /** @brief Counters of one worker, for tests and benchmarks. */
@@ -92,6 +96,9 @@ class Worker {
   void close();
   bool closed() const;
   WorkerStats stats() const;
+  /** @brief The secret the scheduler gave this registration (docs/security.md): a worker
+   *  started again at the same address passes it in WorkerOptions::registration_secret. */
+  std::string registration_secret() const;
 
  private:
   struct Impl;
