@@ -24,6 +24,7 @@ PACKAGES=(
   libcereal-dev libspdlog-dev librandom123-dev libopenblas-dev liblapacke-dev libeigen3-dev libsleef-dev libucx-dev ucx-utils libcli11-dev libhdf5-dev libssl-dev
   python3-venv
   chromium  # the dashboard's browser test (tests/distributed/status_page_test.cpp)
+  clang libclang-rt-14-dev  # libFuzzer for the fuzz targets (fuzz/, scripts/fuzz.sh)
 )
 
 is_installed() {
