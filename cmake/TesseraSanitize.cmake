@@ -15,3 +15,12 @@ if(TESSERA_SANITIZE)
   add_link_options(${_tessera_san})
   message(STATUS "Tessera sanitizers: ${TESSERA_SANITIZE}")
 endif()
+
+# Under ThreadSanitizer the array layer (src/array/, its kernels) is compiled without
+# instrumentation and without optimisation: the tsan stage checks the runtime's threads (comm,
+# distributed, exec and the layers they use), while a chunk function runs one task on one thread
+# and is checked by the asan stage. It halves the stage's build (scripts/test.sh).
+set(TESSERA_SANITIZE_ARRAY_OPTIONS "")
+if(TESSERA_SANITIZE MATCHES "thread")
+  set(TESSERA_SANITIZE_ARRAY_OPTIONS -fno-sanitize=thread -O0 -g0)
+endif()
