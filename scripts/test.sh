@@ -63,7 +63,10 @@ ctest --preset asan --timeout 900 -E "$ASAN_EXCLUDE" ${TESSERA_CTEST_ARGS:-}
 TSAN_EXCLUDE='^(BoundedLengths\.AnAnnouncedHeaderCostsOnlyTheBytesThatArrived|ObjectBounds\.AnObjectCostsNoMoreMemoryThanItsBytes)$'
 #   (both measure resident memory, which ThreadSanitizer's shadow and history multiply)
 echo "test: the comm, distributed and exec tests under ThreadSanitizer (build-tsan)"
-cmake --preset tsan -DTESSERA_WERROR="$WERROR" >/dev/null
+# Warnings are not errors here: g++'s -Wtsan flags Boost.Asio's atomic_thread_fence (in its
+# headers; ThreadSanitizer does not model fences, and Asio hands handlers over under its mutexes).
+# Our own code's warnings fail the release and asan builds of the same sources.
+cmake --preset tsan -DTESSERA_WERROR=OFF >/dev/null
 cmake --build --preset tsan -j "${TESSERA_JOBS:-$(nproc)}" --target tessera_comm_tests tessera_distributed_tests \
   tessera_exec_tests tessera-scheduler tessera-worker tessera-cuda-worker
 # shellcheck disable=SC2086
