@@ -57,7 +57,7 @@ ctest --preset asan --timeout 900 -E "$ASAN_EXCLUDE" ${TESSERA_CTEST_ARGS:-}
 
 # The comm, distributed and exec tests under ThreadSanitizer (the tsan preset, build-tsan/): one
 # binary per folder (TESSERA_TEST_DIRS) and the binaries they start, nothing else; src/array/ is
-# compiled without instrumentation (cmake/TesseraSanitize.cmake). A data race fails the run;
+# compiled at -O0 (cmake/TesseraSanitize.cmake). A data race fails the run;
 # tests/sanitizers/tsan.supp holds third-party suppressions only, each with its reason.
 # Left out under ThreadSanitizer (they run in the release and asan stages), with the reason:
 TSAN_EXCLUDE='^(BoundedLengths\.AnAnnouncedHeaderCostsOnlyTheBytesThatArrived|ObjectBounds\.AnObjectCostsNoMoreMemoryThanItsBytes)$'
