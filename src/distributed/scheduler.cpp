@@ -542,7 +542,12 @@ Scheduler::Scheduler(SchedulerOptions options)
   };
   impl_->listener = comm::listen(impl_->opt.address, on_comm, co, on_error);
   for (const auto& a : impl_->opt.also_listen) impl_->other_listeners.push_back(comm::listen(a, on_comm, co, on_error));
-  impl_->address = impl_->listener->address();
+  {
+    // Under mu: the listener already accepts, and its handlers read the address (info(), on the
+    // I/O thread, under mu); ThreadSanitizer saw a registering client's reply read it unordered.
+    std::lock_guard lock(impl_->mu);
+    impl_->address = impl_->listener->address();
+  }
   if (!impl_->opt.dashboard_address.empty()) {
     DashboardOptions d;
     d.http.address = impl_->opt.dashboard_address;
