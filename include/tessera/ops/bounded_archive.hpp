@@ -1,6 +1,7 @@
 #pragma once
 /**
- * @file A cereal input archive over a buffer already received, which refuses any length that
+ * @file
+ * A cereal input archive over a buffer already received, which refuses any length that
  * claims more than the bytes left, before anything is allocated for it (issue 19: a 46-byte
  * message whose string length claimed 1.5 GiB made cereal's BinaryInputArchive resize a string
  * to that size). Reads exactly what cereal::BinaryOutputArchive writes. Message headers
