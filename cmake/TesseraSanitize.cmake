@@ -15,3 +15,14 @@ if(TESSERA_SANITIZE)
   add_link_options(${_tessera_san})
   message(STATUS "Tessera sanitizers: ${TESSERA_SANITIZE}")
 endif()
+
+# Under ThreadSanitizer the array layer (src/array/, its kernels) is compiled without optimisation
+# or debug information: the tsan stage checks the runtime's threads (comm, distributed, exec and
+# the layers they use), while a chunk function runs one task on one thread. It is still
+# instrumented: the inline functions every file emits (shared_ptr's reference counting, say) are
+# merged by the linker into one copy, which may come from any file, so an uninstrumented file
+# would hide synchronisation everywhere (and did: false races on every shared_ptr).
+set(TESSERA_SANITIZE_ARRAY_OPTIONS "")
+if(TESSERA_SANITIZE MATCHES "thread")
+  set(TESSERA_SANITIZE_ARRAY_OPTIONS -O0 -g0)
+endif()

@@ -27,6 +27,7 @@ PACKAGES=(
   openssl  # the tls:// tests make their certificates with it (tests/support/tls_certs.hpp)
   chromium  # the dashboard's browser test (tests/distributed/status_page_test.cpp)
   slurmd slurmctld slurm-client munge  # SLURMCluster's tests: a single-node SLURM (tests/distributed/slurm_single_node.sh)
+  clang libclang-rt-14-dev  # libFuzzer for the fuzz targets (fuzz/, scripts/fuzz.sh)
 )
 
 is_installed() {

@@ -109,19 +109,4 @@ DType promote_types(DType a, DType b) noexcept {
   return promote_real(a, b);
 }
 
-// The compiler's _Float16 (GCC on x86-64) converts with IEEE round-to-nearest-even, from double
-// directly (never through float, which would round twice).
-std::uint16_t float16::from_double(double v) noexcept {
-  const _Float16 h = static_cast<_Float16>(v);
-  std::uint16_t b;
-  std::memcpy(&b, &h, sizeof b);
-  return b;
-}
-
-double float16::to_double(std::uint16_t bits) noexcept {
-  _Float16 h;
-  std::memcpy(&h, &bits, sizeof h);
-  return static_cast<double>(h);
-}
-
 }  // namespace tessera

@@ -14,14 +14,16 @@ namespace tessera {
 
 const std::shared_ptr<spdlog::logger>& library_logger() {
   // Function-local: safe to use from static initialisers (registrations) of any translation unit.
-  static const std::shared_ptr<spdlog::logger> logger = [] {
+  // Never destroyed: the comm I/O thread runs until the process ends and may log after the static
+  // destructors at exit (ThreadSanitizer saw one of its log lines read the logger as exit freed it).
+  static const std::shared_ptr<spdlog::logger>& logger = *new std::shared_ptr<spdlog::logger>([] {
     auto l = std::make_shared<spdlog::logger>("tessera", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
     l->set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ [%P] %v");
     std::string level = "warning";
     if (const char* e = std::getenv("TESSERA_LOG_LEVEL"); e && *e) level = e;
     l->set_level(spdlog::level::from_str(level == "warn" ? "warning" : level));
     return l;
-  }();
+  }());
   return logger;
 }
 

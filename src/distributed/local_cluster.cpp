@@ -73,7 +73,10 @@ struct LocalCluster::Impl {
   Child scheduler_child;  // when the scheduler runs as a process
   std::string scheduler_file;
   std::shared_ptr<comm::Comm> info_comm;  // asks a scheduler process how many workers it has
-  RpcTable info_rpc;
+  // Shared with info_comm's handlers: close() closes the comm, whose close handler then runs on
+  // the I/O thread, possibly after this Impl is gone (ThreadSanitizer saw fail_all write the
+  // table while ~Impl destroyed it).
+  std::shared_ptr<RpcTable> info_rpc = std::make_shared<RpcTable>();
   std::string address;
   std::string client_address;  // inproc:// for clients in this process, when the scheduler is here
   std::vector<Child> children;
@@ -198,8 +201,8 @@ struct LocalCluster::Impl {
     co.security = opt.security;
     co.max_header_bytes = kClusterMaxHeaderBytes;
     info_comm = comm::connect(address, co);
-    info_comm->set_handlers([this](comm::Message m) { info_rpc.complete(m); },
-                            [this](std::exception_ptr e) { info_rpc.fail_all(e); });
+    info_comm->set_handlers([rpc = info_rpc](comm::Message m) { rpc->complete(m); },
+                            [rpc = info_rpc](std::exception_ptr e) { rpc->fail_all(e); });
   }
 
   std::vector<std::string> worker_names() {
@@ -207,7 +210,7 @@ struct LocalCluster::Impl {
     if (scheduler) {
       for (auto& w : scheduler->workers()) out.push_back(w.name);
     } else if (info_comm) {
-      auto reply = info_rpc.call(info_comm, comm::Message(wire::kSchedulerInfo), std::chrono::milliseconds(10000));
+      auto reply = info_rpc->call(info_comm, comm::Message(wire::kSchedulerInfo), std::chrono::milliseconds(10000));
       for (auto& w : reply.get<wire::ClusterInfo>("info").workers) out.push_back(w.summary.name);
     }
     return out;

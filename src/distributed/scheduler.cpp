@@ -10,7 +10,6 @@
 #include <fstream>
 #include <limits>
 #include <mutex>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -79,26 +78,6 @@ void write_scheduler_file(const std::string& path, const std::string& address, c
 }
 
 }  // namespace
-
-std::string read_scheduler_file(const std::string& path, double timeout_s) {
-  auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
-  while (true) {
-    std::ifstream in(path);
-    if (in) {
-      std::stringstream ss;
-      ss << in.rdbuf();
-      std::smatch m;
-      std::string text = ss.str();
-      static const std::regex re("\"address\"\\s*:\\s*\"([^\"]+)\"");
-      if (std::regex_search(text, m, re)) return m[1];
-      throw Error("scheduler file " + path + " has no \"address\" entry");
-    }
-    if (Clock::now() >= deadline)
-      throw Error("scheduler file " + path + " does not exist" +
-                  (timeout_s > 0 ? " (waited " + std::to_string(timeout_s) + " s)" : std::string()));
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-}
 
 struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
   SchedulerOptions opt;
@@ -736,7 +715,12 @@ Scheduler::Scheduler(SchedulerOptions options)
   };
   impl_->listener = comm::listen(impl_->opt.address, on_comm, co, on_error);
   for (const auto& a : impl_->opt.also_listen) impl_->other_listeners.push_back(comm::listen(a, on_comm, co, on_error));
-  impl_->address = impl_->listener->address();
+  {
+    // Under mu: the listener already accepts, and its handlers read the address (info(), on the
+    // I/O thread, under mu); ThreadSanitizer saw a registering client's reply read it unordered.
+    std::lock_guard lock(impl_->mu);
+    impl_->address = impl_->listener->address();
+  }
   if (!impl_->opt.dashboard_address.empty()) {
     DashboardOptions d;
     d.http.address = impl_->opt.dashboard_address;

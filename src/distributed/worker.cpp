@@ -836,10 +836,18 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     tell_nanny_ready();
     // Several workers share a host (and a worker may run several tasks): BLAS on one thread each.
     tessera::detail::single_thread_blas();
-    running_now.resize(static_cast<std::size_t>(std::max(1, opt.nthreads)));
-    for (int i = 0; i < std::max(1, opt.nthreads); ++i) threads.emplace_back([this, i] { exec_loop(i); });
-    heartbeat = std::thread([this] { heartbeat_loop(); });
-    flusher = std::thread([this] { flush_loop(); });
+    {
+      // Under cmu and only while not closing: a close-worker arriving right after the
+      // registration runs shutdown() on another thread, which joins these threads
+      // (ThreadSanitizer saw it read `heartbeat` while this assigned it).
+      std::lock_guard l(cmu);
+      if (!closing) {
+        running_now.resize(static_cast<std::size_t>(std::max(1, opt.nthreads)));
+        for (int i = 0; i < std::max(1, opt.nthreads); ++i) threads.emplace_back([this, i] { exec_loop(i); });
+        heartbeat = std::thread([this] { heartbeat_loop(); });
+        flusher = std::thread([this] { flush_loop(); });
+      }
+    }
     std::string gpu_text = "no GPU";
     if (device >= 0)
       gpu_text = "GPU " + std::to_string(device) + ": " + describe_gpu(gpu) + ", device memory limit " +

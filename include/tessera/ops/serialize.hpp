@@ -21,26 +21,18 @@
 
 #include "tessera/core/error.hpp"
 #include "tessera/core/value.hpp"
+#include "tessera/ops/bounded_archive.hpp"
 
 namespace tessera {
 
 namespace detail {
 /**
- * @brief Per-thread streams reused by to_object/from_object: building a std::stream costs
- * about 4,000 instructions (locale set-up), more than encoding a small object. A nested call
- * (a serialize function that itself calls to_object) gets fresh streams.
+ * @brief A per-thread stream reused by to_object: building a std::stream costs about 4,000
+ * instructions (locale set-up), more than encoding a small object. A nested call (a serialize
+ * function that itself calls to_object) gets a fresh stream. (from_object needs none.)
  */
-/** @brief Reads bytes in place (no copy into the stream). */
-struct MemoryStreamBuf : std::streambuf {
-  void reset(const std::string& bytes) {
-    char* p = const_cast<char*>(bytes.data());
-    setg(p, p, p + bytes.size());
-  }
-};
 struct StreamCache {
   std::ostringstream out{std::ios::binary};
-  MemoryStreamBuf in_buf;
-  std::istream in{&in_buf};
   int depth = 0;
 };
 inline StreamCache& stream_cache() {
@@ -75,28 +67,19 @@ Object to_object(const T& value, std::string type_name = typeid(T).name()) {
   return Object{std::move(type_name), std::make_shared<const std::string>(std::move(cache.out).str())};
 }
 
-/** @brief Decodes an Object made by to_object<T>; throws SerializationError on corrupt bytes. */
+/**
+ * @brief Decodes an Object made by to_object<T>; throws SerializationError on corrupt bytes.
+ * Decoded with the bounded archive (bounded_archive.hpp): a length inside the bytes that claims
+ * more than they hold is refused before anything is allocated for it, so an object costs no more
+ * memory than its bytes (objects arrive from peers inside messages).
+ */
 template <typename T>
 T from_object(const Object& object) {
   if (!object.bytes) throw SerializationError("cannot decode an empty object");
   T value{};
-  auto& cache = detail::stream_cache();
   try {
-    if (cache.depth > 0) {
-      std::istringstream is(*object.bytes, std::ios::binary);
-      cereal::BinaryInputArchive ar(is);
-      ar(value);
-    } else {
-      ++cache.depth;
-      struct Leave {
-        detail::StreamCache& c;
-        ~Leave() { --c.depth; }
-      } leave{cache};
-      cache.in_buf.reset(*object.bytes);
-      cache.in.clear();
-      cereal::BinaryInputArchive ar(cache.in);
-      ar(value);
-    }
+    detail::BoundedInputArchive ar(object.bytes->data(), object.bytes->size());
+    ar(value);
   } catch (const cereal::Exception& e) {
     throw SerializationError("cannot decode object of type " + object.type + ": " + e.what());
   }
