@@ -33,6 +33,13 @@ const bool registered = [] {
     return scalar(s);
   });
   register_op("gtest.exec.noop", [](const OpContext&, std::span<const Value>) { return Value(); });
+  // A task that takes 1 ms: what a failure must stop depends on time, so the tasks it stops must
+  // take some (a loaded machine can leave the failing thread off the CPU for a few ms).
+  register_op("gtest.exec.slow", [](const OpContext&, std::span<const Value>) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    g_runs.fetch_add(1, std::memory_order_relaxed);
+    return scalar(1);
+  });
   register_op("gtest.exec.count", [](const OpContext&, std::span<const Value> args) {
     return scalar(static_cast<double>(args.size()));
   });
@@ -203,12 +210,13 @@ TEST(Executors, TaskExceptionBecomesTaskErrorAndExecutorStaysUsable) {
 }
 
 TEST(Executors, FailureStopsSchedulingNewTasks) {
-  // One failing task ordered first, then 2000 independent tasks: most must never start.
+  // One failing task ordered first, then 2000 independent tasks of 1 ms: most must never start
+  // (all of them would take a second on the two threads).
   Graph g;
   std::vector<Key> outs{"fail"};
   g.add(make("fail", "gtest.exec.fail", {}, 10));
   for (int i = 0; i < 2000; ++i) {
-    g.add(make("n" + std::to_string(i), "gtest.exec.lin", {scalar(i)}));
+    g.add(make("n" + std::to_string(i), "gtest.exec.slow", {scalar(i)}));
     outs.push_back("n" + std::to_string(i));
   }
   ThreadPoolExecutor threads(2);
