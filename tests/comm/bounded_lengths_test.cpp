@@ -21,6 +21,7 @@
 #include <cereal/types/vector.hpp>
 #include <gtest/gtest.h>
 
+#include "../support/raw_socket.hpp"
 #include "comm/wire.hpp"
 #include "comm_test_util.hpp"
 #include "tessera/comm/comm.hpp"
@@ -71,44 +72,15 @@ std::string header_claiming_block(std::int64_t n) {
   return std::move(os).str();
 }
 
-class RawPeer {
+// A raw socket that has said hello (no token), then sends what it is given.
+class RawPeer : public tessera_test::RawSocket {
  public:
-  explicit RawPeer(int port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<std::uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("raw connect failed");
+  explicit RawPeer(int port) : RawSocket(port) {
     wire::Hello h;
     h.nonce = wire::make_nonce();
     h.name = "raw";
     write(wire::encode_hello(h));
   }
-  ~RawPeer() { ::close(fd_); }
-  void write(const std::vector<std::uint8_t>& v) {
-    std::size_t off = 0;
-    while (off < v.size()) {
-      const auto k = ::send(fd_, v.data() + off, v.size() - off, MSG_NOSIGNAL);
-      if (k <= 0) return;
-      off += static_cast<std::size_t>(k);
-    }
-  }
-  bool wait_closed(std::chrono::milliseconds timeout) {
-    timeval tv{0, 20000};
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    char buf[4096];
-    while (std::chrono::steady_clock::now() < deadline) {
-      const auto k = ::recv(fd_, buf, sizeof buf, 0);
-      if (k == 0) return true;
-      if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return true;
-    }
-    return false;
-  }
-
- private:
-  int fd_ = -1;
 };
 
 std::vector<std::uint8_t> framed(const std::string& header) {
