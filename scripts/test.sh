@@ -12,11 +12,21 @@ BUILD_DIR="${TESSERA_BUILD_DIR:-build}"
 # ccache keys on paths relative to the checkout, so clones in other folders share objects.
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
 
+# Each stage prints its time, so that a CI log shows where its 90 minutes went.
+stage_start=$SECONDS
+stage_done() {
+  echo "test: $1 took $((SECONDS - stage_start)) s (${SECONDS} s since the start)"
+  stage_start=$SECONDS
+}
+
 bash scripts/setup.sh
+stage_done "setup"
 bash scripts/build.sh "$@"
+stage_done "the release build"
 
 # shellcheck disable=SC2086  # TESSERA_CTEST_ARGS is a list of words on purpose
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j2 --timeout 600 ${TESSERA_CTEST_ARGS:-}
+stage_done "the release tests"
 
 # The fuzz targets of fuzz/ (libFuzzer, clang only): each for TESSERA_FUZZ_SECONDS (30) from its
 # checked-in corpus; a crash fails the run (scripts/fuzz.sh, fuzz/README.md). TESSERA_SKIP_FUZZ=1
@@ -28,6 +38,7 @@ elif ! command -v clang++ >/dev/null; then
 else
   echo "test: the fuzz targets, ${TESSERA_FUZZ_SECONDS:-30} s each (build-fuzz)"
   TESSERA_FUZZ_SECONDS="${TESSERA_FUZZ_SECONDS:-30}" bash scripts/fuzz.sh
+  stage_done "fuzzing"
 fi
 
 # The same suite again under AddressSanitizer + UndefinedBehaviorSanitizer (CMakePresets.json's
@@ -47,6 +58,7 @@ WERROR=OFF
 echo "test: the suite under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan)"
 cmake --preset asan -DTESSERA_WERROR="$WERROR" >/dev/null
 cmake --build --preset asan -j "${TESSERA_JOBS:-$(nproc)}"
+stage_done "the asan build"
 # shellcheck disable=SC2086
 # Left out under the sanitizers (they run in the release stage above):
 # - ListenerLimits.AcceptFailures...: UBSan's vptr check trips on fmt's buffer inside spdlog
@@ -54,6 +66,7 @@ cmake --build --preset asan -j "${TESSERA_JOBS:-$(nproc)}"
 # - BoundedLengths.AnAnnouncedHeader...: measures resident memory, which ASan's shadow inflates.
 ASAN_EXCLUDE='^(ClusterRobustness\.GarbageBytesDoNotStopTheScheduler|ListenerLimits\.AcceptFailuresBackOffAndAreLoggedOncePerInterval|BoundedLengths\.AnAnnouncedHeaderCostsOnlyTheBytesThatArrived)$'
 ctest --preset asan --timeout 900 -E "$ASAN_EXCLUDE" ${TESSERA_CTEST_ARGS:-}
+stage_done "the asan tests"
 
 # The comm, distributed and exec tests under ThreadSanitizer (the tsan preset, build-tsan/): one
 # binary per folder (TESSERA_TEST_DIRS) and the binaries they start, nothing else; src/array/ is
@@ -88,5 +101,7 @@ echo "test: the comm, distributed and exec tests under ThreadSanitizer (build-ts
 cmake --preset tsan -DTESSERA_WERROR=OFF >/dev/null
 cmake --build --preset tsan -j "${TESSERA_JOBS:-$(nproc)}" --target tessera_comm_tests tessera_distributed_tests \
   tessera_exec_tests tessera-scheduler tessera-worker tessera-cuda-worker
+stage_done "the tsan build"
 # shellcheck disable=SC2086
 ctest --preset tsan --timeout 900 -E "$TSAN_EXCLUDE" ${TESSERA_CTEST_ARGS:-}
+stage_done "the tsan tests"
