@@ -708,6 +708,13 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     }
     logging::info("worker {}: closing: {}", address, reason);
     if (dashboard) dashboard->stop();
+    {
+      // Under qmu: exec_loop reads `closing` (under cmu) while it holds qmu, before it blocks. A
+      // notify between the two is lost, and that thread waited for ever (a SIGTERM right after
+      // registering, as the task threads started, left the worker hanging until its nanny
+      // killed it). Taking qmu here orders the notify after any such check.
+      std::lock_guard q(qmu);
+    }
     qcv.notify_all();
     ccv.notify_all();
     {
