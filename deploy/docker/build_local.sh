@@ -87,7 +87,10 @@ make_base() {
   fi
   tarball="$scratch/${name##*:}.tar"
   echo "build_local: mmdebstrap $name from $MIRROR"
-  nice -n 19 mmdebstrap --quiet --variant=minbase --mode=root "${apt_options[@]}" "$@" bookworm "$tarball" \
+  # The merged-usr hook makes /bin -> usr/bin itself and installs usr-is-merged, as the official
+  # images have; without it mmdebstrap converts with usrmerge, which leaves perl behind (47 MB).
+  nice -n 19 mmdebstrap --quiet --variant=minbase --mode=root --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
+    "${apt_options[@]}" "$@" bookworm "$tarball" \
     "deb $MIRROR bookworm main" "deb $MIRROR bookworm-updates main" \
     "deb $SECURITY_MIRROR bookworm-security main"
   "${PODMAN[@]}" import --change 'CMD ["bash"]' --message "mmdebstrap --variant=minbase bookworm ($MIRROR)" \
