@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by build_local.sh and smoke_test.sh: the podman command line for this kind of machine.
 # - Without systemd as init (a VM, or a container running the build), podman must manage
 #   cgroups itself and log its events to a file.

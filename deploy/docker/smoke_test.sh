@@ -93,7 +93,7 @@ echo "smoke_test: 2 worker containers registered"
 # the same, but summation within a block may vectorise differently between the two builds).
 local_value="$("$SEED" --n "$N" --chunk "$CHUNK" | sed -n 's/^value *//p')"
 remote_out="$("$SEED" --n "$N" --chunk "$CHUNK" --scheduler "$address")"
-echo "$remote_out" | sed 's/^/smoke_test:   /'
+while IFS= read -r line; do echo "smoke_test:   $line"; done <<<"$remote_out"
 remote_value="$(echo "$remote_out" | sed -n 's/^value *//p')"
 expected="$(echo "$remote_out" | sed -n 's/^expected *\([0-9.]*\).*/\1/p')"
 python3 - "$local_value" "$remote_value" "$expected" <<'EOF' || fail "the cluster's value is wrong"
