@@ -4,12 +4,12 @@
 #
 #   sudo bash deploy/docker/build_local.sh        (root: podman's system storage, mmdebstrap)
 #
-#   1. installs podman and mmdebstrap from Debian when missing;
+#   1. installs podman, mmdebstrap and runc from Debian when missing;
 #   2. makes the base images the Dockerfile names, debian:bookworm and debian:bookworm-slim,
 #      with mmdebstrap from Debian's mirror (minbase, as the official images; the slim one
 #      also drops documentation, man pages and locales as the official slim image does), and
 #      imports them under the names a registry pull would give them
-#      (docker.io/library/debian:...), so the Dockerfile builds unchanged with --pull=never;
+#      (docker.io/library/debian:...), so the Dockerfile's FROM lines find them with --pull=never;
 #   3. podman build --network host --pull=never into tessera:latest, at nice 19, and prints
 #      the image's size.
 #
@@ -37,15 +37,16 @@ MIRROR="${TESSERA_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 SECURITY_MIRROR="${MIRROR%/debian}/debian-security"
 IMAGE="${TESSERA_IMAGE:-tessera:latest}"
 
+# runc as well as podman's crun: podman_args.sh picks runc where crun cannot run.
 missing=()
-for tool in podman:podman mmdebstrap:mmdebstrap; do
-  command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool#*:}")
+for tool in podman mmdebstrap runc; do
+  command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 if ((${#missing[@]})); then
   echo "build_local: installing ${missing[*]}"
   apt-get update -q
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" \
-    crun runc netavark aardvark-dns
+    crun netavark aardvark-dns
 fi
 
 # shellcheck source=deploy/docker/podman_args.sh
