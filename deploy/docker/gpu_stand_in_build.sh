@@ -47,7 +47,7 @@ start=$(date +%s)
 nice -n 19 "${PODMAN[@]}" build --network host --pull=never --layers=false --force-rm "${PODMAN_BUILD[@]}" \
   "${build_args[@]}" --target build -f deploy/docker/Dockerfile.gpu -t "$stage_one" .
 echo "gpu_stand_in_build: stage one built in $(($(date +%s) - start)) s; installed:"
-"${PODMAN[@]}" run --rm --network none --volume "$cuda:/usr/local/cuda:ro" "$stage_one" bash -c '
+"${PODMAN[@]}" run --rm "${PODMAN_RUN[@]}" --network none --volume "$cuda:/usr/local/cuda:ro" "$stage_one" bash -c '
   ls /opt/tessera/bin /opt/tessera/lib | sed "s/^/  /"
   echo "tessera-cuda-worker loads (libcuda.so.1 comes from the driver at run time):"
   LD_LIBRARY_PATH=/opt/tessera/lib ldd /opt/tessera/bin/tessera-cuda-worker | grep -E "tessera|cuda|not found" | sed "s/^/ /"'
