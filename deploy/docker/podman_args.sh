@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Sourced by build_local.sh and smoke_test.sh: the podman command line for this kind of machine.
+# Sourced by the scripts of this folder: the podman command line for this kind of machine.
 # - Without systemd as init (a VM, or a container running the build), podman must manage
 #   cgroups itself and log its events to a file.
 # - On a hybrid cgroup hierarchy whose cgroup2 mount holds a controller (this VM's kernel has
