@@ -43,7 +43,7 @@ std::vector<std::string> ClientImpl::who_has(const Key& key) {
   return w.empty() ? std::vector<std::string>{} : w[0].workers;
 }
 
-std::vector<Value> ClientImpl::fetch(const std::vector<Key>& want) {
+std::vector<Value> ClientImpl::fetch(const std::vector<Key>& want, std::uint64_t future_epoch) {
   std::vector<Value> out(want.size());
   std::vector<std::size_t> todo(want.size());
   for (std::size_t i = 0; i < want.size(); ++i) todo[i] = i;
@@ -58,6 +58,8 @@ std::vector<Value> ClientImpl::fetch(const std::vector<Key>& want) {
     {
       std::lock_guard lock(mu);
       check_open();
+      // Restarted meanwhile: the keys are gone for good (who_has would find no one, for ever).
+      if (auto e = restart_error(want[todo[0]], future_epoch)) std::rethrow_exception(e);
       for (std::size_t i : todo) {
         std::vector<std::string> ws;
         if (auto l = located.find(i); l != located.end()) ws = l->second;
@@ -113,7 +115,8 @@ std::vector<Value> ClientImpl::fetch(const std::vector<Key>& want) {
         auto it = keys.find(want[i]);
         st = it == keys.end() ? FutureStatus::Finished : it->second.status;
       }
-      if (st == FutureStatus::Error || st == FutureStatus::Cancelled) std::rethrow_exception(error_of(want[i]));
+      if (st == FutureStatus::Error || st == FutureStatus::Cancelled)
+        std::rethrow_exception(error_of(want[i], future_epoch));
       located[i] = who_has(want[i]);
     }
     todo = std::move(again);
@@ -169,7 +172,9 @@ void ClientImpl::prefetch(const Key& key, const std::string& worker) {
 
 std::vector<Value> Client::gather(const std::vector<Future>& futures) {
   const auto& impl = live();
-  return impl->fetch(detail::wait_finished(*impl, futures));
+  std::uint64_t epoch = 0;
+  auto keys = detail::wait_finished(*impl, futures, &epoch);
+  return impl->fetch(keys, epoch);
 }
 
 }  // namespace tessera::distributed
