@@ -213,9 +213,6 @@ std::vector<Future> ClientImpl::submit_graph(std::vector<Task> tasks, const std:
     apply_annotate_scope(t, scope);
   }
   ensure_ops(ops);
-  std::vector<Future> futures;
-  futures.reserve(outputs.size());
-  for (const auto& k : outputs) futures.push_back(make_future(k));  // before any answer can come
   UpdateGraph u;
   u.client = id;
   u.tasks = std::move(tasks);
@@ -224,11 +221,22 @@ std::vector<Future> ClientImpl::submit_graph(std::vector<Task> tasks, const std:
   // Releases not sent yet go first, in the same batch: a key this client let go of and now
   // wants again is computed again (as in Dask), never forgotten behind the client's back.
   std::vector<wire::ClientToScheduler> events;
+  std::vector<Future> futures;
   std::lock_guard order_lock(send_mu);
-  {
-    std::lock_guard lock(mu);
-    check_open();
-    if (!pending_release.empty()) events.push_back(ReleaseKeys{id, std::exchange(pending_release, {})});
+  while (true) {
+    futures.clear();  // a try a restart overtook: those futures release nothing
+    futures.reserve(outputs.size());
+    for (const auto& k : outputs) futures.push_back(make_future(k));  // before any answer can come
+    bool stale = false;
+    {
+      std::lock_guard lock(mu);
+      check_open();
+      // Heard of a restart since the futures were made: they are cancelled already. Made again,
+      // so that the graph, which the restarted cluster will compute, has futures that see it.
+      for (const auto& f : futures) stale = stale || ref(f).epoch != epoch;
+      if (!stale && !pending_release.empty()) events.push_back(ReleaseKeys{id, std::exchange(pending_release, {})});
+    }
+    if (!stale) break;
   }
   events.push_back(std::move(u));
   send_events(std::move(events));

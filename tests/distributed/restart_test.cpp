@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -155,6 +157,68 @@ TEST(Restart, NannyWorkersComeBackAsNewProcessesAndEveryFutureIsCancelled) {
       EXPECT_EQ(text.find("restarting it in"), std::string::npos) << "not a death with a back-off\n" << text;
     }
     other->close();
+    client->close();
+    for (pid_t n : {nanny0, nanny1}) {
+      ::kill(n, SIGTERM);
+      expect_exit_zero(kids, n, "tessera-worker (nanny)");
+    }
+    ::kill(sched, SIGTERM);
+    expect_exit_zero(kids, sched, "tessera-scheduler");
+  }
+  EXPECT_TRUE(wait_until([&] { return processes_with(dir.str()).empty(); }, 3));
+}
+
+TEST(Restart, SubmitsDuringARestartFinishOrAreCancelledNeverHang) {
+  // Two threads submit and wait while the cluster restarts twice: each future finishes or is
+  // cancelled for the restart; none waits out its 30 s timeout or fails otherwise.
+  tessera_test::NannyBinaries bins;
+  NEED_BINARIES(bins);
+  tessera_test::TempDir dir;
+  const std::string sfile = (dir.path() / "s.json").string(), token = "busy-token";
+  const auto log0 = dir.path() / "w0.log", log1 = dir.path() / "w1.log";
+  {
+    Children kids;
+    pid_t sched = spawn_scheduler(kids, bins.scheduler, sfile, token);
+    pid_t nanny0 = spawn_logged(kids, worker_argv(bins, sfile, token, {"--name", "w0", "--memory-limit", "0"}), log0);
+    pid_t nanny1 = spawn_logged(kids, worker_argv(bins, sfile, token, {"--name", "w1", "--memory-limit", "0"}), log1);
+    auto client = Client::from_scheduler_file(sfile, client_options(token, 10));
+    ASSERT_TRUE(client->wait_for_workers(2, 20s));
+    pid_on(*client, "w0");
+    pid_on(*client, "w1");
+    std::atomic<bool> stop{false};
+    std::atomic<int> finished{0}, cancelled{0};
+    std::mutex mu;
+    std::vector<std::string> failures;
+    auto submitter = [&](int seed) {
+      for (int i = 0; !stop; ++i) {
+        try {
+          Future f = client->submit("nanny_plugin.pid", seed * 100000 + i);
+          if (f.result_as<int>(30s) > 0) ++finished;
+        } catch (const CancelledError& e) {
+          if (std::string(e.what()).find("restart") != std::string::npos) ++cancelled;
+          else {
+            std::lock_guard lock(mu);
+            failures.push_back(e.what());
+          }
+        } catch (const std::exception& e) {
+          std::lock_guard lock(mu);
+          failures.push_back(e.what());
+        }
+      }
+    };
+    std::thread a(submitter, 1), b(submitter, 2);
+    std::this_thread::sleep_for(300ms);
+    for (int round = 0; round < 2; ++round) {
+      EXPECT_NO_THROW(client->restart(30s));
+      std::this_thread::sleep_for(300ms);
+    }
+    stop = true;
+    a.join();
+    b.join();
+    EXPECT_TRUE(failures.empty()) << failures.size() << " failed, the first: " << (failures.empty() ? std::string() : failures.front());
+    EXPECT_GT(finished.load(), 0);
+    std::cerr << finished << " finished, " << cancelled << " cancelled by the restarts\n";
+    EXPECT_EQ(client->scheduler_info().workers.size(), 2u);
     client->close();
     for (pid_t n : {nanny0, nanny1}) {
       ::kill(n, SIGTERM);
