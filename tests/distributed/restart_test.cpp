@@ -120,6 +120,7 @@ TEST(Restart, NannyWorkersComeBackAsNewProcessesAndEveryFutureIsCancelled) {
     EXPECT_TRUE(report.closed.empty());
     std::set<std::string> restarted(report.restarted.begin(), report.restarted.end());
     EXPECT_EQ(restarted, (std::set<std::string>{old_addresses.at("w0"), old_addresses.at("w1")}));
+    EXPECT_EQ(client->scheduler_info().tasks, 0u) << "every task forgotten";
     EXPECT_LT(took, 20.0) << "a restart asks, it does not wait out back-offs or a running task's end";
     std::cerr << "restart of 2 workers (one running a 30 s task) took " << took << " s\n";
 
