@@ -543,6 +543,7 @@ int worker_main(int argc, char** argv) {
     wo.heartbeat_interval = parse_positive_duration(heartbeat, "--heartbeat-interval");
     wo.death_timeout = death_timeout_s;
     if (!no_dashboard) wo.dashboard_address = dashboard;
+    wo.nanny_pid = nanny_pid();  // under a nanny that restarts it: Client::restart may ask it to
     // With a GPU (this process sees one; CUDA_VISIBLE_DEVICES was set by whoever started it),
     // keep at most this much on it: dask-cuda's default, 0.8 of the device. Asking the runtime
     // for the device's size creates no CUDA context.
@@ -587,6 +588,10 @@ int worker_main(int argc, char** argv) {
           worker.reset();
         }
         w.reset();
+        if (reason == kRestartRequestedReason) {
+          code = kExitRestartRequested;  // its nanny starts it again at once
+          break;
+        }
         // A scheduler lost (not one that asked this worker to close) may come back: wait for it
         // --death-timeout, then fail, so that a supervisor (the nanny, systemd) sees it.
         if (reason.rfind("lost the scheduler", 0) != 0 || stopping()) break;

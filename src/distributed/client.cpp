@@ -69,6 +69,7 @@ void ClientImpl::learn(const wire::ClusterInfo& info) {
 
 void ClientImpl::on_message(const comm::Message& m) {
   if (rpc.complete(m)) return;
+  if (m.op == wire::kRestarted) return on_restarted(m);
   if (m.op != wire::kClientUpdates) {
     logging::warn("client: unexpected message '{}' from the scheduler", m.op);
     return;
@@ -137,9 +138,10 @@ void ClientImpl::check_open() const {
   if (closed) throw comm::CommClosedError(closed_reason.empty() ? "client is closed" : closed_reason);
 }
 
-void ClientImpl::release(const Key& key) {
+void ClientImpl::release(const Key& key, std::uint64_t future_epoch) {
   {
     std::lock_guard lock(mu);
+    if (future_epoch != epoch) return;  // forgotten by the restart (and by this client)
     auto it = keys.find(key);
     if (it == keys.end() || --it->second.refs > 0) return;
     keys.erase(it);
@@ -211,9 +213,6 @@ std::vector<Future> ClientImpl::submit_graph(std::vector<Task> tasks, const std:
     apply_annotate_scope(t, scope);
   }
   ensure_ops(ops);
-  std::vector<Future> futures;
-  futures.reserve(outputs.size());
-  for (const auto& k : outputs) futures.push_back(make_future(k));  // before any answer can come
   UpdateGraph u;
   u.client = id;
   u.tasks = std::move(tasks);
@@ -222,11 +221,22 @@ std::vector<Future> ClientImpl::submit_graph(std::vector<Task> tasks, const std:
   // Releases not sent yet go first, in the same batch: a key this client let go of and now
   // wants again is computed again (as in Dask), never forgotten behind the client's back.
   std::vector<wire::ClientToScheduler> events;
+  std::vector<Future> futures;
   std::lock_guard order_lock(send_mu);
-  {
-    std::lock_guard lock(mu);
-    check_open();
-    if (!pending_release.empty()) events.push_back(ReleaseKeys{id, std::exchange(pending_release, {})});
+  while (true) {
+    futures.clear();  // a try a restart overtook: those futures release nothing
+    futures.reserve(outputs.size());
+    for (const auto& k : outputs) futures.push_back(make_future(k));  // before any answer can come
+    bool stale = false;
+    {
+      std::lock_guard lock(mu);
+      check_open();
+      // Heard of a restart since the futures were made: they are cancelled already. Made again,
+      // so that the graph, which the restarted cluster will compute, has futures that see it.
+      for (const auto& f : futures) stale = stale || ref(f).epoch != epoch;
+      if (!stale && !pending_release.empty()) events.push_back(ReleaseKeys{id, std::exchange(pending_release, {})});
+    }
+    if (!stale) break;
   }
   events.push_back(std::move(u));
   send_events(std::move(events));
@@ -393,11 +403,23 @@ std::shared_ptr<const KeptResults> Client::keep(const Graph& graph, const std::v
   kept->holder = impl;
   kept->keys = outputs;
   // The futures keep the results on the workers for as long as `kept` lives.
-  kept->values = [impl, futures = std::move(futures)] { return impl->fetch(detail::wait_finished(*impl, futures)); };
+  kept->values = [impl, futures = std::move(futures)] {
+    std::uint64_t epoch = 0;
+    auto keys = detail::wait_finished(*impl, futures, &epoch);  // after a restart: its error
+    return impl->fetch(keys, epoch);
+  };
   return kept;
 }
 
-bool Client::holds(const KeptResults& kept) const { return impl_ && kept.holder && kept.holder.get() == impl_.get(); }
+bool Client::holds(const KeptResults& kept) const {
+  if (!impl_ || !kept.holder || kept.holder.get() != impl_.get()) return false;
+  // Results from before a restart are gone from the cluster: not held (values() then says why),
+  // unless this client made them again since (a future of this epoch wants each key).
+  std::lock_guard lock(impl_->mu);
+  for (const Key& k : kept.keys)
+    if (!impl_->keys.count(k)) return false;
+  return true;
+}
 
 Future Client::scatter(Value value) {
   const auto& impl = live();
@@ -511,8 +533,12 @@ bool Client::wait_for_workers(std::size_t n, std::chrono::duration<double> timeo
 
 void Client::cancel(const std::vector<Future>& futures, bool force) {
   CancelKeys c{live()->id, {}, force};
-  for (const auto& f : futures) c.keys.push_back(f.key());
-  live()->send_events({std::move(c)});
+  {
+    std::lock_guard lock(live()->mu);
+    for (const auto& f : futures)
+      if (detail::ClientImpl::ref(f).epoch == live()->epoch) c.keys.push_back(f.key());  // not one a restart ended
+  }
+  if (!c.keys.empty()) live()->send_events({std::move(c)});
 }
 
 void Client::retry(const std::vector<Future>& futures) {
@@ -520,6 +546,7 @@ void Client::retry(const std::vector<Future>& futures) {
   {
     std::lock_guard lock(live()->mu);
     for (const auto& f : futures) {
+      if (detail::ClientImpl::ref(f).epoch != live()->epoch) continue;  // gone with a restart: submit it again
       auto it = live()->keys.find(f.key());
       if (it == live()->keys.end() || it->second.status != FutureStatus::Error) continue;
       it->second.status = FutureStatus::Pending;

@@ -13,26 +13,43 @@ namespace tessera::distributed {
 namespace detail {
 
 std::shared_ptr<ClientImpl::WorkerConn> ClientImpl::worker_conn(const std::string& addr) {
-  std::lock_guard lock(wmu);
-  auto& slot = worker_conns[addr];
-  if (slot && !slot->comm->is_closed()) return slot;
-  auto wc = std::make_shared<WorkerConn>();
-  try {
-    wc->comm = comm::connect(addr, comm_options());
-  } catch (...) {
-    // A worker that left (retired, or died after the scheduler said it held a key): no empty
-    // slot may stay behind, close() would dereference it.
-    worker_conns.erase(addr);
-    throw;
+  {
+    std::lock_guard lock(wmu);
+    if (auto it = worker_conns.find(addr); it != worker_conns.end() && !it->second->comm->is_closed())
+      return it->second;
   }
+  // Connected without wmu held: connect() waits for the I/O thread, which takes wmu itself (a
+  // key finishing that a result() waits for is prefetched there). Held across it, the two
+  // waited for each other for ever (two threads fetching while workers came and went: the
+  // restart test). A worker that left (retired, or died after the scheduler said it held a key)
+  // throws here, and leaves no slot behind.
+  auto wc = std::make_shared<WorkerConn>();
+  wc->comm = comm::connect(addr, comm_options());
   wc->comm->set_handlers([wc_raw = wc.get()](comm::Message m) { wc_raw->rpc.complete(m); },
                          [wcw = std::weak_ptr<WorkerConn>(wc)](std::exception_ptr reason) {
                            if (auto w = wcw.lock())
                              w->rpc.fail_all(reason ? reason
                                                     : std::make_exception_ptr(comm::CommClosedError("closed")));
                          });
-  slot = wc;
-  return wc;
+  std::shared_ptr<WorkerConn> out;
+  {
+    std::lock_guard lock(wmu);
+    auto& slot = worker_conns[addr];
+    if (slot && !slot->comm->is_closed()) out = slot;  // another thread connected meanwhile: one is enough
+    else slot = out = wc;
+  }
+  bool is_closed;
+  {
+    std::lock_guard lock(mu);
+    is_closed = closed;
+  }
+  // Ours not kept, or the client closed (close() may have swept the connections already).
+  if (out != wc || is_closed) wc->comm->close();
+  if (is_closed) {
+    std::lock_guard lock(mu);
+    check_open();  // throws why
+  }
+  return out;
 }
 
 std::vector<std::string> ClientImpl::who_has(const Key& key) {
@@ -43,7 +60,7 @@ std::vector<std::string> ClientImpl::who_has(const Key& key) {
   return w.empty() ? std::vector<std::string>{} : w[0].workers;
 }
 
-std::vector<Value> ClientImpl::fetch(const std::vector<Key>& want) {
+std::vector<Value> ClientImpl::fetch(const std::vector<Key>& want, std::uint64_t future_epoch) {
   std::vector<Value> out(want.size());
   std::vector<std::size_t> todo(want.size());
   for (std::size_t i = 0; i < want.size(); ++i) todo[i] = i;
@@ -58,6 +75,8 @@ std::vector<Value> ClientImpl::fetch(const std::vector<Key>& want) {
     {
       std::lock_guard lock(mu);
       check_open();
+      // Restarted meanwhile: the keys are gone for good (who_has would find no one, for ever).
+      if (auto e = restart_error(want[todo[0]], future_epoch)) std::rethrow_exception(e);
       for (std::size_t i : todo) {
         std::vector<std::string> ws;
         if (auto l = located.find(i); l != located.end()) ws = l->second;
@@ -113,7 +132,8 @@ std::vector<Value> ClientImpl::fetch(const std::vector<Key>& want) {
         auto it = keys.find(want[i]);
         st = it == keys.end() ? FutureStatus::Finished : it->second.status;
       }
-      if (st == FutureStatus::Error || st == FutureStatus::Cancelled) std::rethrow_exception(error_of(want[i]));
+      if (st == FutureStatus::Error || st == FutureStatus::Cancelled)
+        std::rethrow_exception(error_of(want[i], future_epoch));
       located[i] = who_has(want[i]);
     }
     todo = std::move(again);
@@ -169,7 +189,9 @@ void ClientImpl::prefetch(const Key& key, const std::string& worker) {
 
 std::vector<Value> Client::gather(const std::vector<Future>& futures) {
   const auto& impl = live();
-  return impl->fetch(detail::wait_finished(*impl, futures));
+  std::uint64_t epoch = 0;
+  auto keys = detail::wait_finished(*impl, futures, &epoch);
+  return impl->fetch(keys, epoch);
 }
 
 }  // namespace tessera::distributed

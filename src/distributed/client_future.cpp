@@ -20,16 +20,25 @@ const char* future_status_name(FutureStatus s) noexcept {
 namespace detail {
 
 Future ClientImpl::make_future(const Key& key) {
+  std::uint64_t e;
   {
     std::lock_guard lock(mu);
     keys[key].refs++;
+    e = epoch;
   }
-  return Future(std::make_shared<FutureRef>(key, shared_from_this()));
+  return Future(std::make_shared<FutureRef>(key, shared_from_this(), e));
 }
 
-FutureStatus ClientImpl::wait_key(const Key& key, std::optional<std::chrono::duration<double>> timeout) {
+const FutureRef& ClientImpl::ref(const Future& f) {
+  if (!f.ref_) throw Error("empty Future");
+  return *f.ref_;
+}
+
+FutureStatus ClientImpl::wait_key(const Key& key, std::uint64_t future_epoch,
+                                  std::optional<std::chrono::duration<double>> timeout) {
   std::unique_lock lock(mu);
   auto pred = [&] {
+    if (future_epoch != epoch) return true;
     auto it = keys.find(key);
     return closed || it == keys.end() || it->second.status != FutureStatus::Pending;
   };
@@ -38,14 +47,16 @@ FutureStatus ClientImpl::wait_key(const Key& key, std::optional<std::chrono::dur
   } else {
     cv.wait(lock, pred);
   }
+  if (future_epoch != epoch) return FutureStatus::Cancelled;
   auto it = keys.find(key);
   if (it != keys.end() && it->second.status != FutureStatus::Pending) return it->second.status;
   check_open();
   return FutureStatus::Pending;
 }
 
-std::exception_ptr ClientImpl::error_of(const Key& key) const {
+std::exception_ptr ClientImpl::error_of(const Key& key, std::uint64_t future_epoch) const {
   std::lock_guard lock(mu);
+  if (auto e = restart_error(key, future_epoch)) return e;
   auto it = keys.find(key);
   if (it == keys.end()) return nullptr;
   const KeyState& ks = it->second;
@@ -56,19 +67,22 @@ std::exception_ptr ClientImpl::error_of(const Key& key) const {
   return nullptr;
 }
 
-void ClientImpl::want_value(const Key& key) {
+void ClientImpl::want_value(const Key& key, std::uint64_t future_epoch) {
   std::lock_guard lock(mu);
+  if (future_epoch != epoch) return;
   if (auto it = keys.find(key); it != keys.end()) it->second.want_value = true;
 }
 
-std::optional<Value> ClientImpl::take_prefetched(const Key& key) {
+std::optional<Value> ClientImpl::take_prefetched(const Key& key, std::uint64_t future_epoch) {
   std::unique_lock lock(mu);
+  if (future_epoch != epoch) return std::nullopt;
   auto it = keys.find(key);
   if (it == keys.end()) return std::nullopt;
   cv.wait(lock, [&] {
     auto i = keys.find(key);
-    return closed || i == keys.end() || i->second.prefetch != KeyState::Prefetch::InFlight;
+    return closed || future_epoch != epoch || i == keys.end() || i->second.prefetch != KeyState::Prefetch::InFlight;
   });
+  if (future_epoch != epoch) return std::nullopt;
   it = keys.find(key);
   if (it == keys.end() || it->second.prefetch != KeyState::Prefetch::Done) return std::nullopt;
   it->second.prefetch = KeyState::Prefetch::None;
@@ -83,13 +97,25 @@ void ClientImpl::run_callback(const std::function<void(const Future&)>& fn, cons
   }
 }
 
-std::vector<Key> wait_finished(ClientImpl& impl, const std::vector<Future>& futures) {
+std::vector<Key> wait_finished(ClientImpl& impl, const std::vector<Future>& futures, std::uint64_t* epoch) {
   std::vector<Key> keys;
   keys.reserve(futures.size());
+  std::uint64_t e = 0;
   for (const auto& f : futures) {
-    FutureStatus st = impl.wait_key(f.key(), std::nullopt);
-    if (st != FutureStatus::Finished) std::rethrow_exception(impl.error_of(f.key()));
-    keys.push_back(f.key());
+    const FutureRef& r = ClientImpl::ref(f);
+    FutureStatus st = impl.wait_key(r.key, r.epoch, std::nullopt);
+    if (st != FutureStatus::Finished) std::rethrow_exception(impl.error_of(r.key, r.epoch));
+    keys.push_back(r.key);
+    e = r.epoch;
+  }
+  if (epoch) {
+    // Futures of one epoch are what a fetch can get: an older one already threw above, unless
+    // a restart came in between (then fetch() throws its error).
+    if (futures.empty()) {
+      std::lock_guard lock(impl.mu);
+      e = impl.epoch;
+    }
+    *epoch = e;
   }
   return keys;
 }
@@ -110,6 +136,7 @@ const Key& Future::key() const { return ref_of(ref_).key; }
 FutureStatus Future::status() const {
   const auto& r = ref_of(ref_);
   std::lock_guard lock(r.client->mu);
+  if (r.epoch != r.client->epoch) return FutureStatus::Cancelled;  // the cluster restarted since
   auto it = r.client->keys.find(r.key);
   return it == r.client->keys.end() ? FutureStatus::Pending : it->second.status;
 }
@@ -118,27 +145,31 @@ bool Future::done() const { return status() != FutureStatus::Pending; }
 
 bool Future::wait(std::optional<std::chrono::duration<double>> timeout) const {
   const auto& r = ref_of(ref_);
-  return r.client->wait_key(r.key, timeout) != FutureStatus::Pending;
+  return r.client->wait_key(r.key, r.epoch, timeout) != FutureStatus::Pending;
 }
 
 Value Future::result(std::optional<std::chrono::duration<double>> timeout) const {
   const auto& r = ref_of(ref_);
-  r.client->want_value(r.key);
-  FutureStatus st = r.client->wait_key(r.key, timeout);
+  r.client->want_value(r.key, r.epoch);
+  FutureStatus st = r.client->wait_key(r.key, r.epoch, timeout);
   if (st == FutureStatus::Pending)
     throw comm::CommTimeoutError("timed out waiting for " + r.key);
-  if (st != FutureStatus::Finished) std::rethrow_exception(r.client->error_of(r.key));
-  if (auto v = r.client->take_prefetched(r.key)) return std::move(*v);
-  return r.client->fetch({r.key})[0];
+  if (st != FutureStatus::Finished) std::rethrow_exception(r.client->error_of(r.key, r.epoch));
+  if (auto v = r.client->take_prefetched(r.key, r.epoch)) return std::move(*v);
+  return r.client->fetch({r.key}, r.epoch)[0];
 }
 
 std::exception_ptr Future::exception() const {
   const auto& r = ref_of(ref_);
-  return r.client->error_of(r.key);
+  return r.client->error_of(r.key, r.epoch);
 }
 
 void Future::cancel() const {
   const auto& r = ref_of(ref_);
+  {
+    std::lock_guard lock(r.client->mu);
+    if (r.epoch != r.client->epoch) return;  // cancelled by a restart already
+  }
   r.client->send_events({CancelKeys{r.client->id, {r.key}, false}});
 }
 
@@ -147,7 +178,7 @@ void Future::add_done_callback(std::function<void(const Future&)> fn) const {
   {
     std::lock_guard lock(r.client->mu);
     auto it = r.client->keys.find(r.key);
-    if (it != r.client->keys.end() && it->second.status == FutureStatus::Pending) {
+    if (r.epoch == r.client->epoch && it != r.client->keys.end() && it->second.status == FutureStatus::Pending) {
       it->second.callbacks.push_back({std::move(fn), *this});
       return;
     }

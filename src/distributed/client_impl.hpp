@@ -70,6 +70,10 @@ struct ClientImpl : std::enable_shared_from_this<ClientImpl> {
   bool closed = false;
   std::string closed_reason;
   std::thread releaser;
+  // Restarts of the cluster seen (the scheduler's `restarted`): a future made before one is
+  // stale, its key forgotten by the cluster; it stays cancelled with restart_reasons[its epoch].
+  std::uint64_t epoch = 0;
+  std::vector<std::string> restart_reasons;
 
   struct WorkerConn {
     std::shared_ptr<comm::Comm> comm;
@@ -86,8 +90,13 @@ struct ClientImpl : std::enable_shared_from_this<ClientImpl> {
   void learn(const wire::ClusterInfo& info);
   void on_message(const comm::Message& m);
   void on_lost(const std::string& why);
+  // The cluster was restarted (client_restart.cpp): every future so far is cancelled.
+  void on_restarted(const comm::Message& m);
+  // The error of a future of `future_epoch` when that epoch is over (a restart), else nullptr;
+  // the caller holds mu.
+  std::exception_ptr restart_error(const Key& key, std::uint64_t future_epoch) const;
   void check_open() const;
-  void release(const Key& key);
+  void release(const Key& key, std::uint64_t future_epoch);
   // Sends releases in batches: dropping 100,000 futures is one message, not 100,000.
   void release_loop();
   void send_events(std::vector<wire::ClientToScheduler> events);
@@ -100,13 +109,15 @@ struct ClientImpl : std::enable_shared_from_this<ClientImpl> {
 
   // ---- futures (client_future.cpp) ----
   Future make_future(const Key& key);
-  FutureStatus wait_key(const Key& key, std::optional<std::chrono::duration<double>> timeout);
-  std::exception_ptr error_of(const Key& key) const;
-  void want_value(const Key& key);
+  static const FutureRef& ref(const Future& f);
+  // A future is its key and epoch: one of an epoch a restart ended reads as cancelled.
+  FutureStatus wait_key(const Key& key, std::uint64_t future_epoch, std::optional<std::chrono::duration<double>> timeout);
+  std::exception_ptr error_of(const Key& key, std::uint64_t future_epoch) const;
+  void want_value(const Key& key, std::uint64_t future_epoch);
   // result(): the prefetched value when there is one (waiting for one in flight). Taken, not
   // copied: the client does not keep a result alive after handing it out (a later result()
   // fetches it again, as in Dask).
-  std::optional<Value> take_prefetched(const Key& key);
+  std::optional<Value> take_prefetched(const Key& key, std::uint64_t future_epoch);
   static void run_callback(const std::function<void(const Future&)>& fn, const Future& f);
 
   // ---- fetching values from workers (client_fetch.cpp) ----
@@ -117,20 +128,27 @@ struct ClientImpl : std::enable_shared_from_this<ClientImpl> {
   // a wake-up and a message turn.
   void prefetch(const Key& key, const std::string& worker);
   // The values of finished keys, several keys per get-data message. A key whose worker is gone
-  // is looked up again (the scheduler recomputes lost keys that a client still wants).
-  std::vector<Value> fetch(const std::vector<Key>& want);
+  // is looked up again (the scheduler recomputes lost keys that a client still wants). Keys of
+  // futures of `future_epoch`: a restart meanwhile ends the fetch with the restart's error.
+  std::vector<Value> fetch(const std::vector<Key>& want, std::uint64_t future_epoch);
 };
 
-// One per Future and its copies: the last one gone releases the key.
+// One per Future and its copies: the last one gone releases the key (unless a restart since
+// made the cluster forget it).
 struct FutureRef {
   Key key;
   std::shared_ptr<ClientImpl> client;
-  FutureRef(Key k, std::shared_ptr<ClientImpl> c) : key(std::move(k)), client(std::move(c)) {}
-  ~FutureRef() { client->release(key); }
+  std::uint64_t epoch;  // the client's restarts seen when it was made
+  FutureRef(Key k, std::shared_ptr<ClientImpl> c, std::uint64_t e)
+      : key(std::move(k)), client(std::move(c)), epoch(e) {}
+  ~FutureRef() { client->release(key, epoch); }
 };
 
-/** @brief Waits for every future; throws the error of the first that did not finish. Their keys. */
-std::vector<Key> wait_finished(ClientImpl& impl, const std::vector<Future>& futures);
+/**
+ * @brief Waits for every future; throws the error of the first that did not finish. Their keys;
+ * `epoch`, when given, gets the epoch they belong to (for fetch()).
+ */
+std::vector<Key> wait_finished(ClientImpl& impl, const std::vector<Future>& futures, std::uint64_t* epoch = nullptr);
 
 }  // namespace detail
 }  // namespace tessera::distributed

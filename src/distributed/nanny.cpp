@@ -48,6 +48,14 @@ void tell_nanny_ready() {
   ::close(fd);
 }
 
+int nanny_pid() {
+  const char* v = std::getenv(kNannyPidEnv);
+  if (!v || !*v) return 0;
+  const int pid = std::atoi(v);
+  // Inherited by a grandchild (a task that starts a worker of its own): not its nanny.
+  return pid > 0 && pid == static_cast<int>(::getppid()) ? pid : 0;
+}
+
 std::size_t process_rss(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/statm");
   std::size_t size = 0, resident = 0;
@@ -106,6 +114,7 @@ void Nanny::start(Slot& s) {
   const NannyChild& c = children_[s.index];
   auto env = c.env;
   env["TESSERA_PARENT_PID"] = std::to_string(::getpid());  // the child dies with us, even of SIGKILL
+  if (opt_.restart) env[kNannyPidEnv] = std::to_string(::getpid());  // restart() may ask it to restart
   int fds[2] = {-1, -1};
   if (::pipe2(fds, O_CLOEXEC) == 0) {
     // Only the write end crosses exec; the read end polls without blocking.
@@ -226,6 +235,15 @@ int Nanny::run() {
       if (exit_zero) {
         logging::info("{}: worker {} (pid {}) {}", opt_.program, c.name, old, why);
         s.done = true;
+        continue;
+      }
+      if (WIFEXITED(status) && WEXITSTATUS(status) == kExitRestartRequested && opt_.restart) {
+        // Client::restart: asked for, not a failure; started again now, outside the cap.
+        logging::info("{}: worker {} (pid {}) restarted on request (Client::restart); starting it again now",
+                      opt_.program, c.name, old);
+        s.next_start = now;
+        ++requested_restarts_;
+        all_done = false;
         continue;
       }
       if (WIFEXITED(status) && WEXITSTATUS(status) == kExitSchedulerGone) {

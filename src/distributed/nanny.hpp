@@ -21,6 +21,25 @@ namespace tessera::distributed {
 inline constexpr int kExitSchedulerGone = 3;
 
 /**
+ * @brief A worker's exit status when the scheduler asked it to restart (Client::restart): its
+ * nanny starts it again at once, with no back-off, not counted against the restart cap.
+ */
+inline constexpr int kExitRestartRequested = 4;
+
+/** @brief The close reason (Worker::wait()) of a worker asked to restart; worker_main exits 4. */
+inline constexpr const char* kRestartRequestedReason = "the scheduler asked it to restart (Client::restart)";
+
+/**
+ * @brief The variable a nanny that restarts its children sets to its pid: a worker whose parent
+ * has that pid tells the scheduler it has a nanny, so Client::restart asks it to restart (exit 4)
+ * instead of closing it. `--nworkers N --no-nanny` does not set it (nothing restarts those).
+ */
+inline constexpr const char* kNannyPidEnv = "TESSERA_NANNY_PID";
+
+/** @brief The pid of this process's nanny: kNannyPidEnv when it names the parent, else 0. */
+int nanny_pid();
+
+/**
  * @brief The variable naming the descriptor a worker started by a nanny writes one byte to once
  * it registered: a child that dies before that failed to start, and is not restarted.
  */
@@ -67,8 +86,10 @@ class Nanny {
   void stop(int sig);
   /** @brief The pids of the children now running (tests; 0 for a child between lives). */
   std::vector<pid_t> pids() const;
-  /** @brief Restarts so far, over all children. */
+  /** @brief Restarts so far, over all children (deaths; restarts on request not counted). */
   int restarts() const { return restarts_.load(); }
+  /** @brief Children started again because they exited kExitRestartRequested. */
+  int requested_restarts() const { return requested_restarts_.load(); }
 
  private:
   struct Slot;
@@ -79,6 +100,7 @@ class Nanny {
   int stop_signal_ = 0;
   std::vector<pid_t> pids_;
   std::atomic<int> restarts_{0};
+  std::atomic<int> requested_restarts_{0};
 };
 
 }  // namespace tessera::distributed

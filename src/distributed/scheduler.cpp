@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -41,6 +43,8 @@ struct Conn {
   Role role = Role::Unknown;
   std::string id;  // worker address or client name
   bool leaving = false;  // the worker said it is closing on purpose
+  bool restarting = false;  // an old worker of a restart (Client::restart): forgotten, its messages ignored
+  int nanny_pid = 0;        // from its registration: a nanny restarts it (0: none)
   std::string secret;    // handed to the worker when it registered: proves a re-registration is it
   double last_heartbeat = 0;    // scheduler clock; a worker silent past worker_silent is announced
   bool announced_silent = false;  // its peers were told it is gone (peer-gone) since it was last heard
@@ -265,6 +269,166 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
     }
   }
 
+  // ---- restart (Client::restart) -------------------------------------------------------------------
+  // Every worker with a nanny is asked to restart (it exits 4 and its nanny starts it again at
+  // once), every other one to close; the state machine is replaced by a fresh one (all tasks and
+  // data forgotten; the clients are told with `restarted`). The request is answered once every
+  // old worker's connection closed and, with wait_for_workers, as many workers as before
+  // registered; or at its deadline, with an error naming the workers that did not.
+  struct OldWorker {
+    std::string address, name;
+    int pid = 0;
+    bool nanny = false;
+  };
+  struct Restart {
+    std::weak_ptr<Conn> conn;
+    comm::Message request;
+    std::size_t want = 0;  // the workers before
+    bool wait_for_workers = true;
+    double timeout = 0, deadline = 0;
+    std::vector<OldWorker> old;
+    std::vector<std::shared_ptr<Conn>> departing;  // old workers whose connection is still open
+  };
+  std::optional<Restart> restart;
+
+  // "worker-1 (tcp://127.0.0.1:40123, pid 812)"; a worker named after its address: "tcp://... (pid 812)".
+  static std::string describe(const OldWorker& w) {
+    const std::string pid = "pid " + std::to_string(w.pid) + ")";
+    if (w.name.empty() || w.name == w.address) return w.address + " (" + pid;
+    return w.name + " (" + w.address + ", " + pid;
+  }
+
+  void refuse_request(Conn& c, const comm::Message& m, const std::string& error) {
+    c.comm->send(make_error_reply(m, error), nullptr);
+  }
+
+  void start_restart(Conn& c, const comm::Message& m) {
+    if (restart) return refuse_request(c, m, "restart: a restart is already under way");
+    // Workers in this very process (an in-process LocalCluster's threads): nothing can start
+    // them again, and closing them would leave a cluster with none. Refused, nothing changed.
+    std::vector<std::string> in_process;
+    for (const auto& [address, w] : workers)
+      if (w->hello.pid == static_cast<int>(::getpid())) in_process.push_back(w->hello.add.name);
+    if (!in_process.empty())
+      return refuse_request(c, m,
+                            "restart: worker" + std::string(in_process.size() > 1 ? "s " : " ") + join(in_process) +
+                                " run" + (in_process.size() > 1 ? "" : "s") +
+                                " in the scheduler's process (threads of an in-process LocalCluster, or Worker "
+                                "objects): no nanny can restart them. Nothing was restarted; restart() needs worker "
+                                "processes under a nanny (tessera-worker without --no-nanny)");
+    Restart r;
+    for (auto& sp : conns)
+      if (sp.get() == &c) r.conn = sp;
+    r.request = m;
+    r.want = workers.size();
+    r.wait_for_workers = m.get<bool>("wait_for_workers");
+    r.timeout = m.get<double>("timeout");
+    if (!(r.timeout > 0)) r.timeout = 60;
+    r.deadline = now() + r.timeout;
+    std::vector<std::string> closed;
+    for (auto& [address, w] : workers) {
+      OldWorker o{address, w->hello.add.name, w->hello.pid, w->nanny_pid > 0};
+      // Forgotten now: its close must not remove anything, and what it still sends is stale.
+      w->restarting = true;
+      w->role = Conn::Role::Unknown;
+      w->to_worker.clear();
+      if (o.nanny) {
+        w->comm->send(comm::Message(wire::kRestartWorker), nullptr);
+      } else {
+        w->leaving = true;
+        w->comm->send(comm::Message(wire::kCloseWorker), nullptr);
+        closed.push_back(describe(o));
+      }
+      r.departing.push_back(w);
+      r.old.push_back(std::move(o));
+    }
+    workers.clear();
+    logging::warn("scheduler: restart asked by client {}: {} workers ({} with a nanny), every task forgotten", c.id,
+                  r.old.size(), r.old.size() - closed.size());
+    if (!closed.empty())
+      logging::warn("scheduler: restart: worker{} {} {} no nanny: closed, not restarted (something else must start "
+                    "{} again)",
+                    closed.size() > 1 ? "s" : "", join(closed), closed.size() > 1 ? "have" : "has",
+                    closed.size() > 1 ? "them" : "it");
+    // Every task and result forgotten: a fresh state machine, which knows the connected clients.
+    state = SchedulerState(state_config(opt));
+    const std::string reason = "the cluster was restarted (Client::restart by client " + c.id + ")";
+    comm::Message note(wire::kRestarted);
+    note.set("reason", reason);
+    for (auto& [name, cc] : clients) {
+      cc->to_client.clear();  // news of keys now forgotten
+      handle(AddClient{name});
+      cc->comm->send(note, nullptr);
+    }
+    restart = std::move(r);
+    if (!retirements.empty()) answer_retirements();  // their workers are gone too
+    answer_restart(nullptr);
+  }
+
+  // Answers the restart when it is done; at its deadline too when `to_close` is given (the
+  // ticker): the old workers still connected (stopped, or hung) are closed (by the caller,
+  // outside the lock) and named in the error.
+  void answer_restart(std::vector<std::shared_ptr<comm::Comm>>* to_close) {
+    if (!restart) return;
+    Restart& r = *restart;
+    const std::size_t registered = state.worker_count();
+    const bool done = r.departing.empty() && (!r.wait_for_workers || registered >= r.want);
+    if (!done && (!to_close || now() < r.deadline)) return;
+    std::vector<std::string> restarted, closed;
+    for (const auto& o : r.old) (o.nanny ? restarted : closed).push_back(o.address);
+    comm::Message reply = make_reply(r.request);
+    if (done) {
+      reply.set("restarted", restarted);
+      reply.set("closed", closed);
+      reply.set("workers", static_cast<std::uint64_t>(registered));
+      logging::info("scheduler: restart done: {} workers", registered);
+    } else {
+      std::set<std::string> stuck, names_now;
+      for (const auto& d : r.departing) {
+        stuck.insert(d->id);
+        to_close->push_back(d->comm);
+      }
+      for (const auto& w : state.workers()) names_now.insert(w.name);
+      std::vector<std::string> not_left, not_back, no_nanny;
+      for (const auto& o : r.old) {
+        if (stuck.count(o.address)) not_left.push_back(describe(o));
+        else if (!o.nanny) no_nanny.push_back(describe(o));
+        // A worker named after its address gets a new name with its new port: not told apart.
+        else if (r.wait_for_workers && o.name != o.address && !names_now.count(o.name)) not_back.push_back(describe(o));
+      }
+      std::ostringstream os;
+      os << "restart: after " << r.timeout << " s, ";
+      if (r.wait_for_workers) os << registered << " of " << r.want << " workers are back";
+      else os << "not every worker left";
+      if (!not_left.empty())
+        os << "; did not leave (stopped or hung; their connections are closed now): " << join(not_left);
+      if (!not_back.empty()) os << "; did not register again: " << join(not_back);
+      if (!no_nanny.empty())
+        os << "; closed, not restarted, having no nanny (something else must start them again, or restart() "
+              "waits in vain): "
+           << join(no_nanny);
+      os << ". Consider a longer timeout, or wait_for_workers = false";
+      reply.set("error", os.str());
+      logging::warn("scheduler: {}", os.str());
+    }
+    if (auto c = r.conn.lock()) c->comm->send(std::move(reply), nullptr);
+    restart.reset();
+  }
+
+  // An old worker of a restart closed its connection.
+  void restart_departed(const std::shared_ptr<Conn>& conn) {
+    if (!restart) return;
+    auto& d = restart->departing;
+    d.erase(std::remove(d.begin(), d.end(), conn), d.end());
+    answer_restart(nullptr);
+  }
+
+  static std::string join(const std::vector<std::string>& items) {
+    std::string out;
+    for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
+    return out;
+  }
+
   wire::ClusterInfo info() const {
     wire::ClusterInfo ci;
     ci.address = address;
@@ -422,6 +586,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
 
   void dispatch(Conn& c, comm::Message& m) {
     const std::string& op = m.op;
+    if (c.restarting) return;  // an old worker of a restart: all it could say is forgotten
     if (op == wire::kWorkerEvents && c.role == Conn::Role::Worker) {
       for (auto& e : wire::batch_events<wire::WorkerToScheduler>(m)) {
         std::visit(
@@ -495,6 +660,10 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
       }
       c.role = Conn::Role::Worker;
       c.id = add.address;
+      if (m.has(wire::kNannyField)) {
+        c.nanny_pid = m.get<int>(wire::kNannyField);
+        c.hello.extra["nanny"] = std::to_string(c.nanny_pid);  // scheduler_info() shows it
+      }
       for (auto& sp : conns)
         if (sp.get() == &c) workers[c.id] = sp;
       c.secret = new_registration_secret();
@@ -504,6 +673,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
       reply.set("secret", c.secret);
       c.comm->send(std::move(reply), nullptr);
       handle(std::move(add));
+      answer_restart(nullptr);  // one that restarted, perhaps the last awaited
     } else if (op == wire::kRegisterClient && c.role == Conn::Role::Unknown) {
       std::string name = m.get<std::string>("client");
       if (name.empty() || clients.count(name)) name += "-" + random_hex(16);
@@ -527,6 +697,8 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
       c.comm->send(std::move(reply), nullptr);
     } else if (op == wire::kRetireWorkers && c.role == Conn::Role::Client) {
       start_retirement(c, m);
+    } else if (op == wire::kRestart && c.role == Conn::Role::Client) {
+      start_restart(c, m);
     } else if (op == wire::kAdaptiveTarget) {
       comm::Message reply = make_reply(m);
       reply.set("target", static_cast<std::uint64_t>(state.adaptive_target(m.get<double>("target_duration"))));
@@ -570,7 +742,9 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
     std::lock_guard lock(mu);
     conns.erase(conn);
     if (stopping) return;
-    if (conn->role == Conn::Role::Worker) {
+    if (conn->restarting) {
+      restart_departed(conn);
+    } else if (conn->role == Conn::Role::Worker) {
       if (auto it = workers.find(conn->id); it != workers.end() && it->second == conn) {
         workers.erase(it);
         handle(RemoveWorker{conn->id, conn->leaving ? "worker closed" : why, conn->leaving, now()});
@@ -601,6 +775,15 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
       flush();
       drop_removed_workers(lock);
       if (!retirements.empty()) answer_retirements();
+      if (restart) {
+        std::vector<std::shared_ptr<comm::Comm>> stuck;
+        answer_restart(&stuck);
+        if (!stuck.empty()) {
+          lock.unlock();
+          for (auto& c : stuck) c->close();
+          lock.lock();
+        }
+      }
       if (opt.idle_timeout > 0) {
         bool busy = !clients.empty() || state.task_count() > 0;
         if (busy || idle_since == 0) idle_since = t;

@@ -163,10 +163,17 @@ inline constexpr const char* kTaskStream = "task-stream";  // -> scheduler: sinc
 // closed or the timeout passed: retired (addresses gone), kept (still there).
 inline constexpr const char* kRetireWorkers = "retire-workers";
 inline constexpr const char* kAdaptiveTarget = "adaptive-target";  // -> scheduler: target_duration; reply: target
+// Client::restart -> scheduler: timeout (s), wait_for_workers; replied once the old workers left
+// (and as many registered again) or at the timeout: restarted, closed (addresses), workers; or error.
+inline constexpr const char* kRestart = "restart";
 // Notices.
 inline constexpr const char* kCloseWorker = "close-worker";  // scheduler -> worker: shut down cleanly
 inline constexpr const char* kPeerGone = "peer-gone";  // scheduler -> workers: `address` was removed
 inline constexpr const char* kUnregister = "unregister";     // worker -> scheduler: leaving on purpose
+inline constexpr const char* kRestartWorker = "restart-worker";  // scheduler -> worker with a nanny: exit 4
+inline constexpr const char* kRestarted = "restarted";  // scheduler -> clients: `reason`; every key is gone
+// register-worker's optional field: the pid of the worker's nanny (Client::restart restarts it).
+inline constexpr const char* kNannyField = "nanny";
 
 /** @brief The most task-stream entries one request is answered with (a client asks again for more). */
 inline constexpr std::size_t kMaxTaskStreamPage = 100000;

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <condition_variable>
 #include <deque>
 #include <future>
@@ -35,6 +36,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// How long a worker asked to restart may take to close cleanly (its spill files removed) before
+// the process ends anyway: a task cannot be interrupted, and restart() should not wait for it.
+constexpr std::chrono::seconds kRestartGrace{2};
 
 // The data stores of this process's GPU workers. The device runtime has one pressure handler
 // per process (thread workers share a process), which asks each store in turn to move device
@@ -636,6 +640,17 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
       // scheduler lost (worker_main would wait for it to come back).
       scheduler_said_close = true;
       close_async("the scheduler asked it to close", false);
+    } else if (m.op == wire::kRestartWorker) {
+      // Client::restart: this process exits kExitRestartRequested and its nanny starts it
+      // again at once. A task still running cannot be stopped, and its result is forgotten
+      // anyway: past a short grace the process ends without waiting for it.
+      scheduler_said_close = true;
+      if (opt.nanny_pid > 0)
+        std::thread([] {
+          std::this_thread::sleep_for(kRestartGrace);
+          std::_Exit(kExitRestartRequested);
+        }).detach();
+      close_async(opt.nanny_pid > 0 ? kRestartRequestedReason : "the scheduler asked it to close", false);
     } else if (m.op == wire::kRegistered) {
       if (registration_answered.exchange(true)) return;  // answered once; a second is ignored
       if (m.has("error")) {
@@ -834,6 +849,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     comm::Message m(wire::kRegisterWorker);
     m.set("worker", hello);
     if (!opt.registration_secret.empty()) m.set("secret", opt.registration_secret);
+    if (opt.nanny_pid > 0) m.set(wire::kNannyField, opt.nanny_pid);
     scheduler->send(std::move(m));
     if (reg.wait_for(std::chrono::duration<double>(std::max(5.0, opt.death_timeout))) != std::future_status::ready)
       throw comm::CommError("worker: the scheduler at " + opt.scheduler_address + " did not answer registration");

@@ -18,6 +18,7 @@
 
 #include "cluster_fixture.hpp"
 #include "distributed/nanny.hpp"
+#include "nanny_binaries.hpp"
 
 namespace {
 
@@ -35,6 +36,11 @@ using tessera_test::read_text;
 using tessera_test::seconds_since;
 using tessera_test::spawn_scheduler;
 using tessera_test::wait_until;
+using tessera_test::only_worker_pid;
+using tessera_test::parent_of;
+using tessera_test::spawn_logged;
+using tessera_test::worker_argv;
+using Binaries = tessera_test::NannyBinaries;
 
 // The pids a child script appended to `file`, one a line.
 std::vector<int> pids_in(const std::filesystem::path& file) {
@@ -169,6 +175,30 @@ TEST(NannyPolicy, NotRestarted_StartFailureSchedulerGoneAndCleanExit) {
   }
 }
 
+TEST(NannyPolicy, ARestartOnRequestIsAtOnceAndOutsideTheCap) {
+  // Exit 4 (Client::restart asked the worker to restart): started again with no back-off, and
+  // not counted against the cap: with a 5 s back-off and a cap of 1, two such exits in a row
+  // still give three lives within a second.
+  tessera_test::TempDir dir;
+  const auto pids = dir.path() / "pids";
+  auto o = fast_options();
+  o.first_backoff = 5;
+  o.max_backoff = 5;
+  o.max_restarts_per_minute = 1;
+  const auto t0 = Clock::now();
+  NannyRun run(o, {bash_child(pids, "if [ $(wc -l < '" + pids.string() + "') -lt 3 ]; then exit " +
+                                        std::to_string(kExitRestartRequested) + "; fi; exec sleep 30")});
+  ASSERT_TRUE(wait_until([&] { return pids_in(pids).size() == 3; }, 5));
+  EXPECT_LT(seconds_since(t0), 2.0) << "no back-off for a restart on request";
+  EXPECT_EQ(run.nanny.requested_restarts(), 2);
+  EXPECT_EQ(run.nanny.restarts(), 0) << "not counted as deaths";
+  const int third = pids_in(pids)[2];
+  ASSERT_TRUE(wait_until([&] { return run.nanny.pids()[0] == third; }, 5));
+  run.nanny.stop(SIGTERM);
+  EXPECT_EQ(run.get(5), std::optional<int>(0));
+  for (int p : pids_in(pids)) EXPECT_FALSE(process_alive(p)) << p;
+}
+
 TEST(NannyPolicy, WithoutRestartsACrashEndsTheChild) {
   // `--nworkers N --no-nanny`: the parent only starts, passes signals on and waits.
   tessera_test::TempDir dir;
@@ -229,54 +259,6 @@ TEST(NannyPolicy, RestartsAChildPastTheMemoryThreshold) {
 }
 
 // ---- the binaries -----------------------------------------------------------------------------------
-
-struct Binaries {
-  std::string scheduler, worker, plugin;
-  bool found = false;
-  Binaries() {
-    auto bin = tessera_test::build_bin_dir();
-    scheduler = (bin / "tessera-scheduler").string();
-    worker = (bin / "tessera-worker").string();
-    plugin = (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "libtessera_nanny_tasks.so").string();
-    found = std::filesystem::exists(scheduler) && std::filesystem::exists(worker) && std::filesystem::exists(plugin);
-  }
-};
-#define NEED_BINARIES(b) \
-  if (!(b).found) GTEST_SKIP() << "tessera-scheduler, tessera-worker or the nanny plugin not built next to the tests"
-
-// The parent pid of a process (0 when it is gone).
-int parent_of(int pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!stat || !std::getline(stat, line)) return 0;
-  auto rp = line.rfind(')');
-  if (rp == std::string::npos) return 0;
-  std::istringstream rest(line.substr(rp + 2));
-  char state = 0;
-  int ppid = 0;
-  rest >> state >> ppid;
-  return ppid;
-}
-
-// Starts `argv` with its stderr in `log`.
-pid_t spawn_logged(Children& kids, std::vector<std::string> argv, const std::filesystem::path& log) {
-  std::vector<std::string> cmd{"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>'" + log.string() + "'"};
-  cmd.insert(cmd.end(), argv.begin(), argv.end());
-  return kids.spawn(cmd, child_env());
-}
-
-std::vector<std::string> worker_argv(const Binaries& bins, const std::string& sfile, const std::string& token,
-                                     std::vector<std::string> extra) {
-  std::vector<std::string> a{bins.worker, "--scheduler-file", sfile, "--nthreads", "1", "--token", token,
-                             "--preload", bins.plugin, "--heartbeat-interval", "0.2", "--log-level", "info"};
-  a.insert(a.end(), extra.begin(), extra.end());
-  return a;
-}
-
-int only_worker_pid(Client& client) {
-  auto info = client.scheduler_info();
-  return info.workers.size() == 1 ? info.workers[0].pid : 0;
-}
 
 TEST(NannyBinaries, PoisonTaskErrsAfterAllowedFailuresAndTheWorkerComesBack) {
   // Regression (issue 19): a segfaulting task used to leave the cluster with no worker at all.

@@ -1,6 +1,7 @@
 // Task functions for the nanny tests (tests/distributed/nanny_test.cpp), loaded into the
 // generic tessera-worker with --preload: a poison task that crashes its worker, one that takes
-// more memory than the worker may hold, and one that says which process ran it.
+// more memory than the worker may hold, one that says which process ran it, and one that sleeps
+// (restart_test.cpp).
 #include <unistd.h>
 
 #include <chrono>
@@ -29,8 +30,15 @@ int np_hog(int mb) {
   return static_cast<int>(block[block.size() / 2]) * mb;
 }
 
+// Runs for `seconds` (a task a restart does not wait for).
+int np_sleep(int seconds) {
+  std::this_thread::sleep_for(std::chrono::seconds(seconds));
+  return seconds;
+}
+
 }  // namespace
 
 TESSERA_REGISTER_FUNCTION_AS("nanny_plugin.pid", np_pid);
+TESSERA_REGISTER_FUNCTION_AS("nanny_plugin.sleep", np_sleep);
 TESSERA_REGISTER_FUNCTION_AS("nanny_plugin.segv", np_segv);
 TESSERA_REGISTER_FUNCTION_AS("nanny_plugin.hog", np_hog);

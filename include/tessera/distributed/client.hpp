@@ -57,6 +57,22 @@ class CancelledError : public Error {
   using Error::Error;
 };
 
+/**
+ * @brief Client::restart did not finish: a worker did not leave or come back within the
+ * timeout (named in the message), or the cluster's workers cannot be restarted.
+ */
+class RestartError : public Error {
+ public:
+  using Error::Error;
+};
+
+/** @brief What Client::restart did (addresses are the workers' before the restart). */
+struct RestartReport {
+  std::vector<std::string> restarted;  ///< asked to restart: their nannies started them again
+  std::vector<std::string> closed;     ///< without a nanny (--no-nanny): closed, not restarted
+  std::size_t workers = 0;             ///< workers connected when the scheduler answered
+};
+
 enum class FutureStatus { Pending, Finished, Error, Cancelled };
 const char* future_status_name(FutureStatus s) noexcept;
 
@@ -397,6 +413,18 @@ class Client final : public Executor {
    * when idle (SchedulerState::adaptive_target). Cluster managers scale to it.
    */
   std::size_t adaptive_target(double target_duration = 5);
+  /**
+   * @brief Restarts the cluster, as Dask's Client.restart: every worker with a nanny is restarted
+   * (a new process under the same nanny), every worker without one (--no-nanny) is closed in the
+   * hope that something starts it again (logged as a warning, and listed in `closed`); every task
+   * and result of every client is forgotten, and their futures are cancelled with a "the cluster
+   * was restarted" reason. With wait_for_workers, returns once as many workers as before are
+   * connected again, else once the old ones left. Refused (RestartError, nothing changed) when a
+   * worker runs in the scheduler's process (an in-process LocalCluster's threads).
+   * @throw RestartError naming the workers that did not leave or come back within timeout.
+   */
+  RestartReport restart(std::chrono::duration<double> timeout = std::chrono::seconds(120),
+                        bool wait_for_workers = true);
   /** @brief Blocks until at least n workers are connected; false on timeout. */
   bool wait_for_workers(std::size_t n, std::chrono::duration<double> timeout = std::chrono::seconds(60));
   void cancel(const std::vector<Future>& futures, bool force = false);

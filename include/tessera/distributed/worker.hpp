@@ -52,6 +52,10 @@ struct WorkerOptions {
    *  lets this worker replace that registration while the scheduler still thinks it connected
    *  (a reconnect). Empty: a first registration, refused while a live worker has the address. */
   std::string registration_secret;
+  /** The pid of the nanny that starts this worker's process again when it exits (tessera-worker
+   *  sets it; 0: none). The scheduler's restart (Client::restart) asks such a worker to exit 4
+   *  for its nanny to restart it, and closes a worker without one (docs/nanny.md). */
+  int nanny_pid = 0;
 };
 
 /** @brief Counters of one worker, for tests and benchmarks. */
