@@ -83,6 +83,8 @@ enum XOp : std::uint16_t {
   kInvertI,
   kArctan2F, kHypotF, kLogAddExpF, kLogAddExp2F, kCopySignF, kFMinF, kFMaxF, kFModF,
   kFModI, kBitAndI, kBitOrI, kBitXorI, kLeftShiftI, kRightShiftI,
+  // i1: the float format of the result (elem::float_kind) for spacing and nextafter.
+  kI0F, kSpacingF, kFrexpMantissaF, kFrexpExponentF, kNextAfterF,
   kNumXOps
 };
 

@@ -274,6 +274,11 @@ TESSERA_PK_NO_UNROLL
       case kExp2F: r = as_u(elem::exp2_f(FA)); break;
       case kExpm1F: r = as_u(elem::expm1_f(FA)); break;
       case kCbrtF: r = as_u(elem::cbrt_f(FA)); break;
+      case kI0F: r = as_u(elem::i0_f(FA)); break;
+      case kSpacingF: r = as_u(elem::spacing_f(FA, static_cast<int>(I.i1))); break;
+      case kFrexpMantissaF: r = as_u(elem::frexp_mantissa_f(FA)); break;
+      case kFrexpExponentF: r = as_u(elem::frexp_exponent_f(FA)); break;
+      case kNextAfterF: r = as_u(elem::nextafter_f(FA, FB, static_cast<int>(I.i1))); break;
       case kInvertI: r = ~reg[I.a]; break;
       case kArctan2F: r = as_u(elem::arctan2_f(FA, FB)); break;
       case kHypotF: r = as_u(elem::hypot_f(FA, FB)); break;

@@ -99,6 +99,10 @@ std::uint16_t unary_xop(EwOp op, CType t) {
       case EwOp::Exp2: return kExp2F;
       case EwOp::Expm1: return kExpm1F;
       case EwOp::Cbrt: return kCbrtF;
+      case EwOp::I0: return kI0F;
+      case EwOp::Spacing: return kSpacingF;
+      case EwOp::FrexpMantissa: return kFrexpMantissaF;
+      case EwOp::FrexpExponent: return kFrexpExponentF;
       default: throw Error(std::string("unary op ") + detail::ew_name(op) + " has no float kernel");
     }
   }
@@ -134,6 +138,7 @@ std::uint16_t binary_xop(EwOp op, CType t) {
       case EwOp::FMin: return kFMinF;
       case EwOp::FMax: return kFMaxF;
       case EwOp::FMod: return kFModF;
+      case EwOp::NextAfter: return kNextAfterF;
       default: throw Error(std::string("binary op ") + detail::ew_name(op) + " has no float kernel");
     }
   }
@@ -438,6 +443,7 @@ EncodedProgram encode_program(const Program& p, const std::vector<const Block*>&
           }
         } else if (detail::is_unary(op)) {
           x.xop = unary_xop(op, in.ctype);
+          if (op == EwOp::Spacing) x.i1 = detail::elem::float_kind(in.dtype);
           if (in.ctype == CType::I64 && is_unsigned(in.dtype) && op == EwOp::Abs) x.xop = kAbsU;
           if (in.ctype == CType::I64 && is_unsigned(in.dtype) && op == EwOp::Sign) x.xop = kSignU;
         } else if (is_comparison(op)) {
@@ -450,6 +456,7 @@ EncodedProgram encode_program(const Program& p, const std::vector<const Block*>&
           }
         } else if (detail::is_binary(op)) {
           x.xop = binary_xop(op, in.ctype);
+          if (op == EwOp::NextAfter) x.i1 = detail::elem::float_kind(in.dtype);
           // A constant negative exponent was refused when the expression was built; only an
           // exponent read from data can make the kernel raise.
           if (x.xop == kPowI && !constant[in.b]) dev.raises = 1;

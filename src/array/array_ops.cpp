@@ -19,7 +19,8 @@ const char* ew_name(EwOp op) {
                                 "trunc", "rint", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh",
                                 "sinh", "cosh", "log2", "log10", "exp2", "expm1", "cbrt", "invert", "arctan2",
                                 "hypot", "logaddexp", "logaddexp2", "copysign", "fmin", "fmax", "fmod",
-                                "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"};
+                                "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "i0", "spacing", "frexp_mantissa", "frexp_exponent",
+                                "nextafter"};
   const auto i = static_cast<std::size_t>(op);
   return i < sizeof(names) / sizeof(names[0]) ? names[i] : "unknown";
 }

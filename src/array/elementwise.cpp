@@ -9,6 +9,7 @@
 #include "complex_ops.hpp"
 #include "element_semantics.hpp"
 #include "expr.hpp"
+#include "tessera/array/numpy_names.hpp"
 #include "tessera/core/error.hpp"
 
 namespace tessera {
@@ -347,6 +348,19 @@ Array log10(const Array& a) { return float_unary(EwOp::Log10, a); }
 Array exp2(const Array& a) { return float_unary(EwOp::Exp2, a); }
 Array expm1(const Array& a) { return float_unary(EwOp::Expm1, a); }
 Array cbrt(const Array& a) { return float_unary(EwOp::Cbrt, a); }
+Array i0(const Array& a) {
+  // numpy.i0 is not a ufunc: it keeps a float dtype and takes anything else to float64.
+  const DType t = expr_of(a).dtype;
+  if (is_complex(t)) throw DTypeError("i0: not supported for complex values");
+  return elementwise(EwOp::I0, {is_floating(t) ? a : a.astype(DType::Float64)});
+}
+Array spacing(const Array& a) { return float_unary(EwOp::Spacing, a); }
+std::pair<Array, Array> frexp(const Array& x) {  // numpy_names.hpp
+  if (is_complex(expr_of(x).dtype)) throw DTypeError("frexp: not supported for complex values");
+  // The exponent is computed as a float holding an integer (|e| <= 1074 is exact in every
+  // float dtype, float16 included), then stored as int32.
+  return {float_unary(EwOp::FrexpMantissa, x), float_unary(EwOp::FrexpExponent, x).astype(DType::Int32)};
+}
 
 // NumPy multiplies by pi/180 (180/pi), the factor computed in the array's precision: for float32
 // 180.0f / (float)pi is not (float)(180 / pi).
@@ -392,6 +406,7 @@ TESSERA_FLOAT_BINARY(hypot, Hypot)
 TESSERA_FLOAT_BINARY(logaddexp, LogAddExp)
 TESSERA_FLOAT_BINARY(logaddexp2, LogAddExp2)
 TESSERA_FLOAT_BINARY(copysign, CopySign)
+TESSERA_FLOAT_BINARY(nextafter, NextAfter)
 #undef TESSERA_FLOAT_BINARY
 
 Array float_power(const Array& a, const Array& b) {

@@ -12,6 +12,7 @@
 
 #include "complex_ops.hpp"
 #include "fft_params.hpp"
+#include "tessera/array/complex.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/ops/registry.hpp"
 #include "tessera/ops/serialize.hpp"
@@ -201,6 +202,21 @@ Array rfft(const Array& a, std::optional<std::int64_t> n, int axis, const std::s
 }
 Array irfft(const Array& a, std::optional<std::int64_t> n, int axis, const std::string& norm) {
   return transform_1d(a, FftKind::InverseReal, n, axis, norm, "irfft");
+}
+// The Hermitian pair, as NumPy writes them: hfft is irfft of the conjugate and ihfft the
+// conjugate of rfft, each with the scaling of the other direction ("backward" <-> "forward").
+namespace {
+std::string swapped_direction(const std::string& norm) {
+  if (norm == "backward" || norm.empty()) return "forward";
+  if (norm == "forward") return "backward";
+  return norm;  // "ortho", and anything else for transform_1d to refuse by name
+}
+}  // namespace
+Array hfft(const Array& a, std::optional<std::int64_t> n, int axis, const std::string& norm) {
+  return transform_1d(conj(a), FftKind::InverseReal, n, axis, swapped_direction(norm), "hfft");
+}
+Array ihfft(const Array& a, std::optional<std::int64_t> n, int axis, const std::string& norm) {
+  return conj(transform_1d(a, FftKind::Real, n, axis, swapped_direction(norm), "ihfft"));
 }
 Array fftn(const Array& a, std::optional<Shape> s, std::optional<std::vector<int>> axes, const std::string& norm) {
   return transform_nd(a, FftKind::Forward, s, std::move(axes), norm, "fftn");

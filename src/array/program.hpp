@@ -34,10 +34,17 @@ enum class EwOp : std::uint8_t {
   Trunc, Rint, Arcsin, Arccos, Arctan, Arcsinh, Arccosh, Arctanh, Sinh, Cosh, Log2, Log10, Exp2, Expm1, Cbrt,
   Invert,
   Arctan2, Hypot, LogAddExp, LogAddExp2, CopySign, FMin, FMax, FMod, BitAnd, BitOr, BitXor, LeftShift, RightShift,
+  // Appended later still: unary, then binary. Spacing and NextAfter step in the float format of
+  // the instruction's dtype (float64, float32 or float16: elem::float_format).
+  I0, Spacing, FrexpMantissa, FrexpExponent,
+  NextAfter,
 };
-constexpr bool is_unary(EwOp op) { return op <= EwOp::Cast || (op >= EwOp::Trunc && op <= EwOp::Invert); }
+constexpr bool is_unary(EwOp op) {
+  return op <= EwOp::Cast || (op >= EwOp::Trunc && op <= EwOp::Invert) || (op >= EwOp::I0 && op <= EwOp::FrexpExponent);
+}
 constexpr bool is_binary(EwOp op) {
-  return (op >= EwOp::Add && op <= EwOp::LogicalOr) || (op >= EwOp::Arctan2 && op <= EwOp::RightShift);
+  return (op >= EwOp::Add && op <= EwOp::LogicalOr) || (op >= EwOp::Arctan2 && op <= EwOp::RightShift) ||
+         op == EwOp::NextAfter;
 }
 const char* ew_name(EwOp op);
 

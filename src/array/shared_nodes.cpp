@@ -63,6 +63,7 @@ double op_cost(EwOp op) {
     case EwOp::Expm1: case EwOp::Cbrt: case EwOp::Arctan2: case EwOp::Hypot: case EwOp::LogAddExp:
     case EwOp::LogAddExp2:
       return 8.0;
+    case EwOp::I0: return 60.0;  // a series of up to 40 terms
     case EwOp::FMod: return 1.0;
     case EwOp::Div: case EwOp::FloorDiv: case EwOp::Mod: case EwOp::Sqrt: return 1.0;
     default: return 0.3;

@@ -704,6 +704,30 @@ BLOCKWISE_TEST(MoreUnaryFunctions) {
   check(round(x, 2), kUlps);
   check(sinc(x), kFn);  // near its zeros sin(pi x) turns the inputs' ulp into 1e-12 relative
   check(deg2rad(x), kNormal);  // x itself differs by an ulp where the host draws with libmvec
+  // Stepping between neighbouring floats, in each float format: exact on both sides, on values
+  // read from a block (generated values differ by an ulp or so between host and device), at the
+  // formats' edges too.
+  auto w = from_block(random::uniform(17, -50.0, 50.0, {200, 150}, {64, 50}).compute(), {64, 50});
+  auto edges = from_vector(std::vector<double>{0.0, -0.0, 1.0, -2.0, 5e-324, -1e-310, 2.2250738585072014e-308,
+                                               1.7976931348623157e308, -1.7976931348623157e308, 65504.0, 6e-8,
+                                               std::numeric_limits<double>::infinity(),
+                                               -std::numeric_limits<double>::infinity(),
+                                               std::numeric_limits<double>::quiet_NaN(), 0.75, -3.5},
+                           {16}, {5});
+  for (const Array& v : {w, edges}) {
+    check(spacing(v), kExact);
+    check(nextafter(v, v * 2.0 + 1.0), kExact);
+    check(nextafter(v, 0.0), kExact);
+    check(spacing(v.astype(DType::Float32)), kExact);
+    check(nextafter(v.astype(DType::Float32), -1.0), kExact);
+    check(spacing(v.astype(DType::Float16)), kExact);
+    check(nextafter(v.astype(DType::Float16), 100.0), kExact);
+    auto [m, e] = frexp(v);
+    check(m, kExact);
+    check(e, kExact);
+  }
+  check(i0(w), kUlps);  // the series and e^x: FMA contraction and exp differ by an ulp
+  check(i0(edges), kUlps);
   check(arcsin(unit.astype(DType::Float32)), kFloat32);
   auto i = random::integers(16, -1000, 1000, {64, 70}, {30, 32});
   check(trunc(i));

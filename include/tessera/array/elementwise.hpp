@@ -136,6 +136,13 @@ Array log10(const Array& a);
 Array exp2(const Array& a);
 Array expm1(const Array& a);
 Array cbrt(const Array& a);
+/** @brief The modified Bessel function of the first kind, order 0 (numpy.i0: non-floats give float64). */
+Array i0(const Array& a);
+/**
+ * @brief The distance from a to the next value of its dtype away from zero, with a's sign
+ * (numpy.spacing: + for -0.0, NaN for infinities, inf for the greatest finite value).
+ */
+Array spacing(const Array& a);
 /** @brief Degrees to radians (a * pi/180) and back. */
 Array deg2rad(const Array& a);
 Array rad2deg(const Array& a);
@@ -171,6 +178,10 @@ Array logaddexp2(Scalar a, const Array& b);
 Array copysign(const Array& a, const Array& b);
 Array copysign(const Array& a, Scalar b);
 Array copysign(Scalar a, const Array& b);
+/** @brief The next value of the dtype after a toward b (numpy.nextafter; b itself where a == b). */
+Array nextafter(const Array& a, const Array& b);
+Array nextafter(const Array& a, Scalar b);
+Array nextafter(Scalar a, const Array& b);
 /** @brief a ** b in float64 (float32 too is widened, as numpy.float_power). */
 Array float_power(const Array& a, const Array& b);
 Array float_power(const Array& a, Scalar b);

@@ -31,6 +31,15 @@ Array rfft(const Array& a, std::optional<std::int64_t> n = std::nullopt, int axi
 /** @brief Inverse of rfft: a real result of length n (default 2 * (m - 1)) (numpy.fft.irfft). */
 Array irfft(const Array& a, std::optional<std::int64_t> n = std::nullopt, int axis = -1,
             const std::string& norm = "backward");
+/**
+ * @brief FFT of a Hermitian-symmetric signal given by its non-negative half: a real result of
+ * length n (default 2 * (m - 1)) (numpy.fft.hfft).
+ */
+Array hfft(const Array& a, std::optional<std::int64_t> n = std::nullopt, int axis = -1,
+           const std::string& norm = "backward");
+/** @brief Inverse of hfft: the n/2 + 1 non-negative frequencies of a real signal (numpy.fft.ihfft). */
+Array ihfft(const Array& a, std::optional<std::int64_t> n = std::nullopt, int axis = -1,
+            const std::string& norm = "backward");
 
 /** @brief N-dimensional FFT over `axes` (default: the last len(s) axes, or all) (numpy.fft.fftn). */
 Array fftn(const Array& a, std::optional<Shape> s = std::nullopt, std::optional<std::vector<int>> axes = std::nullopt,

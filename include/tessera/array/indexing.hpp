@@ -60,6 +60,15 @@ Array take(const Array& x, std::initializer_list<std::int64_t> indices, int axis
  */
 Array take(const Array& x, const Array& indices, int axis = 0);
 /**
+ * @brief Reorders `axis` so that each group of `indexer` is contiguous and in one chunk (Dask's
+ * shuffle): the result is take(x, the groups concatenated, axis), chunked along `axis` by
+ * packing whole groups, in order, into chunks of at most `chunk_size` (0: the largest input
+ * chunk along the axis); a group longer than that is a chunk of its own. Indices may repeat
+ * and be negative; an empty indexer gives an empty axis.
+ */
+Array shuffle(const Array& x, const std::vector<std::vector<std::int64_t>>& indexer, int axis,
+              std::int64_t chunk_size = 0);
+/**
  * @brief NumPy's compress with a condition known now: the slices along `axis` (the flattened
  * array without one) where condition is true; a shorter condition counts as false past its end.
  */

@@ -19,7 +19,9 @@
  * IoError (DTypeError for an element type Tessera has no dtype for) and name the file.
  */
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "tessera/array/array.hpp"
 #include "tessera/core/block.hpp"
@@ -79,5 +81,28 @@ void to_npy_stack(const std::string& dirname, const Array& array, int axis = 0,
                   Executor& executor = local_executor());
 /** @brief The array a to_npy_stack directory holds, one chunk (and task) per file. */
 Array from_npy_stack(const std::string& dirname);
+
+/**
+ * @brief Where store() puts each chunk of an array: called once per chunk, on the calling
+ * thread, with the chunk's offset in the array (one start per axis) and its values.
+ */
+using StoreTarget = std::function<void(const std::vector<std::int64_t>& offset, const Block& chunk)>;
+/**
+ * @brief Computes `source` and writes it into `target`, a host Block, starting at `offset` (one
+ * start per axis; empty: the origin), as Dask's store into a NumPy array (with `regions`): values
+ * are cast to the target's dtype; a source that does not fit the target there is a ShapeError
+ * before anything runs. The chunks are computed on `executor` in batches of about
+ * `batch_bytes`, so a source far larger than memory streams through (parts shared between
+ * batches are computed once per batch). Any executor works, a cluster included: the chunks come
+ * back to this process to be written.
+ */
+void store(const Array& source, Block& target, const std::vector<std::int64_t>& offset = {},
+           Executor& executor = local_executor(), std::size_t batch_bytes = std::size_t{256} << 20);
+/** @brief store() into any target (a file format, a socket, a database): `target` gets each chunk. */
+void store(const Array& source, const StoreTarget& target, Executor& executor = local_executor(),
+           std::size_t batch_bytes = std::size_t{256} << 20);
+/** @brief Several sources into several targets (Dask's store of lists), one source at a time. */
+void store(const std::vector<Array>& sources, const std::vector<Block*>& targets,
+           const std::vector<std::vector<std::int64_t>>& offsets = {}, Executor& executor = local_executor());
 
 }  // namespace tessera

@@ -41,6 +41,12 @@ Array notnull(const Array& x);
 Array ldexp(const Array& x, const Array& n);
 /** @brief (fractional part, integral part), both with the sign of x; inf gives (0, inf). */
 std::pair<Array, Array> modf(const Array& x);
+/**
+ * @brief (mantissa, exponent) with x == mantissa * 2**exponent and 0.5 <= |mantissa| < 1
+ * (NumPy's frexp): the mantissa keeps x's float dtype (integers: float64), the exponent is int32;
+ * 0, infinities and NaN give themselves and exponent 0.
+ */
+std::pair<Array, Array> frexp(const Array& x);
 
 /** @brief imag(x) != 0 (all false for a real dtype), and its negation (NumPy's iscomplex, isreal). */
 Array iscomplex(const Array& x);

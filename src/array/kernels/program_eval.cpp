@@ -145,7 +145,8 @@ void load_input(const T* base, std::int64_t start, std::int64_t delta, std::int6
     for (std::int64_t j = 0; j < n; ++j) out[j] = to_i64(p[j * delta]);
 }
 
-void eval_unary_f(EwOp op, const double* a, double* o, std::int64_t n) {
+// kind: the float format of the result (elem::float_kind), for the operations that step in it.
+void eval_unary_f(EwOp op, const double* a, double* o, std::int64_t n, int kind) {
   switch (op) {
     case EwOp::Neg: for (std::int64_t j = 0; j < n; ++j) o[j] = -a[j]; break;
     case EwOp::Abs: for (std::int64_t j = 0; j < n; ++j) o[j] = std::fabs(a[j]); break;
@@ -186,6 +187,10 @@ void eval_unary_f(EwOp op, const double* a, double* o, std::int64_t n) {
     case EwOp::Exp2: TESSERA_VMAP1(exp2, u10, elem::exp2_f); break;
     case EwOp::Expm1: TESSERA_VMAP1(expm1, u10, elem::expm1_f); break;
     case EwOp::Cbrt: TESSERA_VMAP1(cbrt, u10, elem::cbrt_f); break;
+    case EwOp::I0: for (std::int64_t j = 0; j < n; ++j) o[j] = elem::i0_f(a[j]); break;
+    case EwOp::Spacing: for (std::int64_t j = 0; j < n; ++j) o[j] = elem::spacing_f(a[j], kind); break;
+    case EwOp::FrexpMantissa: for (std::int64_t j = 0; j < n; ++j) o[j] = elem::frexp_mantissa_f(a[j]); break;
+    case EwOp::FrexpExponent: for (std::int64_t j = 0; j < n; ++j) o[j] = elem::frexp_exponent_f(a[j]); break;
     case EwOp::Trunc: for (std::int64_t j = 0; j < n; ++j) o[j] = elem::trunc_f(a[j]); break;
     case EwOp::Rint: for (std::int64_t j = 0; j < n; ++j) o[j] = elem::rint_f(a[j]); break;
     case EwOp::Floor: for (std::int64_t j = 0; j < n; ++j) o[j] = std::floor(a[j]); break;
@@ -219,7 +224,8 @@ void eval_unary_i(EwOp op, const std::int64_t* a, std::int64_t* o, std::int64_t 
 // f32: the result is float32, so the operations that are not exactly rounded (floor division,
 // modulo, power) run in float as NumPy's float32 loops do; + - * / of float32 values in double
 // round to the same float32 results.
-void eval_binary_f(EwOp op, const double* a, const double* b, double* o, std::int64_t n, bool f32) {
+void eval_binary_f(EwOp op, const double* a, const double* b, double* o, std::int64_t n, int kind) {
+  const bool f32 = kind != 0;
   using elem::floor_divide_f;
   using elem::mod_f;
   if (f32) {
@@ -254,6 +260,7 @@ void eval_binary_f(EwOp op, const double* a, const double* b, double* o, std::in
     case EwOp::FMin: for (std::int64_t j = 0; j < n; ++j) o[j] = elem::fmin_f(a[j], b[j]); break;
     case EwOp::FMax: for (std::int64_t j = 0; j < n; ++j) o[j] = elem::fmax_f(a[j], b[j]); break;
     case EwOp::FMod: for (std::int64_t j = 0; j < n; ++j) o[j] = elem::fmod_f(a[j], b[j]); break;
+    case EwOp::NextAfter: for (std::int64_t j = 0; j < n; ++j) o[j] = elem::nextafter_f(a[j], b[j], kind); break;
     default: throw Error(std::string("binary op ") + ew_name(op) + " has no float kernel");
   }
 }
@@ -645,7 +652,7 @@ Block run_program(const Program& p, const std::vector<const Block*>& inputs) {
                 for (std::int64_t j = 0; j < n; ++j) o[j] = op == EwOp::IsFinite;
               }
             } else if (is_unary(op)) {
-              if (in.ctype == CType::F64) eval_unary_f(op, R.f(in.a), R.f(r), n);
+              if (in.ctype == CType::F64) eval_unary_f(op, R.f(in.a), R.f(r), n, elem::float_kind(in.dtype));
               else eval_unary_i(op, R.i(in.a), R.i(r), n, is_unsigned(in.dtype));
             } else if (is_comparison(op)) {
               const Instr& B = p.instrs[in.b];
@@ -654,7 +661,7 @@ Block run_program(const Program& p, const std::vector<const Block*>& inputs) {
                 eval_compare_unsigned(op, R.i(in.a), A.dtype == DType::UInt64, R.i(in.b), B.dtype == DType::UInt64, R.i(r), n);
               else eval_compare(op, R.i(in.a), R.i(in.b), R.i(r), n);
             } else if (is_binary(op)) {
-              if (in.ctype == CType::F64) eval_binary_f(op, R.f(in.a), R.f(in.b), R.f(r), n, in.dtype == DType::Float32 || in.dtype == DType::Float16);
+              if (in.ctype == CType::F64) eval_binary_f(op, R.f(in.a), R.f(in.b), R.f(r), n, elem::float_kind(in.dtype));
               else if (in.dtype == DType::UInt64 && unsigned_differs(op)) eval_binary_u64(op, R.i(in.a), R.i(in.b), R.i(r), n);
               else eval_binary_i(op, R.i(in.a), R.i(in.b), R.i(r), n);
             } else if (op == EwOp::Where) {

@@ -29,6 +29,8 @@ TESSERA_CONFORMANCE_CASE(fft1) {
   if (op == "ifft") return {fft::ifft(in[0], n, axis, norm)};
   if (op == "rfft") return {fft::rfft(in[0], n, axis, norm)};
   if (op == "irfft") return {fft::irfft(in[0], n, axis, norm)};
+  if (op == "hfft") return {fft::hfft(in[0], n, axis, norm)};
+  if (op == "ihfft") return {fft::ihfft(in[0], n, axis, norm)};
   throw std::invalid_argument("fft1: unknown op " + op);
 }
 

@@ -41,6 +41,18 @@ CASES.append(case("fft1", [X], lambda x, op, axis: np.fft.rfft(x, axis=axis), {"
 CASES.append(case("fft1", [F32], lambda x, op: np.fft.rfft(x), {"op": "rfft"}, name="fft1[float32][op=rfft]",
                   chunks=LAST, api="fft.rfft", rtol=1e-5))
 CASES.append(case("fft1", [H], lambda x, op: np.fft.irfft(x), {"op": "irfft"}, chunks=LAST, api="fft.irfft"))
+for norm in ("backward", "ortho", "forward"):
+    CASES.append(case("fft1", [H], lambda x, op, norm: np.fft.hfft(x, norm=norm), {"op": "hfft", "norm": norm},
+                      chunks=LAST, api="fft.hfft"))
+    CASES.append(case("fft1", [X], lambda x, op, norm: np.fft.ihfft(x, norm=norm), {"op": "ihfft", "norm": norm},
+                      chunks=LAST, api="fft.ihfft"))
+CASES.append(case("fft1", [H], lambda x, op, n: np.fft.hfft(x, n=n), {"op": "hfft", "n": 9}, chunks=LAST, api="fft.hfft"))
+CASES.append(case("fft1", [X], lambda x, op, n: np.fft.hfft(x, n=n), {"op": "hfft", "n": 7}, name="fft1[real input][op=hfft]",
+                  chunks=LAST, api="fft.hfft"))
+CASES.append(case("fft1", [X], lambda x, op, axis, n: np.fft.ihfft(x, n=n, axis=axis), {"op": "ihfft", "axis": 0, "n": 5},
+                  chunks=FIRST, api="fft.ihfft"))
+CASES.append(case("fft1", [F32], lambda x, op: np.fft.ihfft(x), {"op": "ihfft"}, name="fft1[float32][op=ihfft]",
+                  chunks=LAST, api="fft.ihfft", rtol=1e-5))
 CASES.append(case("fft1", [Z], None, {"op": "fft"}, name="fft1[chunked axis]", chunks=[[(2, 3)]], raises="ShapeError", api=()))
 
 for op, f in {"fftn": np.fft.fftn, "ifftn": np.fft.ifftn}.items():

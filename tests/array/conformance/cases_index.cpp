@@ -1,6 +1,13 @@
 // Conformance cases of fancy indexing, chunks of unknown size, halos (overlap, map_overlap) and
 // blockwise.
+#include <cstring>
+#include <set>
+
 #include "conformance.hpp"
+#include "tessera/array/creation.hpp"
+#include "tessera/array/indexing.hpp"
+#include "tessera/array/io.hpp"
+#include "tessera/array/numpy_names.hpp"
 #include "tessera/ops/function.hpp"
 
 namespace {
@@ -117,4 +124,52 @@ TESSERA_CONFORMANCE_CASE(blockwise_case) {
     return {blockwise("conformance.index.block_outer", "ij", {{in[0], "i"}, {in[1], "j"}}, DType::Float64)};
   }
   throw std::invalid_argument("blockwise_case: unknown op " + op);
+}
+
+namespace {
+// The indexer of a shuffle case: p.ints("order") cut into groups of p.ints("groups") sizes.
+std::vector<std::vector<std::int64_t>> shuffle_indexer(const tessera_conformance::Params& p) {
+  const auto order = p.ints("order");
+  std::vector<std::vector<std::int64_t>> groups;
+  std::size_t k = 0;
+  for (auto g : p.ints("groups")) {
+    groups.emplace_back(order.begin() + static_cast<std::ptrdiff_t>(k), order.begin() + static_cast<std::ptrdiff_t>(k + g));
+    k += static_cast<std::size_t>(g);
+  }
+  return groups;
+}
+}  // namespace
+
+// Also checks what the values cannot show: no group is split between two chunks.
+TESSERA_CONFORMANCE_CASE(shuffle_case) {
+  const auto groups = shuffle_indexer(p);
+  int axis = static_cast<int>(p.i("axis"));
+  Array out = shuffle(in[0], groups, axis, p.i("chunk_size", 0));
+  if (axis < 0) axis += in[0].ndim();
+  std::set<std::int64_t> boundaries;  // where chunks along the axis start
+  std::int64_t at = 0;
+  for (auto c : out.chunks()[axis]) {
+    boundaries.insert(at);
+    at += c;
+  }
+  std::int64_t start = 0;
+  for (const auto& g : groups) {
+    for (std::int64_t i = start + 1; i < start + static_cast<std::int64_t>(g.size()); ++i)
+      if (boundaries.count(i)) throw std::runtime_error("shuffle_case: a group is split at " + std::to_string(i));
+    start += static_cast<std::int64_t>(g.size());
+  }
+  return {out};
+}
+
+// Stores in[0] into a target Block of p.ints("shape") filled with -1, at p.ints("offset"), and
+// returns the target as an array.
+TESSERA_CONFORMANCE_CASE(store_case) {
+  const auto dims = p.ints("shape");
+  ChunkSpec whole;
+  for (std::size_t a = 0; a < dims.size(); ++a) whole.push_back(-1);
+  Block target(in[0].dtype(), Shape(dims.begin(), dims.end()));
+  const Block fill = full(Shape(dims.begin(), dims.end()), -1.0, whole, in[0].dtype()).compute();
+  std::memcpy(target.raw(), fill.raw(), fill.nbytes());
+  store(in[0], target, p.has("offset") ? p.ints("offset") : std::vector<std::int64_t>{});
+  return {from_array(target, whole)};
 }

@@ -76,3 +76,29 @@ B = rand(6, 3, salt=45)
 CASES.append(case("blockwise_case", [A, B], lambda a, b, op: a @ b, {"op": "dot"}, api="blockwise"))
 CASES.append(case("blockwise_case", [rand(5, salt=46), rand(4, salt=47)], lambda u, v, op: np.outer(u, v),
                   {"op": "outer"}, api="blockwise"))
+
+# shuffle: groups of an indexer made contiguous, each in one chunk (the C++ case checks that).
+for axis, groups, chunk_size in ((0, [[6, 0], [3], [1, 5, 2], [4]], 0), (1, [[4, 0, 2], [1, 3]], 2),
+                                 (1, [[0], [4, 4, -1], [2]], 0), (0, [[1, 2, 3, 4, 5, 6]], 2), (-1, [], 0)):
+    order = [i for g in groups for i in g]
+    CASES.append(case("shuffle_case", [X], lambda x, order, groups, axis, chunk_size: np.take(x, order, axis=axis),
+                      {"order": order, "groups": [len(g) for g in groups], "axis": axis, "chunk_size": chunk_size},
+                      api="shuffle", name=f"shuffle_case[{axis}][{groups}][{chunk_size}]"))
+CASES.append(case("shuffle_case", [X], None, {"order": [7], "groups": [1], "axis": 0}, raises="IndexError", api=(),
+                  name="shuffle_case[out of bounds]"))
+
+
+def stored(x, shape, offset=None):
+    t = np.full(shape, -1, dtype=x.dtype)
+    o = offset or [0] * x.ndim
+    t[tuple(slice(a, a + n) for a, n in zip(o, x.shape))] = x
+    return t
+
+
+CASES.append(case("store_case", [X], lambda x, shape: stored(x, shape), {"shape": [7, 5]}, api="store"))
+CASES.append(case("store_case", [X], lambda x, shape, offset: stored(x, shape, offset), {"shape": [9, 8], "offset": [2, 1]},
+                  api="store", name="store_case[region]"))
+CASES.append(case("store_case", [XI], lambda x, shape, offset: stored(x, shape, offset), {"shape": [7, 6], "offset": [0, 1]},
+                  api="store", name="store_case[int]"))
+CASES.append(case("store_case", [X], None, {"shape": [7, 5], "offset": [1, 0]}, raises="ShapeError", api=(),
+                  name="store_case[does not fit]"))

@@ -85,6 +85,7 @@ TESSERA_CONFORMANCE_CASE(names_binary) {
     return {q, r};
   }
   if (op == "ldexp") return {ldexp(a, b)};
+  if (op == "nextafter") return {nextafter(a, b)};
   if (op == "logical_and") return {a && b};
   if (op == "logical_or") return {a || b};
   if (op == "greater") return {a > b};
@@ -111,6 +112,12 @@ TESSERA_CONFORMANCE_CASE(names_unary) {
     auto [f, w] = modf(x);
     return {f, w};
   }
+  if (op == "frexp") {
+    auto [m, e] = frexp(x);
+    return {m, e};
+  }
+  if (op == "spacing") return {spacing(x)};
+  if (op == "i0") return {i0(x)};
   throw std::invalid_argument("names_unary: unknown op " + op);
 }
 

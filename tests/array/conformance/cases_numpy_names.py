@@ -25,6 +25,37 @@ for op, f in (("fabs", np.fabs), ("fix", np.fix), ("isnull", np.isnan), ("notnul
     CASES.append(case("names_unary", [SPECIAL], lambda x, op, f=f: f(x), {"op": op}))
     CASES.append(case("names_unary", [with_nans(A)], lambda x, op, f=f: f(x), {"op": op}, name=f"names_unary[nans][{op}]"))
 CASES.append(case("names_unary", [I], lambda x, op: np.fabs(x), {"op": "fabs"}, name="names_unary[int][fabs]"))
+
+# Functions that step between neighbouring floats: exact, in each float dtype, at the edges of
+# the formats (zeros, subnormals, powers of two, the greatest finite value, infinities, NaN).
+def edges(dtype):
+    fi = np.finfo(dtype)
+    tiny = fi.smallest_subnormal
+    v = [0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.75, -3.5, float(tiny), -float(tiny), float(tiny) * 3,
+         float(fi.tiny), -float(fi.tiny), float(fi.tiny) * 1.5, float(fi.max), -float(fi.max), np.inf, -np.inf, np.nan,
+         1e-3, 12345.678, -6.25e-5]
+    a = np.array(v, dtype=dtype)
+    return a.reshape(2, 11)
+TOWARD = np.array([[1.0, -1.0, 0.0, 2.0, 1.0, np.inf, 0.0, -np.inf, 0.0, 0.0, np.inf],
+                   [0.0, 0.0, -np.inf, 0.0, 0.0, np.inf, -np.inf, 0.0, np.nan, 5.0, -1.0]])
+for dt in ("float64", "float32", "float16"):
+    E = edges(dt)
+    for op, f in (("spacing", np.spacing), ("frexp", np.frexp)):
+        CASES.append(case("names_unary", [E], lambda x, op, f=f: f(x), {"op": op}, name=f"names_unary[{dt}][{op}]",
+                          rtol=0, atol=0))
+    CASES.append(case("names_binary", [E, TOWARD.astype(dt)], lambda a, b, op: np.nextafter(a, b), {"op": "nextafter"},
+                      name=f"names_binary[{dt}][nextafter]", rtol=0, atol=0))
+    CASES.append(case("names_binary", [E, E[::-1]], lambda a, b, op: np.nextafter(a, b), {"op": "nextafter"},
+                      name=f"names_binary[{dt}][nextafter][reversed]", rtol=0, atol=0))
+for op, f in (("spacing", np.spacing), ("frexp", np.frexp), ("i0", np.i0)):
+    CASES.append(case("names_unary", [I], lambda x, op, f=f: f(x), {"op": op}, name=f"names_unary[int][{op}]",
+                      rtol=0 if op != "i0" else None, atol=0 if op != "i0" else None))
+    CASES.append(case("names_unary", [with_nans(A)], lambda x, op, f=f: f(x), {"op": op}, name=f"names_unary[nans][{op}]"))
+I0X = np.concatenate([np.linspace(-30, 30, 37), np.array([0.0, 19.99, 20.0, 20.01, 100.0, -500.0, 709.0, 710.0, np.inf, -np.inf, np.nan])]).reshape(4, 12)
+CASES.append(case("names_unary", [I0X], lambda x, op: np.i0(x), {"op": "i0"}, name="names_unary[wide][i0]", rtol=1e-14))
+CASES.append(case("names_unary", [I0X.astype("float32")], lambda x, op: np.i0(x), {"op": "i0"}, name="names_unary[float32][i0]",
+                  rtol=1e-6))
+CASES.append(case("names_binary", [A, B], lambda a, b, op: np.nextafter(a, b), {"op": "nextafter"}, rtol=0, atol=0))
 CASES.append(case("names_unary", [BOOLS[0]], lambda x, op: np.logical_not(x), {"op": "logical_not"}))
 
 CASES.append(case("select_case", [A], lambda x, lo, hi, default: np.select([x < lo, x > hi], [-x, x * 2.0], default),
