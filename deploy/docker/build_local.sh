@@ -111,7 +111,11 @@ if [[ -n "$ccache_dir" && "$ccache_dir" != none ]]; then
   echo "build_local: compiler cache $ccache_dir mounted at /ccache"
 fi
 
-echo "build_local: podman build -f deploy/docker/Dockerfile -t $IMAGE ($JOBS compile jobs, nice 19)"
+# The wire protocol the image speaks, as a label: a client speaks with a cluster only of its own
+# version, so smoke_test.sh skips an image older than the checkout instead of failing on it.
+protocol=$(sed -n 's/.*kProtocolVersion = \([0-9]*\);.*/\1/p' src/comm/wire.hpp)
+build_args+=(--label "org.tessera.protocol=$protocol" --label "org.tessera.commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)")
+echo "build_local: podman build -f deploy/docker/Dockerfile -t $IMAGE ($JOBS compile jobs, nice 19, protocol $protocol)"
 start=$(date +%s)
 nice -n 19 "${PODMAN[@]}" build --network host --pull=never --layers=false --force-rm \
   "${PODMAN_BUILD[@]}" "${build_args[@]}" -f deploy/docker/Dockerfile -t "$IMAGE" .

@@ -27,6 +27,12 @@ command -v podman >/dev/null 2>&1 || skip "podman is not installed (deploy/docke
 # shellcheck source=deploy/docker/podman_args.sh
 source deploy/docker/podman_args.sh
 "${PODMAN[@]}" image exists "$IMAGE" || skip "no image $IMAGE (build it with deploy/docker/build_local.sh)"
+# An image left on the machine by an older checkout speaks an older protocol: not a failure of
+# this checkout, so skipped with what to do (build_local.sh labels each image it builds).
+want=$(sed -n 's/.*kProtocolVersion = \([0-9]*\);.*/\1/p' src/comm/wire.hpp)
+have=$("${PODMAN[@]}" image inspect --format '{{ index .Labels "org.tessera.protocol" }}' "$IMAGE" 2>/dev/null || true)
+[[ "$have" == "$want" ]] ||
+  skip "$IMAGE speaks protocol ${have:-unknown (no label)}, this checkout $want: rebuild it with deploy/docker/build_local.sh"
 [[ -x "$SEED" ]] || skip "no client program $SEED (build the seed_workload target)"
 command -v curl >/dev/null 2>&1 || skip "curl is not installed"
 command -v python3 >/dev/null 2>&1 || skip "python3 is not installed (reads the dashboard's JSON)"
