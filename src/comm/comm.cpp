@@ -5,6 +5,8 @@
 #include <map>
 #include <mutex>
 
+#include <openssl/ssl.h>
+
 #include "../core/logging.hpp"
 #include "inbox.hpp"
 #include "runtime.hpp"
@@ -23,6 +25,12 @@ CommRuntime& CommRuntime::instance() {
 
 CommRuntime::CommRuntime()
     : io_(std::make_shared<asio::io_context>(1)), guard_(asio::make_work_guard(*io_)) {
+  // OpenSSL first: it registers its clean-up with atexit when first initialised, and exit runs
+  // handlers in reverse order, so this runtime (a static whose destructor is registered once
+  // this constructor returns) stops its I/O thread before OpenSSL frees its locks. The other
+  // way round, a TLS stream released on the I/O thread during exit raced with that clean-up
+  // (ThreadSanitizer, TlsTest.SilentPeerIsClosedAfterHandshakeTimeoutAndFreesItsSlot).
+  OPENSSL_init_ssl(0, nullptr);
   thread_ = std::thread([io = io_] {
     for (;;) {
       try {
