@@ -71,15 +71,13 @@ bool running_with(const std::string& text) {
   return tessera_test::run_command("pgrep -f '[" + text.substr(0, 1) + "]" + text.substr(1) + "'").status == 0;
 }
 
-// Under AddressSanitizer, leak checking off in the processes the tests start (remote ones
-// included), as cluster_fixture.hpp does for its children: LeakSanitizer reports OpenSSL's
-// per-thread allocations at exit there, which would change their exit status.
+// The sanitizers' options for the processes the tests start over ssh, which do not inherit this
+// environment: under AddressSanitizer they check for leaks with the same options and lsan.supp
+// as the test (one file system for every "host").
 std::map<std::string, std::string> sanitizer_env(std::map<std::string, std::string> env = {}) {
 #if defined(__SANITIZE_ADDRESS__)
-  if (!env.count("ASAN_OPTIONS")) {
-    const char* a = std::getenv("ASAN_OPTIONS");
-    env["ASAN_OPTIONS"] = std::string(a && *a ? std::string(a) + ":" : "") + "detect_leaks=0";
-  }
+  for (const char* name : {"ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS"})
+    if (const char* v = std::getenv(name); v && *v && !env.count(name)) env[name] = v;
 #endif
   return env;
 }
