@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -58,6 +59,25 @@ int pid_on(Client& client, const std::string& name) {
   return client.submit_with(o, "nanny_plugin.pid", 0).result_as<int>(20s);
 }
 
+// A worker process named `name` (under a nanny unless `extra` says --no-nanny), logging to `log`.
+pid_t spawn_named_worker(Children& kids, const tessera_test::NannyBinaries& bins, const std::string& sfile,
+                         const std::string& token, const std::string& name, const std::filesystem::path& log,
+                         std::vector<std::string> extra = {}) {
+  std::vector<std::string> args{"--name", name, "--memory-limit", "0"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return spawn_logged(kids, worker_argv(bins, sfile, token, args), log);
+}
+
+// SIGTERM to each nanny, then to the scheduler: each must exit 0.
+void stop_cleanly(Children& kids, std::initializer_list<pid_t> nannies, pid_t sched) {
+  for (pid_t n : nannies) {
+    ::kill(n, SIGTERM);
+    expect_exit_zero(kids, n, "tessera-worker (nanny)");
+  }
+  ::kill(sched, SIGTERM);
+  expect_exit_zero(kids, sched, "tessera-scheduler");
+}
+
 // Continues a stopped process when the test ends, however it ends: a stopped worker's watchdog
 // cannot end it when its nanny is killed.
 struct ContinueOnExit {
@@ -88,8 +108,8 @@ TEST(Restart, NannyWorkersComeBackAsNewProcessesAndEveryFutureIsCancelled) {
   {
     Children kids;
     pid_t sched = spawn_scheduler(kids, bins.scheduler, sfile, token);
-    pid_t nanny0 = spawn_logged(kids, worker_argv(bins, sfile, token, {"--name", "w0", "--memory-limit", "0"}), log0);
-    pid_t nanny1 = spawn_logged(kids, worker_argv(bins, sfile, token, {"--name", "w1", "--memory-limit", "0"}), log1);
+    pid_t nanny0 = spawn_named_worker(kids, bins, sfile, token, "w0", log0);
+    pid_t nanny1 = spawn_named_worker(kids, bins, sfile, token, "w1", log1);
     auto client = Client::from_scheduler_file(sfile, client_options(token, 10));
     auto other = Client::from_scheduler_file(sfile, client_options(token, 10));
     ASSERT_TRUE(client->wait_for_workers(2, 20s)) << read_text(log0) << read_text(log1);
@@ -159,12 +179,7 @@ TEST(Restart, NannyWorkersComeBackAsNewProcessesAndEveryFutureIsCancelled) {
     }
     other->close();
     client->close();
-    for (pid_t n : {nanny0, nanny1}) {
-      ::kill(n, SIGTERM);
-      expect_exit_zero(kids, n, "tessera-worker (nanny)");
-    }
-    ::kill(sched, SIGTERM);
-    expect_exit_zero(kids, sched, "tessera-scheduler");
+    stop_cleanly(kids, {nanny0, nanny1}, sched);
   }
   EXPECT_TRUE(wait_until([&] { return processes_with(dir.str()).empty(); }, 3));
 }
@@ -180,8 +195,8 @@ TEST(Restart, SubmitsDuringARestartFinishOrAreCancelledNeverHang) {
   {
     Children kids;
     pid_t sched = spawn_scheduler(kids, bins.scheduler, sfile, token);
-    pid_t nanny0 = spawn_logged(kids, worker_argv(bins, sfile, token, {"--name", "w0", "--memory-limit", "0"}), log0);
-    pid_t nanny1 = spawn_logged(kids, worker_argv(bins, sfile, token, {"--name", "w1", "--memory-limit", "0"}), log1);
+    pid_t nanny0 = spawn_named_worker(kids, bins, sfile, token, "w0", log0);
+    pid_t nanny1 = spawn_named_worker(kids, bins, sfile, token, "w1", log1);
     auto client = Client::from_scheduler_file(sfile, client_options(token, 10));
     ASSERT_TRUE(client->wait_for_workers(2, 20s));
     pid_on(*client, "w0");
@@ -221,12 +236,7 @@ TEST(Restart, SubmitsDuringARestartFinishOrAreCancelledNeverHang) {
     std::cerr << finished << " finished, " << cancelled << " cancelled by the restarts\n";
     EXPECT_EQ(client->scheduler_info().workers.size(), 2u);
     client->close();
-    for (pid_t n : {nanny0, nanny1}) {
-      ::kill(n, SIGTERM);
-      expect_exit_zero(kids, n, "tessera-worker (nanny)");
-    }
-    ::kill(sched, SIGTERM);
-    expect_exit_zero(kids, sched, "tessera-scheduler");
+    stop_cleanly(kids, {nanny0, nanny1}, sched);
   }
   EXPECT_TRUE(wait_until([&] { return processes_with(dir.str()).empty(); }, 3));
 }
@@ -240,9 +250,8 @@ TEST(Restart, AWorkerWithoutANannyIsClosedAndReported) {
   {
     Children kids;
     pid_t sched = spawn_scheduler(kids, bins.scheduler, sfile, token);
-    pid_t nanny0 = spawn_logged(kids, worker_argv(bins, sfile, token, {"--name", "w0", "--memory-limit", "0"}), log0);
-    pid_t bare1 =
-        spawn_logged(kids, worker_argv(bins, sfile, token, {"--name", "w1", "--memory-limit", "0", "--no-nanny"}), log1);
+    pid_t nanny0 = spawn_named_worker(kids, bins, sfile, token, "w0", log0);
+    pid_t bare1 = spawn_named_worker(kids, bins, sfile, token, "w1", log1, {"--no-nanny"});
     auto client = Client::from_scheduler_file(sfile, client_options(token, 10));
     ASSERT_TRUE(client->wait_for_workers(2, 20s)) << read_text(log0) << read_text(log1);
     pid_on(*client, "w0");
@@ -268,8 +277,7 @@ TEST(Restart, AWorkerWithoutANannyIsClosedAndReported) {
     ASSERT_TRUE(client->wait_for_workers(1, 20s));
 
     // Without waiting: a report of what was closed and what restarted.
-    pid_t bare2 =
-        spawn_logged(kids, worker_argv(bins, sfile, token, {"--name", "w2", "--memory-limit", "0", "--no-nanny"}), log2);
+    pid_t bare2 = spawn_named_worker(kids, bins, sfile, token, "w2", log2, {"--no-nanny"});
     ASSERT_TRUE(client->wait_for_workers(2, 20s)) << read_text(log2);
     const auto before = worker_addresses(*client);
     const RestartReport report = client->restart(20s, /*wait_for_workers=*/false);
@@ -279,10 +287,7 @@ TEST(Restart, AWorkerWithoutANannyIsClosedAndReported) {
     ASSERT_TRUE(client->wait_for_workers(1, 20s));
     EXPECT_GT(pid_on(*client, "w0"), 0);
     client->close();
-    ::kill(nanny0, SIGTERM);
-    expect_exit_zero(kids, nanny0, "tessera-worker (nanny)");
-    ::kill(sched, SIGTERM);
-    expect_exit_zero(kids, sched, "tessera-scheduler");
+    stop_cleanly(kids, {nanny0}, sched);
   }
   EXPECT_TRUE(wait_until([&] { return processes_with(dir.str()).empty(); }, 3));
 }
@@ -297,8 +302,8 @@ TEST(Restart, AStoppedWorkerMakesItFailInTimeNamingIt) {
     Children kids;
     ContinueOnExit resume;  // after kids in the declaration: continued before they are killed
     pid_t sched = spawn_scheduler(kids, bins.scheduler, sfile, token);
-    pid_t nanny0 = spawn_logged(kids, worker_argv(bins, sfile, token, {"--name", "w0", "--memory-limit", "0"}), log0);
-    pid_t nanny1 = spawn_logged(kids, worker_argv(bins, sfile, token, {"--name", "w1", "--memory-limit", "0"}), log1);
+    pid_t nanny0 = spawn_named_worker(kids, bins, sfile, token, "w0", log0);
+    pid_t nanny1 = spawn_named_worker(kids, bins, sfile, token, "w1", log1);
     auto client = Client::from_scheduler_file(sfile, client_options(token, 10));
     ASSERT_TRUE(client->wait_for_workers(2, 20s));
     pid_on(*client, "w0");
@@ -331,12 +336,7 @@ TEST(Restart, AStoppedWorkerMakesItFailInTimeNamingIt) {
     EXPECT_TRUE(client->wait_for_workers(2, 30s)) << read_text(log1);
     EXPECT_GT(pid_on(*client, "w1"), 0);
     client->close();
-    for (pid_t n : {nanny0, nanny1}) {
-      ::kill(n, SIGTERM);
-      expect_exit_zero(kids, n, "tessera-worker (nanny)");
-    }
-    ::kill(sched, SIGTERM);
-    expect_exit_zero(kids, sched, "tessera-scheduler");
+    stop_cleanly(kids, {nanny0, nanny1}, sched);
   }
   EXPECT_TRUE(wait_until([&] { return processes_with(dir.str()).empty(); }, 5));
 }
