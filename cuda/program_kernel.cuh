@@ -136,8 +136,8 @@ TESSERA_PK_NO_UNROLL
       case kGenUniformI: r = as_u(f2i(device::uniform_at(I.key, I.p0, I.p1, leaf_index(I, o)))); break;
       case kGenIntegersI: r = as_u(device::integers_at(I.key, I.i0, I.i1, leaf_index(I, o))); break;
       case kGenArangeI: r = static_cast<u64>(I.i0) + static_cast<u64>(I.i1) * leaf_index(I, o); break;
-      case kGenDistF: r = as_u(::tessera::detail::rng::sample_f64(I.gen, I.key, I.p0, I.p1, leaf_index(I, o))); break;
-      case kGenDistI: r = as_u(::tessera::detail::rng::sample_i64(I.gen, I.key, I.p0, I.p1, leaf_index(I, o))); break;
+      case kGenDistF: r = as_u(::tessera::detail::rng::sample_f64(I.gen, I.key, I.p0, I.p1, I.i0, leaf_index(I, o))); break;
+      case kGenDistI: r = as_u(::tessera::detail::rng::sample_i64(I.gen, I.key, I.p0, I.p1, I.i0, leaf_index(I, o))); break;
       // Inputs (not rounded, as on the host).
       case kInF_F64: r = as_u(load<double>(I, leaf_index(I, o))); break;
       case kInF_F32: r = as_u(static_cast<double>(load<float>(I, leaf_index(I, o)))); break;

@@ -400,6 +400,7 @@ EncodedProgram encode_program(const Program& p, const std::vector<const Block*>&
               throw Error("blockwise program: unknown generator " + std::to_string(in.sub));
             x.xop = f ? kGenDistF : kGenDistI;
             x.gen = in.sub;
+            x.i0 = in.i0;  // the integer parameter (hypergeometric's sample)
             break;
         }
         break;

@@ -18,7 +18,7 @@ enum class GenKind : std::uint8_t {
   Normal, Uniform, Integers, Full, Arange,
   // Distributions drawn element by element (random_semantics.hpp; p0, p1 as listed there).
   Exponential, Gamma, Beta, Poisson, Binomial, StandardT, Geometric, Permutation,
-  NegativeBinomial, NoncentralChisquare, VonMises, Zipf, Logseries,
+  NegativeBinomial, NoncentralChisquare, VonMises, Zipf, Logseries, Hypergeometric,
 };
 /** A distribution evaluated by random_semantics.hpp (rather than the vectorised kernels). */
 constexpr bool is_distribution(GenKind g) { return g >= GenKind::Exponential; }
@@ -116,10 +116,13 @@ void generate_f64(std::uint8_t gen, std::uint64_t key, double p0, double p1, std
                   std::int64_t delta, std::int64_t n, double* out);
 void generate_i64(std::uint8_t gen, std::uint64_t key, std::int64_t lo, std::int64_t hi, double p0,
                   double p1, std::int64_t start, std::int64_t delta, std::int64_t n, std::int64_t* out);
-/** generate_f64 / generate_i64 of a distribution (is_distribution), one element at a time. */
-void sample_distribution_f64(std::uint8_t gen, std::uint64_t key, double p0, double p1, std::int64_t start,
-                             std::int64_t delta, std::int64_t n, double* out);
-void sample_distribution_i64(std::uint8_t gen, std::uint64_t key, double p0, double p1, std::int64_t start,
-                             std::int64_t delta, std::int64_t n, std::int64_t* out);
+/**
+ * generate_f64 / generate_i64 of a distribution (is_distribution), one element at a time; n0 is
+ * the instruction's i0, the integer parameter of those that take one (hypergeometric's sample).
+ */
+void sample_distribution_f64(std::uint8_t gen, std::uint64_t key, double p0, double p1, std::int64_t n0,
+                             std::int64_t start, std::int64_t delta, std::int64_t n, double* out);
+void sample_distribution_i64(std::uint8_t gen, std::uint64_t key, double p0, double p1, std::int64_t n0,
+                             std::int64_t start, std::int64_t delta, std::int64_t n, std::int64_t* out);
 
 }  // namespace tessera::detail

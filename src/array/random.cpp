@@ -280,6 +280,20 @@ Array Generator::logseries(double p, Shape shape, ChunkSpec chunks) {
   return distribution(GenKind::Logseries, DType::Int64, std::move(shape), chunks, p, 0, next_key(), "logseries");
 }
 
+Array Generator::hypergeometric(std::int64_t ngood, std::int64_t nbad, std::int64_t nsample, Shape shape,
+                                ChunkSpec chunks) {
+  require(ngood >= 0, "hypergeometric", "ngood must be >= 0");
+  require(nbad >= 0, "hypergeometric", "nbad must be >= 0");
+  require(nsample >= 0, "hypergeometric", "nsample must be >= 0");
+  // NumPy's limit: the sampler's ratio-of-uniforms bounds work in doubles.
+  require(ngood < 1000000000 && nbad < 1000000000 && ngood + nbad < 1000000000, "hypergeometric",
+          "ngood + nbad must be less than 1e9");
+  require(nsample <= ngood + nbad, "hypergeometric", "ngood + nbad < nsample");
+  // ngood and nbad are exact in doubles (p0, p1); the sample travels in the instruction's i0.
+  return make_generator(GenKind::Hypergeometric, DType::Int64, std::move(shape), chunks, static_cast<double>(ngood),
+                        static_cast<double>(nbad), nsample, 0, next_key(), "hypergeometric");
+}
+
 // One array from a seed: the first array of Generator(seed).
 Array normal(std::uint64_t seed, double mean, double stddev, Shape shape, ChunkSpec chunks) {
   return Generator(seed).normal(mean, stddev, std::move(shape), std::move(chunks));

@@ -21,17 +21,18 @@ static_assert(rng::kNoncentralChisquare == static_cast<int>(GenKind::NoncentralC
 static_assert(rng::kVonMises == static_cast<int>(GenKind::VonMises));
 static_assert(rng::kZipf == static_cast<int>(GenKind::Zipf));
 static_assert(rng::kLogseries == static_cast<int>(GenKind::Logseries));
+static_assert(rng::kHypergeometric == static_cast<int>(GenKind::Hypergeometric));
 
-void sample_distribution_f64(std::uint8_t gen, std::uint64_t key, double p0, double p1, std::int64_t start,
-                             std::int64_t delta, std::int64_t n, double* out) {
+void sample_distribution_f64(std::uint8_t gen, std::uint64_t key, double p0, double p1, std::int64_t n0,
+                             std::int64_t start, std::int64_t delta, std::int64_t n, double* out) {
   for (std::int64_t j = 0; j < n; ++j)
-    out[j] = rng::sample_f64(gen, key, p0, p1, static_cast<std::uint64_t>(start + delta * j));
+    out[j] = rng::sample_f64(gen, key, p0, p1, n0, static_cast<std::uint64_t>(start + delta * j));
 }
 
-void sample_distribution_i64(std::uint8_t gen, std::uint64_t key, double p0, double p1, std::int64_t start,
-                             std::int64_t delta, std::int64_t n, std::int64_t* out) {
+void sample_distribution_i64(std::uint8_t gen, std::uint64_t key, double p0, double p1, std::int64_t n0,
+                             std::int64_t start, std::int64_t delta, std::int64_t n, std::int64_t* out) {
   for (std::int64_t j = 0; j < n; ++j)
-    out[j] = rng::sample_i64(gen, key, p0, p1, static_cast<std::uint64_t>(start + delta * j));
+    out[j] = rng::sample_i64(gen, key, p0, p1, n0, static_cast<std::uint64_t>(start + delta * j));
 }
 
 }  // namespace tessera::detail

@@ -47,6 +47,10 @@ enum : int {
   kVonMises = 15,            // p0 = mu, p1 = kappa
   kZipf = 16,                // p0 = a
   kLogseries = 17,           // p0 = p
+  kHypergeometric = 18,      // p0 = ngood, p1 = nbad, n0 = nsample
+  // Vector samplers, one row of counts per stream (random_vector.cpp; no GenKind).
+  kMultinomial = 19,
+  kMultivariateHypergeometric = 20,
 };
 /** Philox stream of distribution code g (normal, uniform and integers use 1, 2 and 3). */
 constexpr std::uint32_t kStreamBase = 16;
@@ -324,6 +328,116 @@ TESSERA_RNG std::int64_t logseries(Draws& d, double p) {
   }
 }
 
+/**
+ * Good items in a sample of `sample` drawn without replacement from `good` good and `bad` bad
+ * ones (good + bad < 1e9, as NumPy requires). Draws the smaller of the sample and its
+ * complement: one item at a time below 10 draws; above, Stadlober's (1989) ratio-of-uniforms
+ * method with its squeezes (the algorithm NumPy calls HRUA), on the smaller of the two colours.
+ */
+TESSERA_RNG std::int64_t hypergeometric(Draws& d, std::int64_t good, std::int64_t bad, std::int64_t sample) {
+  const std::int64_t total = good + bad;
+  if (sample <= 0 || good <= 0) return 0;
+  if (bad <= 0) return sample;
+  const std::int64_t m = sample < total - sample ? sample : total - sample;  // draws actually made
+  if (m < 10) {
+    std::int64_t good_left = good, left = total, got = 0;
+    for (std::int64_t k = 0; k < m; ++k) {
+      // good with probability good_left / left: an exact integer comparison of 53 random bits
+      // scaled into [0, left).
+      const auto pick = static_cast<std::int64_t>(d.uniform() * static_cast<double>(left));
+      if (pick < good_left) {
+        ++got;
+        --good_left;
+      }
+      --left;
+    }
+    return m == sample ? got : good - got;  // the complement holds the rest of the good ones
+  }
+  const double a = 1.7155277699214135;  // 2 sqrt(2 / e)
+  const double b = 0.8989161620588988;  // 3 - 2 sqrt(3 / e)
+  const double few = static_cast<double>(good < bad ? good : bad);
+  const double many = static_cast<double>(good < bad ? bad : good);
+  const double n = static_cast<double>(total), mm = static_cast<double>(m);
+  const double p = few / n, q = 1.0 - p;
+  const double mean = mm * p + 0.5;
+  // The standard deviation of the count, sqrt(m (n - m) p q / (n - 1)), widened by 0.5 as the method asks.
+  const double spread = sqrt((n - mm) * mm * p * q / (n - 1.0) + 0.5);
+  const double width = a * spread + b;
+  const double mode = floor((mm + 1.0) * (few + 1.0) / (n + 2.0));
+  const double log_at_mode =
+      lgamma_of(mode + 1.0) + lgamma_of(few - mode + 1.0) + lgamma_of(mm - mode + 1.0) + lgamma_of(many - mm + mode + 1.0);
+  const double upper_support = (mm < few ? mm : few) + 1.0;
+  const double upper_tail = floor(mean + 16.0 * spread);
+  const double upper = upper_support < upper_tail ? upper_support : upper_tail;
+  double z;
+  for (;;) {
+    const double x = d.uniform_pos();
+    const double y = d.uniform();
+    const double w = mean + width * (y - 0.5) / x;
+    if (w < 0.0 || w >= upper) continue;
+    z = floor(w);
+    const double t = log_at_mode - (lgamma_of(z + 1.0) + lgamma_of(few - z + 1.0) + lgamma_of(mm - z + 1.0) +
+                                    lgamma_of(many - mm + z + 1.0));
+    if (x * (4.0 - x) - 3.0 <= t) break;  // inside the lower squeeze: accept
+    if (x * (x - t) >= 1.0) continue;      // outside the upper squeeze: reject
+    if (2.0 * log(x) <= t) break;
+  }
+  // z counts the smaller colour in m draws; back to good ones in the sample.
+  std::int64_t k = static_cast<std::int64_t>(z);
+  if (good > bad) k = m - k;
+  if (m < sample) k = good - k;
+  return k;
+}
+
+/** Counts of n trials over k categories (pvals[k - 1] takes what the others leave): conditional binomials. */
+TESSERA_RNG void multinomial_row(Draws& d, std::int64_t n, const double* pvals, int k, std::int64_t* out) {
+  std::int64_t left = n;
+  double mass = 1.0;
+  for (int j = 0; j + 1 < k; ++j) {
+    double p = mass > 0.0 ? pvals[j] / mass : 1.0;
+    p = p < 0.0 ? 0.0 : (p > 1.0 ? 1.0 : p);  // rounding of the running mass
+    out[j] = left > 0 ? binomial(d, static_cast<double>(left), p) : 0;
+    left -= out[j];
+    mass -= pvals[j];
+  }
+  if (k > 0) out[k - 1] = left;
+}
+
+/**
+ * Counts of each colour in a sample of `sample` items drawn without replacement from colors[0..k).
+ * by_count: one item at a time (NumPy's method "count"); otherwise a hypergeometric per colour
+ * on what is left ("marginals"). The same distribution either way.
+ */
+TESSERA_RNG void multivariate_hypergeometric_row(Draws& d, const std::int64_t* colors, int k, std::int64_t sample,
+                                                bool by_count, std::int64_t* out) {
+  std::int64_t total = 0;
+  for (int j = 0; j < k; ++j) {
+    total += colors[j];
+    out[j] = 0;
+  }
+  if (by_count) {
+    for (std::int64_t s = 0; s < sample; ++s) {
+      // Item number `pick` of those left, found by walking the colours' remaining counts.
+      auto pick = static_cast<std::int64_t>(d.uniform() * static_cast<double>(total));
+      int j = 0;
+      while (j + 1 < k && pick >= colors[j] - out[j]) {
+        pick -= colors[j] - out[j];
+        ++j;
+      }
+      ++out[j];
+      --total;
+    }
+    return;
+  }
+  std::int64_t left = sample;
+  for (int j = 0; j + 1 < k && left > 0; ++j) {
+    total -= colors[j];
+    out[j] = hypergeometric(d, colors[j], total, left);
+    left -= out[j];
+  }
+  if (k > 0 && left > 0) out[k - 1] += left;
+}
+
 /** SplitMix64's finaliser: a bijective 64-bit mix (also how mix_key spreads seeds). */
 TESSERA_RNG std::uint64_t mix64(std::uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -361,8 +475,8 @@ TESSERA_RNG std::int64_t permutation_at(std::uint64_t key, std::uint64_t n, std:
   return static_cast<std::int64_t>(x);
 }
 
-/** Element i of a floating-point distribution (code g, parameters p0, p1). */
-TESSERA_RNG_ENTRY double sample_f64(int g, std::uint64_t key, double p0, double p1, std::uint64_t i) {
+/** Element i of a floating-point distribution (code g, parameters p0, p1 and the integer n0). */
+TESSERA_RNG_ENTRY double sample_f64(int g, std::uint64_t key, double p0, double p1, std::int64_t n0, std::uint64_t i) {
   Draws d(key, kStreamBase + static_cast<std::uint32_t>(g), i);
   switch (g) {
     case kExponential: return -log1p(-d.uniform()) * p0;
@@ -381,12 +495,15 @@ TESSERA_RNG_ENTRY double sample_f64(int g, std::uint64_t key, double p0, double 
     case kVonMises: return vonmises(d, p0, p1);
     case kZipf: return static_cast<double>(zipf(d, p0));
     case kLogseries: return static_cast<double>(logseries(d, p0));
+    case kHypergeometric:
+      return static_cast<double>(hypergeometric(d, static_cast<std::int64_t>(p0), static_cast<std::int64_t>(p1), n0));
     default: return 0.0;
   }
 }
 
 /** Element i of an integer distribution; the floating-point ones truncated (as a cast). */
-TESSERA_RNG_ENTRY std::int64_t sample_i64(int g, std::uint64_t key, double p0, double p1, std::uint64_t i) {
+TESSERA_RNG_ENTRY std::int64_t sample_i64(int g, std::uint64_t key, double p0, double p1, std::int64_t n0,
+                                          std::uint64_t i) {
   Draws d(key, kStreamBase + static_cast<std::uint32_t>(g), i);
   switch (g) {
     case kPoisson: return poisson(d, p0);
@@ -396,8 +513,9 @@ TESSERA_RNG_ENTRY std::int64_t sample_i64(int g, std::uint64_t key, double p0, d
     case kNegativeBinomial: return negative_binomial(d, p0, p1);
     case kZipf: return zipf(d, p0);
     case kLogseries: return logseries(d, p0);
+    case kHypergeometric: return hypergeometric(d, static_cast<std::int64_t>(p0), static_cast<std::int64_t>(p1), n0);
     default: {
-      const double x = sample_f64(g, key, p0, p1, i);
+      const double x = sample_f64(g, key, p0, p1, n0, i);
       // As elem::to_int64: NaN and out of range give INT64_MIN.
       return (x >= -9.223372036854775808e18 && x < 9.223372036854775808e18) ? static_cast<std::int64_t>(x) : INT64_MIN;
     }

@@ -50,6 +50,7 @@ double generator_cost(GenKind g) {
     case GenKind::VonMises: return 40.0;
     case GenKind::Zipf: return 30.0;
     case GenKind::Logseries: return 15.0;
+    case GenKind::Hypergeometric: return 40.0;
   }
   return 1.0;
 }

@@ -37,6 +37,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tessera/tessera.hpp"
@@ -348,6 +349,7 @@ std::vector<Named> all_distributions() {
       {"negative_binomial", [](auto s, auto& sh, auto& c) { return random::Generator(s).negative_binomial(2.5, 0.3, sh, c); }},
       {"zipf", [](auto s, auto& sh, auto& c) { return random::Generator(s).zipf(1.7, sh, c); }},
       {"logseries", [](auto s, auto& sh, auto& c) { return random::Generator(s).logseries(0.9, sh, c); }},
+      {"hypergeometric", [](auto s, auto& sh, auto& c) { return random::Generator(s).hypergeometric(40, 70, 33, sh, c); }},
   };
 }
 
@@ -576,7 +578,48 @@ TEST(RandomDistributions, NegativeBinomialZipfAndLogseries) {
   for (double v : values(g.logseries(0.0, {10}, {-1}))) EXPECT_EQ(v, 1.0);
 }
 
+TEST(RandomDistributions, Hypergeometric) {
+  random::Generator g(44);
+  // Both of the sampler's paths: fewer than 10 draws (the sample or its complement) item by item,
+  // more through ratio-of-uniforms; the colours either way round.
+  for (auto [good, bad, sample] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{7, 12, 5}, {7, 12, 16},
+                                   {400, 900, 300}, {900, 400, 1000}, {50, 50, 1}, {3000, 20, 1500}}) {
+    SCOPED_TRACE("hypergeometric " + std::to_string(good) + " " + std::to_string(bad) + " " + std::to_string(sample));
+    const double total = static_cast<double>(good + bad);
+    // P(k) = C(good, k) C(bad, sample - k) / C(total, sample), in logarithms.
+    auto log_choose = [](double n, double k) { return std::lgamma(n + 1) - std::lgamma(k + 1) - std::lgamma(n - k + 1); };
+    auto pmf = [&, good = good, bad = bad, sample = sample](std::int64_t k) {
+      if (k < 0 || k > good || sample - k < 0 || sample - k > bad) return 0.0;
+      return std::exp(log_choose(static_cast<double>(good), static_cast<double>(k)) +
+                      log_choose(static_cast<double>(bad), static_cast<double>(sample - k)) -
+                      log_choose(total, static_cast<double>(sample)));
+    };
+    auto cdf = [&](std::int64_t k) {
+      double c = 0;
+      for (std::int64_t j = 0; j <= k; ++j) c += pmf(j);
+      return c;
+    };
+    const Array h = g.hypergeometric(good, bad, sample, kShape, kChunks);
+    EXPECT_EQ(h.dtype(), DType::Int64);
+    const auto x = values(h);
+    expect_chi_square(x, pmf, cdf);
+    const double p = static_cast<double>(good) / total, n = static_cast<double>(sample);
+    expect_moments(x, n * p, n * p * (1 - p) * (total - n) / (total - 1));
+  }
+  // The ends of the support.
+  for (double v : values(g.hypergeometric(0, 9, 4, {10}, {-1}))) EXPECT_EQ(v, 0.0);
+  for (double v : values(g.hypergeometric(9, 0, 4, {10}, {-1}))) EXPECT_EQ(v, 4.0);
+  for (double v : values(g.hypergeometric(9, 5, 0, {10}, {-1}))) EXPECT_EQ(v, 0.0);
+  for (double v : values(g.hypergeometric(9, 5, 14, {10}, {-1}))) EXPECT_EQ(v, 9.0);
+}
+
 TEST(RandomDistributions, MoreBadParametersThrowWhenBuilt) {
+  random::Generator h(1);
+  EXPECT_THROW(h.hypergeometric(-1, 5, 2, {4}, {-1}), Error);
+  EXPECT_THROW(h.hypergeometric(1, -5, 2, {4}, {-1}), Error);
+  EXPECT_THROW(h.hypergeometric(1, 5, -2, {4}, {-1}), Error);
+  EXPECT_THROW(h.hypergeometric(1, 5, 7, {4}, {-1}), Error);
+  EXPECT_THROW(h.hypergeometric(600000000, 500000000, 7, {4}, {-1}), Error);
   random::Generator g(1);
   const double nan = std::nan("");
   EXPECT_THROW(g.laplace(0, -1, {4}, {-1}), Error);

@@ -523,6 +523,10 @@ BLOCKWISE_TEST(Distributions) {
   check(random::Generator(46).laplace(1.0, 2.0, {5000}, {999}), kFn);
   check(random::Generator(47).wald(1.5, 2.0, {300, 50}, {128, 50}), kFn);
   check(random::Generator(48).triangular(-1.0, 0.5, 3.0, {5000}, {999}), kFn);
+  // hypergeometric: the sample travels in the instruction's integer parameter.
+  check(random::Generator(49).hypergeometric(40, 70, 33, {300, 50}, {128, 50}));
+  check(random::Generator(50).hypergeometric(7, 12, 5, {300, 50}, {128, 50})[{step(3), step(-2)}]);
+  check(random::Generator(51).hypergeometric(900, 400, 1000, {300, 50}, {128, 50}).astype(DType::Float64) * 0.5, f);
 }
 
 BLOCKWISE_TEST(FloatUnaryOps) {

@@ -2,6 +2,7 @@
 /** @file
  * Random arrays (counter-based, the same numbers for any chunking, on host or GPU). */
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "tessera/array/array.hpp"
@@ -83,6 +84,19 @@ class Generator {
   Array zipf(double a, Shape shape, ChunkSpec chunks);
   /** @brief int64 values >= 1 (0 <= p < 1). */
   Array logseries(double p, Shape shape, ChunkSpec chunks);
+  /** @brief int64 good items in nsample drawn without replacement (ngood + nbad < 1e9). */
+  Array hypergeometric(std::int64_t ngood, std::int64_t nbad, std::int64_t nsample, Shape shape, ChunkSpec chunks);
+
+  // Rows of counts: the result has the shape size + (k,), chunked as `chunks` says along size's
+  // axes and whole along the last. Each row draws from its own stream (any chunking, same rows).
+  /** @brief int64 counts of n trials over len(pvals) outcomes; the last takes what the others leave. */
+  Array multinomial(std::int64_t n, std::vector<double> pvals, Shape size, ChunkSpec chunks);
+  /**
+   * @brief int64 counts of each colour in nsample items drawn without replacement; method
+   * "marginals" (a hypergeometric per colour; sum(colors) < 1e9) or "count" (item by item).
+   */
+  Array multivariate_hypergeometric(std::vector<std::int64_t> colors, std::int64_t nsample, Shape size,
+                                    ChunkSpec chunks, const std::string& method = "marginals");
 
  protected:
   /** The Philox key of the next array. */

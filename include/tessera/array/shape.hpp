@@ -31,6 +31,14 @@ Array atleast_2d(const Array& a);
 Array atleast_3d(const Array& a);
 /** @brief The elements in row-major order as a 1-d array. */
 Array ravel(const Array& a);
+/**
+ * @brief Reshapes each chunk on its own (dask.array.reshape_blockwise): no data moves between
+ * chunks, and the elements are not in NumPy's row-major order. To fewer dimensions each output
+ * axis merges consecutive input axes (chunks are then worked out; giving them is an Error); to
+ * as many or more, `chunks` says the output chunks, as many as the input's and each of the same
+ * size as its input chunk in row-major chunk order. One extent may be -1.
+ */
+Array reshape_blockwise(const Array& x, Shape shape, std::optional<Chunks> chunks = std::nullopt);
 /** @brief ravel (NumPy's ndarray.flatten). */
 inline Array flatten(const Array& a) { return ravel(a); }
 

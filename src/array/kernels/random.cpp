@@ -205,7 +205,9 @@ void generate_f64(std::uint8_t gen, std::uint64_t key, double p0, double p1, std
         for (int j = 0; j < m; ++j) out[done + j] = static_cast<double>(tmp[j]);
         break;
       }
-      default: sample_distribution_f64(gen, key, p0, p1, s, delta, m, out + done); break;
+      // Distributions read as floats: none of those takes an integer parameter (hypergeometric,
+      // the one that does, is int64 and comes through generate_i64).
+      default: sample_distribution_f64(gen, key, p0, p1, 0, s, delta, m, out + done); break;
     }
   }
 }
@@ -271,7 +273,8 @@ void generate_i64(std::uint8_t gen, std::uint64_t key, std::int64_t lo, std::int
       case GenKind::Permutation:
       case GenKind::NegativeBinomial:
       case GenKind::Zipf:
-      case GenKind::Logseries: sample_distribution_i64(gen, key, p0, p1, s, delta, m, out + done); break;
+      case GenKind::Logseries:
+      case GenKind::Hypergeometric: sample_distribution_i64(gen, key, p0, p1, lo, s, delta, m, out + done); break;
       default: {
         alignas(64) double tmp[kLanes];
         generate_f64(gen, key, p0, p1, s, delta, m, tmp);

@@ -79,7 +79,34 @@ TESSERA_CONFORMANCE_CASE(random_dist) {
   else if (d == "negative_binomial") x = g.negative_binomial(p.d("n"), p.d("p"), s, c);
   else if (d == "zipf") x = g.zipf(p.d("a"), s, c);
   else if (d == "logseries") x = g.logseries(p.d("p"), s, c);
+  else if (d == "hypergeometric") x = g.hypergeometric(p.i("ngood"), p.i("nbad"), p.i("nsample"), s, c);
   else throw std::invalid_argument("random_dist: unknown distribution " + d);
+  return {placed_like(x, like)};
+}
+
+// Rows of counts (multinomial, multivariate_hypergeometric): in[0] gives the size, the chunking
+// and the target; the result has one more axis, of the counts. p: dist, seed, n and pvals
+// ("0.2,0.3,0.5") or nsample, colors and method.
+TESSERA_CONFORMANCE_CASE(random_rows) {
+  const Array& like = in[0];
+  random::Generator g(static_cast<std::uint64_t>(p.i("seed", 7)));
+  const std::string& d = p.s("dist");
+  Array x;
+  if (d == "multinomial") {
+    std::vector<double> pvals;
+    std::string list = p.s("pvals");
+    for (std::size_t at = 0; at < list.size();) {
+      std::size_t used = 0;
+      pvals.push_back(std::stod(list.substr(at), &used));
+      at += used + 1;  // the comma
+    }
+    x = g.multinomial(p.i("n"), pvals, like.shape(), spec_of(like));
+  } else if (d == "multivariate_hypergeometric") {
+    x = g.multivariate_hypergeometric(p.ints("colors"), p.i("nsample"), like.shape(), spec_of(like),
+                                      p.s("method", "marginals"));
+  } else {
+    throw std::invalid_argument("random_rows: unknown distribution " + d);
+  }
   return {placed_like(x, like)};
 }
 

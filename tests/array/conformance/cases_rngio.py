@@ -114,6 +114,11 @@ CASES = [
     dist("zipf", {"a": 2.5}, lambda x: np.all(x >= 1)),
     dist("logseries", {"p": 0.6}, lambda x: np.all(x >= 1)),
     dist("logseries", {"p": 0.99}, lambda x: np.all(x >= 1)),
+    # Both of the sampler's paths: item by item (fewer than 10 draws) and ratio-of-uniforms.
+    dist("hypergeometric", {"ngood": 7, "nbad": 12, "nsample": 5}, lambda x: np.all((x >= 0) & (x <= 5))),
+    dist("hypergeometric", {"ngood": 7, "nbad": 12, "nsample": 16}, lambda x: np.all((x >= 4) & (x <= 7))),
+    dist("hypergeometric", {"ngood": 400, "nbad": 900, "nsample": 300}, lambda x: np.all((x >= 0) & (x <= 300))),
+    dist("hypergeometric", {"ngood": 900, "nbad": 400, "nsample": 1000}, lambda x: np.all((x >= 600) & (x <= 900))),
 ]
 
 
@@ -210,9 +215,57 @@ for i, x in enumerate([rand(7, 5, salt=21), rand(6, 4, dtype="int32", low=-50, h
     CASES.append(case("hdf5_roundtrip", [x], lambda x, **p: x, {"path": os.path.join(TMP, f"data{i}.h5")},
                       name=f"hdf5_roundtrip[{x.dtype}]"))
 
+# ---- rows of counts ----------------------------------------------------------------------------
+
+def same_rows(total):
+    """Counts (size + (k,)) that add up to `total` per row, each column distributed as NumPy's."""
+    def compare(got, exp, inputs, params):
+        x, y = np.asarray(got[0]), np.asarray(exp[0])
+        if x.shape != y.shape or x.dtype != y.dtype:
+            return f"shape {x.shape} {x.dtype}, NumPy {y.shape} {y.dtype}"
+        if np.any(x < 0) or np.any(x.sum(axis=-1) != total(params)):
+            return "a row's counts are negative or do not add up"
+        if "colors" in params and np.any(x > np.array(params["colors"])):
+            return "more of a colour than there is"
+        for j in range(x.shape[-1]):
+            d = ks_two_sample(x[..., j], y[..., j])
+            limit = 2.23 * np.sqrt(2.0 / x[..., j].size)
+            if d > limit:
+                return f"column {j}: KS distance {d:.4f} > {limit:.4f} from NumPy's samples"
+        return None
+    return compare
+
+
+def rows(name, params, total):
+    def expect(like, dist, seed, **p):
+        g = np.random.default_rng(int(seed) + 1000)
+        if dist == "multinomial":
+            return g.multinomial(p["n"], [float(v) for v in p["pvals"].split(",")], size=like.shape)
+        return g.multivariate_hypergeometric(p["colors"], p["nsample"], size=like.shape,
+                                             method=p.get("method", "marginals"))
+    label = "random_rows[" + name + "".join(f",{k}={v}" for k, v in sorted(params.items())) + "]"
+    return case("random_rows", [LIKE], expect, {"dist": name, "seed": 4, **params}, chunks=CHUNKS, name=label,
+                compare=same_rows(total), api=("random." + name,))
+
+
+CASES += [
+    rows("multinomial", {"n": 20, "pvals": "0.2,0.5,0.3"}, lambda p: p["n"]),
+    rows("multinomial", {"n": 500, "pvals": "0.05,0.15,0.6,0.2"}, lambda p: p["n"]),
+    rows("multivariate_hypergeometric", {"colors": [5, 9, 3], "nsample": 8}, lambda p: p["nsample"]),
+    rows("multivariate_hypergeometric", {"colors": [300, 120, 500, 80], "nsample": 400}, lambda p: p["nsample"]),
+    rows("multivariate_hypergeometric", {"colors": [5, 9, 3], "nsample": 8, "method": "count"}, lambda p: p["nsample"]),
+]
+CASES.append(case("random_rows", [LIKE], None, {"dist": "multinomial", "seed": 1, "n": 5, "pvals": "0.9,0.9,0.1"},
+                  raises="Error", api=(), name="random_rows[multinomial,pvals>1]"))
+CASES.append(case("random_rows", [LIKE], None, {"dist": "multivariate_hypergeometric", "seed": 1, "colors": [2, 3],
+                                                "nsample": 6}, raises="Error", api=(),
+                  name="random_rows[multivariate_hypergeometric,nsample>total]"))
+CASES.append(case("random_dist", [LIKE], None, {"dist": "hypergeometric", "seed": 1, "ngood": 2, "nbad": 3, "nsample": 6},
+                  raises="Error", api=(), name="random_dist[hypergeometric,nsample>total]"))
+
 # The dask.array names each case checks (run.py --api-report).
 for _c in CASES:
-    if _c.fn == "random_dist":
+    if _c.fn == "random_dist" and _c.raises is None:
         _c.api = ("random." + _c.params["dist"],)
     elif _c.fn == "npy_stack_roundtrip":
         _c.api = ("to_npy_stack", "from_npy_stack")

@@ -183,3 +183,12 @@ TESSERA_CONFORMANCE_CASE(rechunk_irregular) {
 TESSERA_CONFORMANCE_CASE(concat_self) {
   return {concatenate({in[0], in[0]}, static_cast<int>(p.i("axis", 0)))};
 }
+
+// reshape_blockwise to p.ints("shape"): outputs the result and, reshaped back blockwise onto
+// in[0]'s chunks, the round trip (which must be in[0] exactly). The order of the result's
+// elements depends on the chunking; cases_shape.py checks it holds the same elements.
+TESSERA_CONFORMANCE_CASE(reshape_blockwise_case) {
+  const auto shape = p.ints("shape");
+  const Array y = reshape_blockwise(in[0], Shape(shape.begin(), shape.end()));
+  return {y, reshape_blockwise(y, in[0].shape(), in[0].chunks())};
+}

@@ -157,3 +157,28 @@ for _c in CASES:
         _c.api = ("block",)
     elif _c.fn == "stack_fn":
         _c.api = (_c.params["f"],)
+
+
+# reshape_blockwise: each chunk reshaped on its own, so the order follows the chunking; NumPy's
+# answer is the plain reshape, compared as a multiset, and the blockwise round trip exactly.
+def blockwise_reshaped(got, exp, inputs, params):
+    y, back = np.asarray(got[0]), np.asarray(got[1])
+    if y.shape != exp[0].shape or y.dtype != exp[0].dtype:
+        return f"shape {y.shape} {y.dtype}, NumPy {exp[0].shape} {exp[0].dtype}"
+    if not np.array_equal(np.sort(y, axis=None), np.sort(exp[0], axis=None)):
+        return "not the same elements"
+    if not np.array_equal(back, inputs[0]):
+        return "the blockwise round trip is not the input"
+    return None
+
+
+for shape_in, shape_out in (((6, 4), (24,)), ((3, 4, 5), (12, 5)), ((3, 4, 5), (3, 20)), ((3, 4, 5), (-1,)),
+                            ((3, 1, 4), (3, 4)), ((2, 3, 4, 5), (6, 20))):
+    X = np.arange(int(np.prod(shape_in)), dtype="float64").reshape(shape_in)
+    CASES.append(case("reshape_blockwise_case", [X], lambda x, shape: (x.reshape(shape), x),
+                      {"shape": list(shape_out)}, compare=blockwise_reshaped, api="reshape_blockwise",
+                      name=f"reshape_blockwise[{shape_in}->{shape_out}]"))
+CASES.append(case("reshape_blockwise_case", [np.zeros((4, 6))], None, {"shape": [6, 4]}, raises="Error", api=(),
+                  name="reshape_blockwise[same ndim without chunks]"))
+CASES.append(case("reshape_blockwise_case", [np.zeros((4, 6))], None, {"shape": [5, 5]}, raises="ShapeError", api=(),
+                  name="reshape_blockwise[wrong size]"))
