@@ -14,6 +14,10 @@
 //   rechunk_sum      x.rechunk((2C, C/2)).sum(axis=1),          x uniform(0, 1)   [20000, 2000]
 //   slice_sum        x[::3, 100:-100].sum(),                    x uniform(0, 1)   [20000, 2000]
 //   elementwise_exp  (exp(-x*x) / (1 + abs(x))).sum(),          x uniform(-1, 1)  [20000, 2000]
+//   cumsum_sum       x.cumsum(axis=1).sum(),                    x uniform(0, 1)   [10000, 1000]
+//   tensordot_sum    tensordot(x, y, axes=(0, 0)).sum(),  x, y n x n/4 uniform(0, 1)  [8000, 1000]
+//   fancy_index_sum  x[idx].sum(), idx the first n/4 of a permutation of range(n) (made in the
+//                    timed region, as NumPy's in the Dask script), x uniform(0, 1)    [20000, 2000]
 // "value" is the scalar result, or the sum of the vector for mean_axis0 and rechunk_sum.
 //
 // --impl limit runs the workload's limit on this machine instead: a hand-written loop that does
@@ -24,6 +28,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
+#include <random>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -38,6 +44,15 @@
 namespace {
 
 using tessera::Array;
+
+/** The rows fancy_index_sum keeps: the first n/4 of a permutation of range(n), unsorted. */
+std::vector<std::int64_t> fancy_rows(std::int64_t n) {
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(n));
+  std::iota(idx.begin(), idx.end(), 0);
+  std::shuffle(idx.begin(), idx.end(), std::mt19937_64(0));
+  idx.resize(static_cast<std::size_t>(n / 4));
+  return idx;
+}
 
 struct Workload {
   std::int64_t n;      // default size
@@ -99,6 +114,27 @@ const std::map<std::string, Workload>& workloads() {
         [](std::int64_t n, std::int64_t c) {
           auto x = random::uniform(0, -1.0, 1.0, {n, n}, {c, c});
           return (exp(-x * x) / (1 + abs(x))).sum();
+        }}},
+      {"cumsum_sum",
+       {10000, 1000,
+        [](std::int64_t n, std::int64_t c) {
+          auto x = random::uniform(0, 0.0, 1.0, {n, n}, {c, c});
+          return cumsum(x, 1).sum();
+        }}},
+      {"tensordot_sum",
+       {8000, 1000,
+        [](std::int64_t n, std::int64_t c) {
+          random::RandomState rs(0);
+          const std::int64_t m = std::max<std::int64_t>(1, n / 4);
+          auto x = rs.uniform(0.0, 1.0, {n, m}, {c, c});
+          auto y = rs.uniform(0.0, 1.0, {n, m}, {c, c});
+          return tensordot(x, y, {0}, {0}).sum();
+        }}},
+      {"fancy_index_sum",
+       {20000, 2000,
+        [](std::int64_t n, std::int64_t c) {
+          auto x = random::uniform(0, 0.0, 1.0, {n, n}, {c, c});
+          return take(x, fancy_rows(n), 0).sum();
         }}},
   };
   return all;
@@ -207,6 +243,47 @@ double run_limit(const std::string& w, std::int64_t n, int threads) {
     }
     const double count = static_cast<double>(n) * static_cast<double>(n), mean = s / count;
     return std::sqrt(ss / count - mean * mean);
+  }
+  if (w == "cumsum_sum") {
+    // The running sum of each row, summed as it goes: one pass, nothing stored.
+    thread_local std::vector<double> row;
+    auto states = parallel_rows<double>(n, threads, 0.0, [&](std::int64_t r, double& acc) {
+      row.resize(n);
+      tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, r * n, 1, n, row.data());
+      double prefix = 0, s = 0;
+      for (double x : row) {
+        prefix += x;
+        s += prefix;
+      }
+      acc += s;
+    });
+    double total = 0;
+    for (double v : states) total += v;
+    return total;
+  }
+  if (w == "fancy_index_sum") {
+    // Only the kept rows are drawn.
+    const auto idx = fancy_rows(n);
+    thread_local std::vector<double> row;
+    auto states = parallel_rows<double>(static_cast<std::int64_t>(idx.size()), threads, 0.0, [&](std::int64_t r, double& acc) {
+      row.resize(n);
+      tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, idx[static_cast<std::size_t>(r)] * n, 1, n, row.data());
+      for (double x : row) acc += x;
+    });
+    double total = 0;
+    for (double v : states) total += v;
+    return total;
+  }
+  if (w == "tensordot_sum") {
+    // OpenBLAS on the whole arrays: x^T y, (n/4 x n) (n x n/4).
+    const std::int64_t m = std::max<std::int64_t>(1, n / 4);
+    std::vector<double> x(n * m), y(n * m), z(m * m);
+    tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, 0, 1, n * m, x.data());
+    tessera::detail::generate_f64(kUniform, kLimitKey + 1, 0, 1, 0, 1, n * m, y.data());
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, m, n, 1.0, x.data(), m, y.data(), m, 0.0, z.data(), m);
+    double total = 0;
+    for (double v : z) total += v;
+    return total;
   }
   if (w == "matmul_sum") {
     // OpenBLAS on the whole arrays in memory, with its own threads.

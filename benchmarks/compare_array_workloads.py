@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "dataframe"))
 import tessera_pyenv  # noqa: E402
 WORKLOADS = ["transpose_sum", "trig_chain", "matmul_sum", "mean_axis0", "std_all", "rechunk_sum", "slice_sum",
-             "elementwise_exp"]
+             "elementwise_exp", "cumsum_sum", "tensordot_sum", "fancy_index_sum"]
 # n, chunk: the defaults of both programs, defined once beside the Dask side (its module
 # imports Dask only when it runs).
 sys.path.insert(0, str(ROOT / "benchmarks" / "dask"))
@@ -50,6 +50,9 @@ EXPRESSIONS = {
     "rechunk_sum": "x.rechunk((2c, c/2)).sum(axis=1), x uniform(0, 1)",
     "slice_sum": "x[::3, 100:-100].sum(), x uniform(0, 1)",
     "elementwise_exp": "(exp(-x*x) / (1 + abs(x))).sum(), x uniform(-1, 1)",
+    "cumsum_sum": "x.cumsum(axis=1).sum(), x uniform(0, 1)",
+    "tensordot_sum": "tensordot(x, y, axes=(0, 0)).sum(), x, y n x n/4 uniform(0, 1)",
+    "fancy_index_sum": "x[idx].sum(), idx the first n/4 of a permutation of range(n), x uniform(0, 1)",
 }
 
 
@@ -85,6 +88,16 @@ def expected(workload, n):
         second = simpson(lambda t: math.exp(-2 * t * t) / (1 + t) ** 2, 0, 1)
         size = n * n
         return size * mean, math.sqrt(size * (second - mean * mean))
+    if workload == "cumsum_sum":  # element k of a row's running sum counts x_k (n - k) times
+        return n * 0.5 * n * (n + 1) / 2, math.sqrt(n * (n * (n + 1) * (2 * n + 1) / 6) / 12)
+    if workload == "tensordot_sum":  # sum_i rowsum(x)_i * rowsum(y)_i over n rows of m = n/4
+        m = max(1, n // 4)
+        mean_a, var_a = m / 2, m / 12
+        var_product = (var_a + mean_a ** 2) ** 2 - mean_a ** 4
+        return n * mean_a * mean_a, math.sqrt(n * var_product)
+    if workload == "fancy_index_sum":  # n/4 distinct rows of n uniforms
+        kept = (n // 4) * n
+        return kept / 2, math.sqrt(kept / 12)
     raise ValueError(workload)
 
 

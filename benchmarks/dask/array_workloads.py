@@ -36,6 +36,9 @@ DEFAULTS = {
     "rechunk_sum": (20000, 2000),
     "slice_sum": (20000, 2000),
     "elementwise_exp": (20000, 2000),
+    "cumsum_sum": (10000, 1000),
+    "tensordot_sum": (8000, 1000),
+    "fancy_index_sum": (20000, 2000),
 }
 
 
@@ -68,6 +71,20 @@ def build(name, n, c):
     if name == "elementwise_exp":
         x = rng.uniform(-1, 1, size=(n, n), chunks=(c, c))
         return (da.exp(-x * x) / (1 + abs(x))).sum()
+    if name == "cumsum_sum":
+        x = rng.uniform(0, 1, size=(n, n), chunks=(c, c))
+        return x.cumsum(axis=1).sum()
+    if name == "tensordot_sum":
+        m = max(1, n // 4)
+        x = rng.uniform(0, 1, size=(n, m), chunks=(c, c))
+        y = rng.uniform(0, 1, size=(n, m), chunks=(c, c))
+        return da.tensordot(x, y, axes=([0], [0])).sum()
+    if name == "fancy_index_sum":
+        import numpy as np
+
+        x = rng.uniform(0, 1, size=(n, n), chunks=(c, c))
+        idx = np.random.default_rng(0).permutation(n)[: n // 4]
+        return x[idx].sum()
     raise ValueError(name)
 
 

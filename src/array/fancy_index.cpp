@@ -38,9 +38,11 @@ Array raveled(const Array& x, const char* what) {
  * largest input chunk size. No piece is longer than that size either way.
  */
 std::vector<std::vector<std::int64_t>> split_indices(const std::vector<std::int64_t>& idx,
-                                                     const std::vector<std::int64_t>& axis_chunks) {
+                                                     const std::vector<std::int64_t>& axis_chunks,
+                                                     std::int64_t piece_limit = 0) {
   const auto offs = chunk_offsets(axis_chunks);
-  const std::int64_t limit = std::max<std::int64_t>(1, *std::max_element(axis_chunks.begin(), axis_chunks.end()));
+  const std::int64_t limit =
+      piece_limit > 0 ? piece_limit : std::max<std::int64_t>(1, *std::max_element(axis_chunks.begin(), axis_chunks.end()));
   const bool sorted = std::is_sorted(idx.begin(), idx.end());
   std::vector<std::vector<std::int64_t>> pieces;
   std::int64_t current = -1;
@@ -52,6 +54,30 @@ std::vector<std::vector<std::int64_t>> split_indices(const std::vector<std::int6
     current = c;
   }
   return pieces;
+}
+
+/**
+ * The gather of known, in-bounds indices along `axis`: output pieces as split_indices cuts them
+ * (at most piece_limit long when given), each one task reading the input chunks its indices fall in.
+ */
+Array take_known(const Array& x, const std::vector<std::int64_t>& idx, int axis, std::int64_t piece_limit = 0) {
+  const Expr& e = expr_of(x);
+  const int nd = static_cast<int>(e.shape.size());
+  const auto pieces = split_indices(idx, e.chunks[axis], piece_limit);
+  Chunks chunks = e.chunks;
+  chunks[axis].clear();
+  for (const auto& p : pieces) chunks[axis].push_back(static_cast<std::int64_t>(p.size()));
+  if (chunks[axis].empty()) chunks[axis].push_back(0);
+  auto t = make_task_list(e.dtype, chunks, {x.expr()}, "take");
+  const std::int64_t count = shape_size(chunk_counts(chunks));
+  for (std::int64_t f = 0; f < count; ++f) {
+    const auto cc = chunk_coords(chunks, f);
+    std::vector<std::vector<std::int64_t>> index(nd);
+    for (int a = 0; a < nd; ++a)
+      index[a] = a == axis ? (pieces.empty() ? std::vector<std::int64_t>{} : pieces[cc[a]]) : chunk_range(e, a, cc[a]);
+    t->calls.push_back(gather_call(e, 0, index));
+  }
+  return Array(t);
 }
 
 }  // namespace
@@ -72,21 +98,21 @@ Array take(const Array& x, const std::vector<std::int64_t>& indices, int axis) {
                        " with size " + std::to_string(n));
     idx.push_back(k);
   }
-  const auto pieces = split_indices(idx, e.chunks[axis]);
-  Chunks chunks = e.chunks;
-  chunks[axis].clear();
-  for (const auto& p : pieces) chunks[axis].push_back(static_cast<std::int64_t>(p.size()));
-  if (chunks[axis].empty()) chunks[axis].push_back(0);
-  auto t = make_task_list(e.dtype, chunks, {x.expr()}, "take");
-  const std::int64_t count = shape_size(chunk_counts(chunks));
-  for (std::int64_t f = 0; f < count; ++f) {
-    const auto cc = chunk_coords(chunks, f);
-    std::vector<std::vector<std::int64_t>> index(nd);
-    for (int a = 0; a < nd; ++a)
-      index[a] = a == axis ? (pieces.empty() ? std::vector<std::int64_t>{} : pieces[cc[a]]) : chunk_range(e, a, cc[a]);
-    t->calls.push_back(gather_call(e, 0, index));
-  }
-  return Array(t);
+  if (e.chunks[axis].size() <= 1 || std::is_sorted(idx.begin(), idx.end())) return take_known(x, idx, axis);
+  // Unsorted indices over several chunks: a piece of the output reads every input chunk its
+  // indices touch, so each would hold the whole axis's chunks in memory at once (all of a
+  // generated array for a random selection). In two steps instead, as Dask does: first the
+  // distinct indices in order, one task per input chunk taking the rows it holds (the input
+  // chunk is freed once that is done), then those much smaller pieces put in the asked order.
+  std::vector<std::int64_t> distinct = idx;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  std::vector<std::int64_t> at;
+  at.reserve(idx.size());
+  for (auto i : idx)
+    at.push_back(static_cast<std::int64_t>(std::lower_bound(distinct.begin(), distinct.end(), i) - distinct.begin()));
+  const std::int64_t piece = *std::max_element(e.chunks[axis].begin(), e.chunks[axis].end());
+  return take_known(take_known(x, distinct, axis), at, axis, piece);
 }
 
 Array take(const Array& x, std::initializer_list<std::int64_t> indices, int axis) {

@@ -3,6 +3,7 @@
 // refused, compute_chunk_sizes), against looped references over several chunkings.
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 #include "array_test_util.hpp"
 #include "../support/fake_device.hpp"
@@ -90,6 +91,36 @@ TEST(FancyIndex, SortedIndicesGiveOneOutputChunkPerInputChunkRead) {
     }
   EXPECT_EQ(gathers, 3u);
   EXPECT_EQ(t.compute().to_doubles(), (std::vector<double>{0, 1, 2, 7, 8, 19}));
+}
+
+TEST(FancyIndex, UnsortedIndicesOverManyChunksReadEachInputChunkOnce) {
+  // A random row selection of a generated array: each input chunk must be read by one small
+  // gather (its rows, in order), not held whole by every output piece that has a row from it.
+  Array x = arange(0, 100, 1, 10, DType::Int64).reshape({20, 5}).rechunk({{4, 4, 4, 4, 4}, {5}});
+  const std::vector<std::int64_t> idx{17, 2, 9, 2, 0, 13, 18, 5};
+  Array t = take(x, idx, 0);
+  std::vector<Key> keys;
+  const Graph g = t.to_graph(&keys);
+  std::set<Key> x_chunks;
+  for (const auto& [k, task] : g.tasks())
+    if (task.op != "tessera.array.gather") x_chunks.insert(k);
+  std::size_t readers = 0;
+  for (const auto& [k, task] : g.tasks()) {
+    if (task.op != "tessera.array.gather") continue;
+    std::size_t reads = 0;
+    for (const auto& d : task.dependencies())
+      if (x_chunks.count(d)) ++reads;
+    if (reads > 0) {
+      ++readers;
+      EXPECT_EQ(reads, 1u) << k << " reads several chunks of x";
+    }
+  }
+  EXPECT_EQ(readers, 5u);  // one per input chunk holding a selected row (every one here)
+  std::vector<double> want;
+  for (auto i : idx)
+    for (int j = 0; j < 5; ++j) want.push_back(static_cast<double>(i * 5 + j));
+  EXPECT_EQ(t.compute().to_doubles(), want);
+  EXPECT_EQ(t.chunks()[0], (std::vector<std::int64_t>{4, 4}));  // pieces of the input's chunk length
 }
 
 TEST(FancyIndex, TakeRefusesOutOfBoundsIndicesWhenBuilt) {
