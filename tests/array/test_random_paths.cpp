@@ -4,11 +4,43 @@
 
 #include <cmath>
 
+#include <Random123/philox.h>
+
+#include <bit>
+#include <cstdint>
+
+#include "array/generator.hpp"
+#include "array/program.hpp"
 #include "tessera/tessera.hpp"
 
 namespace {
 
 using namespace tessera;
+
+// The uniform generator's documented definition (kernels/random.cpp), with Random123's own
+// Philox4x32-10, for every alignment and tail length of the vectorised kernels (blocks of 32
+// and 8 counters, masked tails) and strided reads.
+TEST(RandomPaths, UniformsArePhilox4x32_10OfTheirIndex) {
+  const std::uint64_t key = detail::mix_key(5, 0);
+  const philox4x32_key_t k = {{static_cast<std::uint32_t>(key), static_cast<std::uint32_t>(key >> 32)}};
+  auto reference = [&](std::uint64_t i) {
+    const std::uint64_t c = i >> 1;
+    const philox4x32_ctr_t x = philox4x32_R(10, philox4x32_ctr_t{{static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(c >> 32), 2u, 0u}}, k);
+    const std::uint64_t w = (i & 1) ? (static_cast<std::uint64_t>(x.v[3]) << 32 | x.v[2])
+                                    : (static_cast<std::uint64_t>(x.v[1]) << 32 | x.v[0]);
+    return std::bit_cast<double>(0x3ff0000000000000ULL | (w >> 12)) - 1.0;
+  };
+  const auto uniform = static_cast<std::uint8_t>(detail::GenKind::Uniform);
+  for (std::int64_t start : {std::int64_t{0}, std::int64_t{1}, std::int64_t{7}, std::int64_t{(1LL << 33) + 3}})
+    for (std::int64_t delta : {1, 2, 3, 1001})
+      for (std::int64_t n : {1, 7, 8, 9, 31, 32, 33, 100, 257, 700}) {
+        std::vector<double> out(static_cast<std::size_t>(n));
+        detail::generate_f64(uniform, key, 0.0, 1.0, start, delta, n, out.data());
+        for (std::int64_t j = 0; j < n; ++j)
+          ASSERT_EQ(out[static_cast<std::size_t>(j)], reference(static_cast<std::uint64_t>(start + delta * j)))
+              << "start " << start << " delta " << delta << " n " << n << " element " << j;
+      }
+}
 
 TEST(RandomPaths, PairedAndStridedNormalsAgree) {
   // Odd extents so that rows start on both even and odd element indices.
