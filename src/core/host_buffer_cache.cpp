@@ -52,6 +52,17 @@ bool HostBufferCache::keep(void* p, std::size_t bytes) {
   return true;
 }
 
+void HostBufferCache::limit_capacity(std::size_t bytes) {
+  std::lock_guard lock(mu_);
+  if (bytes >= capacity_) return;
+  capacity_ = bytes;
+  for (auto it = free_.begin(); it != free_.end() && cached_ > capacity_;) {
+    std::free(it->second);
+    cached_ -= it->first;
+    it = free_.erase(it);
+  }
+}
+
 void HostBufferCache::clear() {
   std::lock_guard lock(mu_);
   for (auto& [bytes, p] : free_) std::free(p);

@@ -29,6 +29,8 @@ class HostBufferCache {
   void* take(std::size_t bytes);
   /** Keeps p (of `bytes`) for reuse; false when that would exceed the capacity (the caller frees it). */
   bool keep(void* p, std::size_t bytes);
+  /** Lowers the capacity to at most `bytes` (never raises it), freeing what no longer fits. */
+  void limit_capacity(std::size_t bytes);
   /** Frees every cached buffer. */
   void clear();
   std::size_t cached_bytes() const;

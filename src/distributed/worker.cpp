@@ -30,6 +30,7 @@
 #include "tessera/ops/registry.hpp"
 #include "wire.hpp"
 #include "core/blas_threads.hpp"
+#include "core/host_buffer_cache.hpp"
 
 namespace tessera::distributed {
 namespace {
@@ -250,7 +251,11 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     gpu_registered = true;
   }
 
-  explicit Impl(WorkerOptions o) : opt(std::move(o)), state(state_config(opt)), store(store_options(opt)) {}
+  explicit Impl(WorkerOptions o) : opt(std::move(o)), state(state_config(opt)), store(store_options(opt)) {
+    // Freed buffers kept for reuse count in the process's memory, which the nanny and the
+    // pause threshold watch: keep them to a 16th of the worker's limit.
+    if (opt.memory_limit > 0) tessera::detail::HostBufferCache::instance().limit_capacity(opt.memory_limit / 16);
+  }
 
   double now() const { return std::chrono::duration<double>(Clock::now() - started).count(); }
 

@@ -29,6 +29,11 @@ TEST(HostBufferCache, ExactSizesWithinTheCapacity) {
   EXPECT_TRUE(got == a || got == b);
   EXPECT_EQ(cache.cached_bytes(), std::size_t{4} << 20);
   std::free(got);
+  cache.limit_capacity(std::size_t{2} << 20);  // below what is cached: the 4 MiB buffer goes
+  EXPECT_EQ(cache.cached_bytes(), 0u);
+  EXPECT_EQ(cache.capacity(), std::size_t{2} << 20);
+  cache.limit_capacity(std::size_t{64} << 20);  // never raised
+  EXPECT_EQ(cache.capacity(), std::size_t{2} << 20);
   cache.clear();
   EXPECT_EQ(cache.cached_bytes(), 0u);
   EXPECT_EQ(cache.take(std::size_t{4} << 20), nullptr);
