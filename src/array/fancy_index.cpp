@@ -7,6 +7,7 @@
 
 #include "expr.hpp"
 #include "gather.hpp"
+#include "generated_take.hpp"
 #include "task_list.hpp"
 #include "tessera/array/array.hpp"
 #include "tessera/core/error.hpp"
@@ -111,8 +112,18 @@ Array take(const Array& x, const std::vector<std::int64_t>& indices, int axis) {
   at.reserve(idx.size());
   for (auto i : idx)
     at.push_back(static_cast<std::int64_t>(std::lower_bound(distinct.begin(), distinct.end(), i) - distinct.begin()));
-  const std::int64_t piece = *std::max_element(e.chunks[axis].begin(), e.chunks[axis].end());
-  return take_known(take_known(x, distinct, axis), at, axis, piece);
+  // The second step's pieces: as long as an auto-sized chunk allows (at least the input's chunk
+  // length). Every piece reads all the first step's pieces of its stretch of the other axes, and
+  // the graph is walked one output piece after another, so with pieces shorter than the selection
+  // every first-step piece stayed in memory until the last piece of its stretch ran.
+  std::int64_t others = static_cast<std::int64_t>(itemsize(e.dtype));
+  for (int a = 0; a < nd; ++a)
+    if (a != axis) others *= std::max<std::int64_t>(1, *std::max_element(e.chunks[a].begin(), e.chunks[a].end()));
+  const std::int64_t piece = std::max(*std::max_element(e.chunks[axis].begin(), e.chunks[axis].end()),
+                                      auto_chunk_bytes() / std::max<std::int64_t>(1, others));
+  // A generated array (a random one, say) draws only the rows asked for.
+  const auto generated = take_generated_rows(x, distinct, axis);
+  return take_known(generated ? *generated : take_known(x, distinct, axis), at, axis, piece);
 }
 
 Array take(const Array& x, std::initializer_list<std::int64_t> indices, int axis) {

@@ -120,7 +120,45 @@ TEST(FancyIndex, UnsortedIndicesOverManyChunksReadEachInputChunkOnce) {
   for (auto i : idx)
     for (int j = 0; j < 5; ++j) want.push_back(static_cast<double>(i * 5 + j));
   EXPECT_EQ(t.compute().to_doubles(), want);
-  EXPECT_EQ(t.chunks()[0], (std::vector<std::int64_t>{4, 4}));  // pieces of the input's chunk length
+  EXPECT_EQ(t.chunks()[0], (std::vector<std::int64_t>{8}));  // as long as an auto-sized chunk allows
+}
+
+TEST(FancyIndex, UnsortedRowsOfAGeneratedArrayAreDrawnNotGathered) {
+  // Only the rows asked for are made (one generate_rows task per input chunk holding some);
+  // the values are those of the whole array's.
+  const std::vector<std::int64_t> idx{17, 2, 9, 2, 0, 13, 18, 5, 19};
+  const std::vector<Array> arrays{random::uniform(3, -1.0, 2.0, {20, 7}, {4, 3}),
+                                  random::normal(4, 10.0, 2.0, {20, 7}, {6, 7}),
+                                  random::integers(5, -50, 50, {20, 7}, {5, 2}),
+                                  random::Generator(6).poisson(3.5, {20, 7}, {4, 4}),
+                                  random::Generator(7).hypergeometric(30, 40, 20, {20, 7}, {4, 4})};
+  for (const Array& x : arrays) {
+    SCOPED_TRACE(dtype_name(x.dtype()));
+    const Block whole = x.compute(local_executor("sync"));
+    const Array t = take(x, idx, 0);
+    std::size_t drawn = 0, programs = 0;
+    const Graph g = t.to_graph(nullptr);
+    for (const auto& [k, task] : g.tasks()) {
+      drawn += task.op == "tessera.array.generate_rows";
+      programs += task.op == "tessera.array.blockwise";
+    }
+    EXPECT_GT(drawn, 0u);
+    EXPECT_EQ(programs, 0u);  // x's chunks are never made whole
+    const auto w = whole.to_doubles();
+    std::vector<double> want;
+    for (auto i : idx)
+      for (int j = 0; j < 7; ++j) want.push_back(w[static_cast<std::size_t>(i * 7 + j)]);
+    for (const char* ex : {"sync", "threads"}) EXPECT_EQ(t.compute(local_executor(ex)).to_doubles(), want) << ex;
+  }
+  // Along a middle axis of a 3-d array.
+  const Array y = random::uniform(8, 0.0, 1.0, {3, 10, 4}, {2, 3, 3});
+  const auto w = y.compute().to_doubles();
+  const std::vector<std::int64_t> mid{7, 1, 4, 1};
+  std::vector<double> want;
+  for (int a = 0; a < 3; ++a)
+    for (auto i : mid)
+      for (int c = 0; c < 4; ++c) want.push_back(w[static_cast<std::size_t>((a * 10 + i) * 4 + c)]);
+  EXPECT_EQ(take(y, mid, 1).compute(local_executor("threads")).to_doubles(), want);
 }
 
 TEST(FancyIndex, TakeRefusesOutOfBoundsIndicesWhenBuilt) {
