@@ -99,6 +99,9 @@ Array take(const Array& x, const std::vector<std::int64_t>& indices, int axis) {
                        " with size " + std::to_string(n));
     idx.push_back(k);
   }
+  // A generated array (a random one, say) draws the rows asked for, in the asked order, and no
+  // other: no gather, nothing else made.
+  if (auto generated = take_generated_rows(x, split_indices(idx, e.chunks[axis]), axis)) return *generated;
   if (e.chunks[axis].size() <= 1 || std::is_sorted(idx.begin(), idx.end())) return take_known(x, idx, axis);
   // Unsorted indices over several chunks: a piece of the output reads every input chunk its
   // indices touch, so each would hold the whole axis's chunks in memory at once (all of a
@@ -121,9 +124,7 @@ Array take(const Array& x, const std::vector<std::int64_t>& indices, int axis) {
     if (a != axis) others *= std::max<std::int64_t>(1, *std::max_element(e.chunks[a].begin(), e.chunks[a].end()));
   const std::int64_t piece = std::max(*std::max_element(e.chunks[axis].begin(), e.chunks[axis].end()),
                                       auto_chunk_bytes() / std::max<std::int64_t>(1, others));
-  // A generated array (a random one, say) draws only the rows asked for.
-  const auto generated = take_generated_rows(x, distinct, axis);
-  return take_known(generated ? *generated : take_known(x, distinct, axis), at, axis, piece);
+  return take_known(take_known(x, distinct, axis), at, axis, piece);
 }
 
 Array take(const Array& x, std::initializer_list<std::int64_t> indices, int axis) {

@@ -69,7 +69,8 @@ const bool registered = [] {
 
 }  // namespace
 
-std::optional<Array> take_generated_rows(const Array& x, const std::vector<std::int64_t>& sorted, int axis) {
+std::optional<Array> take_generated_rows(const Array& x, const std::vector<std::vector<std::int64_t>>& pieces,
+                                         int axis) {
   const Expr& e = expr_of(x);
   if (e.kind != ExprKind::Generator || e.target != Target::Host) return std::nullopt;
   const auto& g = static_cast<const GeneratorExpr&>(e);
@@ -78,16 +79,6 @@ std::optional<Array> take_generated_rows(const Array& x, const std::vector<std::
   if (g.gen == GenKind::Full || (g.dtype != DType::Float64 && g.dtype != DType::Int64)) return std::nullopt;
   const int nd = static_cast<int>(e.shape.size());
   if (axis + 1 >= nd) return std::nullopt;  // rows along the last axis are not runs
-  // One piece per input chunk along axis holding some of the rows; the other axes as x's chunks.
-  const auto offs = chunk_offsets(e.chunks[static_cast<std::size_t>(axis)]);
-  std::vector<std::vector<std::int64_t>> pieces;
-  std::int64_t current = -1;
-  for (auto i : sorted) {
-    const auto c = (std::upper_bound(offs.begin(), offs.end(), i) - offs.begin()) - 1;
-    if (c != current) pieces.emplace_back();
-    pieces.back().push_back(i);
-    current = c;
-  }
   Chunks chunks = e.chunks;
   auto& along = chunks[static_cast<std::size_t>(axis)];
   along.clear();
