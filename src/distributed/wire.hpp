@@ -49,7 +49,8 @@ void serialize(A& ar, AddWorker& e) {
 }
 template <class A>
 void serialize(A& ar, ProcessUsage& u) {
-  ar(u.cpu, u.rss, u.gpu_name, u.gpu_utilization, u.gpu_memory_used, u.gpu_memory_total);
+  ar(u.cpu, u.rss, u.gpu_name, u.gpu_utilization, u.gpu_memory_used, u.gpu_memory_total, u.gpu_pcie_tx, u.gpu_pcie_rx,
+     u.gpu_nvlink_tx, u.gpu_nvlink_rx);
 }
 template <class A>
 void serialize(A& ar, Heartbeat& e) {

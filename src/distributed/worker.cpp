@@ -152,6 +152,10 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
         u.gpu_utilization = g->utilization;
         u.gpu_memory_used = g->memory_used;
         u.gpu_memory_total = g->memory_total;
+        u.gpu_pcie_tx = g->pcie_tx;
+        u.gpu_pcie_rx = g->pcie_rx;
+        u.gpu_nvlink_tx = g->nvlink_tx;
+        u.gpu_nvlink_rx = g->nvlink_rx;
       }
     std::lock_guard lock(usage_mu);
     usage = u;
