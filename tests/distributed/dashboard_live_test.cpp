@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <thread>
@@ -456,6 +457,16 @@ TEST(Nvml, ReportsTheGpuOfAMachineWithTheDriver) {
   auto shared = gpu_usage(found.gpus[0].uuid);
   ASSERT_TRUE(shared.has_value()) << "the dashboards' NVML opens too";
   EXPECT_EQ(shared->name, u->name);
+  // Throughput where this driver and board give it (NVLink needs two readings): a rate, not
+  // garbage; printed so a GPU run shows what the driver answered.
+  auto again = nvml->usage(found.gpus[0].uuid);
+  ASSERT_TRUE(again.has_value());
+  for (double rate : {again->pcie_tx, again->pcie_rx, again->nvlink_tx, again->nvlink_rx}) {
+    EXPECT_GE(rate, -1.0);
+    EXPECT_LT(rate, 4e12) << "bytes per second beyond any link";
+  }
+  std::printf("NVML on %s: PCIe tx %.0f rx %.0f, NVLink tx %.0f rx %.0f bytes/s (-1: not given)\n", u->name.c_str(),
+              again->pcie_tx, again->pcie_rx, again->nvlink_tx, again->nvlink_rx);
 }
 
 TEST(ProcessCpu, ParsesProcStatAndSeesABusyThread) {
