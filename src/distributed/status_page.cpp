@@ -47,7 +47,7 @@ const KEEP = 10000;           // bars kept in the page (older ones thinned out p
 let since = 0, bars = [], uptime = 0, rate = [], finishedSeen = null;
 const colours = {};
 function colour(prefix) {
-  if (prefix === "transfer") return "#d62728";  // fetches from peers: red, as in Dask's task stream
+  if (prefix === "transfer") return "#d62728";  // fetches from peers and by clients: red, as in Dask's task stream
   if (!colours[prefix]) {
     let h = 0;
     for (const c of prefix) h = (h * 31 + c.charCodeAt(0)) >>> 0;
