@@ -29,7 +29,7 @@ bundle() {
   # Everything the GPU machine runs (not the NumPy conformance runner: it needs this machine's
   # Python environment and runs on the fake device anyway).
   local targets="tessera-scheduler tessera-worker tessera-cuda-worker tessera_cuda tessera_tests"
-  targets+=" tessera_fake_nvml_2 tessera_fake_nvml_0 tessera_fake_nvml_fail tessera_cuda_worker_tasks"
+  targets+=" tessera_fake_nvml_2 tessera_fake_nvml_0 tessera_fake_nvml_fail tessera_fake_nvml_old tessera_cuda_worker_tasks"
   targets+=" seed_array gpu_arrays transfer philox_limit"
   targets+=" tessera_example_tasks seed_workload distributed_submit dataframe_taxi dataframe_timeseries test_gpu gpu_trials mixed_pipeline cuda_kernel tessera_fake_gpu"
   TESSERA_BUILD_TARGETS="$targets" TESSERA_BUILD_DIR="$build" bash scripts/build.sh -DTESSERA_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="90-real;90-virtual"

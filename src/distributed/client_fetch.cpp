@@ -95,6 +95,7 @@ std::vector<Value> ClientImpl::fetch(const std::vector<Key>& want, std::uint64_t
         std::vector<Key> ks;
         for (auto i : idx) ks.push_back(want[i]);
         req.set("keys", ks);
+        req.set(wire::kGetDataClient, id);  // the worker shows the reply in the task stream
         wc->rpc.request(wc->comm, std::move(req), [p](const comm::Message* r, std::exception_ptr e) {
           if (e) p->set_exception(e);
           else p->set_value(*r);
@@ -157,6 +158,7 @@ void ClientImpl::prefetch(const Key& key, const std::string& worker) {
   }
   comm::Message req(wire::kGetData);
   req.set("keys", std::vector<Key>{key});
+  req.set(wire::kGetDataClient, id);
   std::weak_ptr<ClientImpl> weak = shared_from_this();
   wc->rpc.request(wc->comm, std::move(req), [weak, key](const comm::Message* r, std::exception_ptr e) {
     auto self = weak.lock();

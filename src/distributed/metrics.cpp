@@ -9,6 +9,7 @@
 #include <cmath>
 #include <map>
 #include <string_view>
+#include <utility>
 #include <unordered_map>
 #include <nlohmann/json.hpp>
 
@@ -61,10 +62,15 @@ std::vector<std::pair<std::string, double>> as_doubles(const std::vector<std::pa
 
 // NVML's figures; absent (not zero) where there is no NVML or no GPU.
 nlohmann::json usage_gpu_json(const ProcessUsage& u) {
-  return {{"name", u.gpu_name},
-          {"utilization", u.gpu_utilization},
-          {"memory_used", u.gpu_memory_used},
-          {"memory_total", u.gpu_memory_total}};
+  nlohmann::json j = {{"name", u.gpu_name},
+                      {"utilization", u.gpu_utilization},
+                      {"memory_used", u.gpu_memory_used},
+                      {"memory_total", u.gpu_memory_total}};
+  // Throughput in bytes per second, each only where NVML gave it.
+  for (const auto& [name, value] : {std::pair{"pcie_tx", u.gpu_pcie_tx}, std::pair{"pcie_rx", u.gpu_pcie_rx},
+                                    std::pair{"nvlink_tx", u.gpu_nvlink_tx}, std::pair{"nvlink_rx", u.gpu_nvlink_rx}})
+    if (value >= 0) j[name] = value;
+  return j;
 }
 
 }  // namespace
@@ -116,6 +122,19 @@ std::string worker_metrics_text(const WorkerSnapshot& s) {
             static_cast<double>(s.usage.gpu_memory_used));
     m.gauge("tessera_gpu_memory_total_bytes", "GPU memory on the device (NVML)",
             static_cast<double>(s.usage.gpu_memory_total));
+    // NVDashboard's throughput figures; each only where this driver and GPU give it.
+    if (s.usage.gpu_pcie_tx >= 0)
+      m.gauge("tessera_gpu_pcie_tx_bytes_per_second", "PCIe bytes per second sent by the GPU (NVML)",
+              s.usage.gpu_pcie_tx);
+    if (s.usage.gpu_pcie_rx >= 0)
+      m.gauge("tessera_gpu_pcie_rx_bytes_per_second", "PCIe bytes per second received by the GPU (NVML)",
+              s.usage.gpu_pcie_rx);
+    if (s.usage.gpu_nvlink_tx >= 0)
+      m.gauge("tessera_gpu_nvlink_tx_bytes_per_second", "NVLink data bytes per second sent, all links (NVML)",
+              s.usage.gpu_nvlink_tx);
+    if (s.usage.gpu_nvlink_rx >= 0)
+      m.gauge("tessera_gpu_nvlink_rx_bytes_per_second", "NVLink data bytes per second received, all links (NVML)",
+              s.usage.gpu_nvlink_rx);
   }
   m.gauge("tessera_worker_memory_limit_bytes", "Bytes of results held in memory before spilling (0: no limit)",
           static_cast<double>(s.memory_limit));

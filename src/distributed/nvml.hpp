@@ -1,13 +1,15 @@
 #pragma once
 /**
  * @file GPU figures from NVIDIA's management library (NVML) for the dashboards: name,
- * utilisation, memory used and total. libnvidia-ml.so.1 comes with the driver, not with the
+ * utilisation, memory used and total, PCIe and NVLink throughput (NVDashboard's figures). libnvidia-ml.so.1 comes with the driver, not with the
  * CUDA toolkit, so it is opened with dlopen at run time: no build and no machine without the
  * driver needs it, and without it every query answers "nothing" (the dashboards then leave
  * the GPU fields out). Private to libtessera.
  */
 #include <cstddef>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -19,6 +21,10 @@ struct GpuUsage {
   int utilization = 0;            ///< percent of the last sample period a kernel ran
   std::size_t memory_used = 0;    ///< bytes
   std::size_t memory_total = 0;   ///< bytes
+  /// Bytes per second; -1 where NVML cannot say (a driver without the function, NOT_SUPPORTED,
+  /// and for NVLink the first reading, whose counters give no rate yet).
+  double pcie_tx = -1, pcie_rx = -1;      ///< PCIe, sent / received by the GPU (NVML samples 20 ms)
+  double nvlink_tx = -1, nvlink_rx = -1;  ///< data over all NVLinks since the previous reading
 };
 
 /**
@@ -39,13 +45,23 @@ class Nvml {
 
   /** @brief GPUs the driver sees. */
   unsigned device_count() const;
-  /** @brief The GPU with this UUID ("GPU-5e3f..."), or, when empty or unknown, index `index`; nullopt when none. */
+  /**
+   * @brief The GPU with this UUID ("GPU-5e3f..."), or, when empty or unknown, index `index`;
+   * nullopt when none. NVLink's rates are between this call and the previous one for the GPU.
+   */
   std::optional<GpuUsage> usage(const std::string& uuid, unsigned index = 0) const;
 
  private:
   struct Api;
+  struct NvlinkReading {  // NVLink's cumulative counters (KiB) at NVML's timestamp (us)
+    long long at_us = 0;
+    double tx_kib = 0, rx_kib = 0;
+  };
   explicit Nvml(std::unique_ptr<Api> api);
+  void read_nvlink(void* device, GpuUsage& u) const;
   std::unique_ptr<Api> api_;
+  mutable std::mutex nvlink_mu_;
+  mutable std::map<void*, NvlinkReading> nvlink_last_;  // by device handle
 };
 
 /**

@@ -8,23 +8,31 @@
 namespace tessera::distributed {
 namespace {
 
-// Calls on_count(done) every `dt` until every future is done; true when one did not finish
-// (erred, cancelled). Futures finish in any order: the done ones are counted each round rather
-// than waited on in turn. Their states are local (the scheduler pushes them): a round sends nothing.
-bool count_until_done(const std::vector<Future>& futures, double dt, const std::function<void(std::size_t)>& on_count) {
+// Calls on_count(finished, erred) every `dt` until every future is done; true when one did not
+// finish (erred, cancelled: both counted as erred). Futures finish in any order: the done ones
+// are counted each round rather than waited on in turn. Their states are local (the scheduler
+// pushes them): a round sends nothing.
+bool count_until_done(const std::vector<Future>& futures, double dt,
+                      const std::function<void(std::size_t, std::size_t)>& on_count) {
   const auto pause = std::chrono::duration<double>(std::min(dt, 0.05));
-  std::size_t first_pending = 0;  // futures before it are done
+  const auto erred = [](const Future& f) {
+    const FutureStatus s = f.status();
+    return s == FutureStatus::Error || s == FutureStatus::Cancelled;
+  };
+  std::size_t first_pending = 0, erred_before = 0;  // futures before first_pending are done
   while (true) {
-    while (first_pending < futures.size() && futures[first_pending].done()) ++first_pending;
-    std::size_t done = first_pending;
-    for (std::size_t i = first_pending; i < futures.size(); ++i) done += futures[i].done() ? 1 : 0;
-    on_count(done);
-    if (done == futures.size()) break;
+    for (; first_pending < futures.size() && futures[first_pending].done(); ++first_pending)
+      erred_before += erred(futures[first_pending]) ? 1 : 0;
+    std::size_t done = first_pending, failed = erred_before;
+    for (std::size_t i = first_pending; i < futures.size(); ++i) {
+      if (!futures[i].done()) continue;
+      ++done;
+      failed += erred(futures[i]) ? 1 : 0;
+    }
+    on_count(done - failed, failed);
+    if (done == futures.size()) return failed > 0;
     std::this_thread::sleep_for(pause);
   }
-  bool failed = false;
-  for (const auto& f : futures) failed = failed || f.status() != FutureStatus::Finished;
-  return failed;
 }
 
 }  // namespace
@@ -32,7 +40,10 @@ bool count_until_done(const std::vector<Future>& futures, double dt, const std::
 void progress(const std::vector<Future>& futures, ProgressBarOptions options) {
   ProgressDisplay display(options);
   display.start(futures.size());
-  display.finish(count_until_done(futures, options.dt, [&](std::size_t done) { display.set_done(done); }));
+  display.finish(count_until_done(futures, options.dt, [&](std::size_t finished, std::size_t erred) {
+    display.set_done(finished);
+    display.set_erred(erred);
+  }));
 }
 
 std::vector<Future> progress(Client& client, const Array& array, ProgressBarOptions options) {
@@ -45,9 +56,10 @@ std::vector<Future> progress(Client& client, const Array& array, ProgressBarOpti
 
 void report_progress(const std::vector<Future>& futures, ExecutionObserver& observer, double dt) {
   observer.run_started(futures.size());
-  std::size_t reported = 0;
-  const bool failed = count_until_done(futures, dt, [&](std::size_t done) {
-    for (; reported < done; ++reported) observer.task_finished();
+  std::size_t reported = 0, reported_erred = 0;
+  const bool failed = count_until_done(futures, dt, [&](std::size_t finished, std::size_t erred) {
+    for (; reported < finished; ++reported) observer.task_finished();
+    for (; reported_erred < erred; ++reported_erred) observer.task_erred();
   });
   observer.run_finished(failed);
 }

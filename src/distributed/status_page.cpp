@@ -39,7 +39,7 @@ th { background: #f0f0f0; } td:first-child, th:first-child { text-align: left; }
 <h2>Workers</h2>
 <table id="workers"><thead><tr><th>address</th><th>name</th><th>threads</th><th>running</th><th>managed</th>
 <th>spilled</th><th>limit</th><th>process</th><th>CPU</th><th>received</th><th>sent</th><th>GPU</th><th>GPU use</th>
-<th>GPU memory</th></tr></thead><tbody></tbody></table>
+<th>GPU memory</th><th>PCIe tx / rx</th><th>NVLink tx / rx</th></tr></thead><tbody></tbody></table>
 <script>
 "use strict";
 const WINDOW_S = 20;          // seconds of task stream shown at most
@@ -47,7 +47,7 @@ const KEEP = 10000;           // bars kept in the page (older ones thinned out p
 let since = 0, bars = [], uptime = 0, rate = [], finishedSeen = null;
 const colours = {};
 function colour(prefix) {
-  if (prefix === "transfer") return "#d62728";  // fetches from peers: red, as in Dask's task stream
+  if (prefix === "transfer") return "#d62728";  // fetches from peers and by clients: red, as in Dask's task stream
   if (!colours[prefix]) {
     let h = 0;
     for (const c of prefix) h = (h * 31 + c.charCodeAt(0)) >>> 0;
@@ -60,6 +60,12 @@ function bytes(n) {
   const u = ["B", "KiB", "MiB", "GiB", "TiB"]; let i = 0;
   while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
   return n.toFixed(i ? 1 : 0) + " " + u[i];
+}
+// NVML's throughput pair, bytes per second; a side NVML did not give is left out, not zero.
+function rates(tx, rx) {
+  if (tx === undefined && rx === undefined) return "";
+  const one = v => v === undefined ? "-" : bytes(v) + "/s";
+  return one(tx) + " / " + one(rx);
 }
 function cell(row, text) { const td = document.createElement("td"); td.textContent = text; row.appendChild(td); return td; }
 async function json(path) {
@@ -90,6 +96,8 @@ function showWorkers(w) {
     cell(tr, n ? n.utilization + " %" : "");
     cell(tr, n ? bytes(n.memory_used) + " / " + bytes(n.memory_total)
                : g ? bytes(x.device_memory) + " / " + bytes(g.total_memory) : "");
+    cell(tr, n ? rates(n.pcie_tx, n.pcie_rx) : "").className = "pcie";
+    cell(tr, n ? rates(n.nvlink_tx, n.nvlink_rx) : "").className = "nvlink";
     body.appendChild(tr);
   }
   document.getElementById("n-workers").textContent = w.num_workers;

@@ -49,7 +49,8 @@ void serialize(A& ar, AddWorker& e) {
 }
 template <class A>
 void serialize(A& ar, ProcessUsage& u) {
-  ar(u.cpu, u.rss, u.gpu_name, u.gpu_utilization, u.gpu_memory_used, u.gpu_memory_total);
+  ar(u.cpu, u.rss, u.gpu_name, u.gpu_utilization, u.gpu_memory_used, u.gpu_memory_total, u.gpu_pcie_tx, u.gpu_pcie_rx,
+     u.gpu_nvlink_tx, u.gpu_nvlink_rx);
 }
 template <class A>
 void serialize(A& ar, Heartbeat& e) {
@@ -242,8 +243,9 @@ struct KeyReady {
 };
 
 /**
- * @brief Worker -> scheduler: a fetch from a peer completed (for the task stream only; the state
- * machine learns the keys from AddKeys). Times on the worker's clock.
+ * @brief Worker -> scheduler: a fetch from a peer completed, or a get-data reply to a client was
+ * sent (peer: the client's id; kGetDataClient). For the task stream only; the state machine
+ * learns the keys from AddKeys. Times on the worker's clock.
  */
 struct TransferDone {
   std::string worker;  ///< stamped by the scheduler
@@ -294,6 +296,12 @@ void put_values(comm::Message& m, const std::vector<Value>& values,
  * blocks, so a server whose comm sends device frames skips its own copy to host (docs/gpu.md).
  */
 inline constexpr const char* kTakesDeviceBlocks = "device";
+/**
+ * @brief Key of a get-data request from a client: its id. The serving worker reports the reply
+ * as a TransferDone with the client as the peer, a transfer bar in the task stream on its own
+ * row; requests without it (a peer's, or an older client's) are reported by the fetching side.
+ */
+inline constexpr const char* kGetDataClient = "client";
 /** @brief The values put_values stored (Blocks over the received frames, no copy). */
 std::vector<Value> get_values(const comm::Message& m);
 

@@ -153,6 +153,10 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
         u.gpu_utilization = g->utilization;
         u.gpu_memory_used = g->memory_used;
         u.gpu_memory_total = g->memory_total;
+        u.gpu_pcie_tx = g->pcie_tx;
+        u.gpu_pcie_rx = g->pcie_rx;
+        u.gpu_nvlink_tx = g->nvlink_tx;
+        u.gpu_nvlink_rx = g->nvlink_rx;
       }
     std::lock_guard lock(usage_mu);
     usage = u;
@@ -291,6 +295,18 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
   bool more_work_queued() {
     std::lock_guard q(qmu);
     return !queue.empty();
+  }
+  // Queues an event for the scheduler off the state machine (no step); the flusher sends it with
+  // whatever else is reported within kBatchWindow.
+  void report_later(wire::WorkerToScheduler e) {
+    std::lock_guard lock(mu);
+    if (!scheduler) return;
+    if (outbox.empty()) outbox_since = now();
+    outbox.push_back(std::move(e));
+    if (!flush_armed) {
+      flush_armed = true;
+      fcv.notify_one();
+    }
   }
   void send_outbox() {  // under mu
     scheduler->send(wire::batch_message(wire::kWorkerEvents, outbox), nullptr);
@@ -582,6 +598,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
   void serve(const std::shared_ptr<comm::Comm>& c, const comm::Message& m) {
     try {
       if (m.op == wire::kGetData) {
+        const double asked = now();  // a client's transfer bar starts here
         auto keys = m.get<std::vector<Key>>("keys");
         std::vector<Key> found;
         std::vector<Value> values;
@@ -592,13 +609,27 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
           }
         served_keys += found.size();
         served_requests++;
-        for (const auto& v : values) served_bytes += v.nbytes();
+        std::size_t nbytes = 0;
+        for (const auto& v : values) nbytes += v.nbytes();
+        served_bytes += nbytes;
         comm::Message reply = make_reply(m);
         reply.set("keys", found);
         const bool device_frames = m.has(wire::kTakesDeviceBlocks) && m.get<bool>(wire::kTakesDeviceBlocks) &&
                                    c->sends_device_frames();
         wire::put_values(reply, values, device_frames ? wire::DeviceBlocks::AsIs : wire::DeviceBlocks::ToHost);
-        c->send(std::move(reply), nullptr);
+        if (!m.has(wire::kGetDataClient)) {
+          c->send(std::move(reply), nullptr);  // a peer's fetch: the peer reports it (TransferDone)
+          return;
+        }
+        // A client's fetch: a transfer bar on this worker's row, from the request to the reply
+        // written; it goes with whatever else this worker reports within the batch window.
+        std::weak_ptr<Impl> weak = shared_from_this();
+        c->send(std::move(reply), [weak, client = m.get<std::string>(wire::kGetDataClient), nkeys = found.size(),
+                                   nbytes, asked](std::exception_ptr err) {
+          auto self = weak.lock();
+          if (err || !self) return;
+          self->report_later(wire::TransferDone{{}, client, nkeys, nbytes, asked, self->now()});
+        });
       } else if (m.op == wire::kRun) {
         auto op = m.get<std::string>("op");
         auto args = wire::get_values(m);

@@ -33,6 +33,7 @@ th { background: #f0f0f0; } td:first-child, th:first-child { text-align: left; }
 <tr><th>received / sent</th><td id="w-transfers"></td></tr>
 <tr><th>GPU</th><td id="w-gpu"></td></tr>
 <tr><th>GPU use / memory</th><td><span class="meter"><span id="w-gpu-bar"></span></span> <span id="w-gpu-memory"></span></td></tr>
+<tr><th>GPU PCIe / NVLink (tx / rx)</th><td id="w-gpu-links"></td></tr>
 <tr><th>uptime</th><td id="w-uptime"></td></tr>
 </table>
 <span id="error"></span>
@@ -66,6 +67,8 @@ function show(w) {
   set("w-gpu", g ? g.name : "none (no GPU, or no NVML)");
   set("w-gpu-memory", g ? g.utilization + " %, " + bytes(g.memory_used) + " / " + bytes(g.memory_total) : "");
   document.getElementById("w-gpu-bar").style.width = (g ? g.utilization : 0) + "%";
+  const rate = v => v === undefined ? "-" : bytes(v) + "/s";
+  set("w-gpu-links", g ? "PCIe " + rate(g.pcie_tx) + " / " + rate(g.pcie_rx) + ", NVLink " + rate(g.nvlink_tx) + " / " + rate(g.nvlink_rx) : "");
   set("w-uptime", w.uptime.toFixed(1) + " s");
   const running = document.querySelector("#w-running tbody"); running.textContent = "";
   w.running.forEach((t, i) => row(running, "running-row", [i, t.prefix, t.key]));

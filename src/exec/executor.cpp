@@ -140,7 +140,7 @@ struct Run {
   }
 
   void fail(std::exception_ptr e) {
-    if (observer) observer->task_finished();
+    if (observer) observer->task_erred();
     if (!failed) {
       failed = true;
       error = std::move(e);

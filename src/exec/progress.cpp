@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -35,6 +36,10 @@ class BarObserver final : public ExecutionObserver {
   void task_finished() override {
     std::lock_guard l(mu_);
     if (display_) display_->add_done();
+  }
+  void task_erred() override {
+    std::lock_guard l(mu_);
+    if (display_) display_->add_erred();
   }
   void run_finished(bool failed) override {
     std::lock_guard l(mu_);
@@ -73,6 +78,30 @@ std::string progress_bar_line(double fraction, double elapsed_s, int width) {
   return line + tail;
 }
 
+std::string progress_bar_line(std::size_t done, std::size_t erred, std::size_t total, double elapsed_s, int width) {
+  if (erred == 0 || total == 0) {
+    return progress_bar_line(total == 0 ? 1.0 : static_cast<double>(done) / static_cast<double>(total), elapsed_s,
+                             width);
+  }
+  width = std::max(1, width);
+  done = std::min(done, total);
+  erred = std::min(erred, total - done);
+  const auto cells = [&](std::size_t n) {
+    return static_cast<int>(std::floor(static_cast<double>(n) / static_cast<double>(total) * width));
+  };
+  const int filled = cells(done);
+  // At least one 'X' while anything erred (one failure in 10,000 must still show), never past the end.
+  const int failed = std::min(width - filled, std::max(1, cells(done + erred) - filled));
+  std::string line = "[" + std::string(static_cast<std::size_t>(filled), '#') +
+                     std::string(static_cast<std::size_t>(failed), 'X') +
+                     std::string(static_cast<std::size_t>(width - filled - failed), ' ') + "] | ";
+  char tail[96];
+  std::snprintf(tail, sizeof tail, "%3d%% Completed | %zu erred | %4.1fs",
+                static_cast<int>(std::floor(static_cast<double>(done) / static_cast<double>(total) * 100)), erred,
+                elapsed_s);
+  return line + tail;
+}
+
 ProgressDisplay::ProgressDisplay(ProgressBarOptions options) : opt_(options) {}
 
 ProgressDisplay::~ProgressDisplay() {
@@ -89,6 +118,7 @@ void ProgressDisplay::start(std::size_t total) {
   if (running_ || thread_.joinable()) return;  // one bar per display: its thread starts once
   total_ = total;
   done_ = 0;
+  erred_ = 0;
   started_ = std::chrono::steady_clock::now();
   running_ = true;
   thread_ = std::thread([this] { loop(); });
@@ -107,8 +137,7 @@ void ProgressDisplay::draw(bool final_line) {
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   if (!shown_ && elapsed < opt_.minimum) return;
   const std::size_t total = total_.load(), done = std::min(done_.load(), total);
-  const double fraction = total == 0 ? 1.0 : static_cast<double>(done) / static_cast<double>(total);
-  write_all(opt_.fd, "\r" + progress_bar_line(fraction, elapsed, opt_.width) + (final_line ? "\n" : ""));
+  write_all(opt_.fd, "\r" + progress_bar_line(done, erred_.load(), total, elapsed, opt_.width) + (final_line ? "\n" : ""));
   shown_ = true;
 }
 
@@ -121,7 +150,10 @@ void ProgressDisplay::finish(bool failed) {
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   std::lock_guard l(mu_);
-  if (!failed) done_ = total_.load();  // a finished run is 100%, whatever was counted
+  if (!failed) {  // a finished run is 100%, whatever was counted
+    done_ = total_.load();
+    erred_ = 0;
+  }
   draw(true);
 }
 

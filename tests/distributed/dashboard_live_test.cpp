@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <thread>
@@ -13,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "../support/fake_device.hpp"
 #include "cluster_fixture.hpp"
 #include "distributed/dashboard.hpp"
 #include "distributed/http_server.hpp"
@@ -190,6 +192,7 @@ TEST(DashboardEvents, PushChangingProgressBarsAndFiguresWhileAComputationRuns) {
     best_rate = std::max(best_rate, j["progress"]["tasks_per_second"].get<double>());
     const auto& st = j["stream"];
     for (const auto& b : st["bars"]) {
+      if (st["prefixes"][b[4].get<std::size_t>()] == "transfer") continue;  // result() fetching a result
       bar_workers.insert(st["workers"][b[0].get<std::size_t>()].get<std::string>());
       EXPECT_EQ(st["prefixes"][b[4].get<std::size_t>()], "dashboard_live_test.nap");
       EXPECT_LE(b[2].get<double>(), b[3].get<double>()) << "start before stop";
@@ -313,6 +316,11 @@ TEST(Nvml, WithoutTheLibraryThereAreNoFiguresAndNoFields) {
   EXPECT_NE(with.find("tessera_gpu_utilization 40"), std::string::npos) << with;
   EXPECT_NE(with.find("tessera_gpu_memory_used_bytes 1048576"), std::string::npos) << with;
   EXPECT_NE(with.find("tessera_gpu_memory_total_bytes 1073741824"), std::string::npos) << with;
+  EXPECT_EQ(with.find("_bytes_per_second"), std::string::npos) << "throughput NVML did not give is absent: " << with;
+  EXPECT_EQ(nlohmann::json::parse(worker_status_json(w))["gpu"].count("pcie_tx"), 0u);
+  w.usage.gpu_pcie_rx = 0;  // known and zero: shown, unlike unknown
+  EXPECT_NE(worker_metrics_text(w).find("tessera_gpu_pcie_rx_bytes_per_second 0"), std::string::npos);
+  EXPECT_EQ(worker_metrics_text(w).find("tessera_gpu_pcie_tx_bytes_per_second"), std::string::npos);
   EXPECT_EQ(nlohmann::json::parse(worker_status_json(w))["gpu"]["name"], "Test GPU");
 }
 
@@ -336,6 +344,96 @@ TEST(Nvml, ReadsEachGpuByItsUuidFromAStandIn) {
   ASSERT_TRUE(unknown.has_value()) << "an unknown UUID falls back to the index";
   EXPECT_EQ(unknown->name, "Fake GPU 0");
   EXPECT_FALSE(nvml->usage("", 5).has_value()) << "no GPU 5";
+
+  // Throughput: PCIe as NVML gives it (KiB/s, here in bytes/s); NVLink from its counters' growth
+  // between two readings, so absent at the first; GPU 1 has no NVLink (NOT_SUPPORTED): absent.
+  // A fresh handle: readings (above: GPU 0 by index) are kept per handle and GPU.
+  nvml = Nvml::open(two);
+  ASSERT_NE(nvml, nullptr);
+  auto first = nvml->usage("GPU-00000000-0000-0000-0000-000000000000");
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->pcie_tx, 1024.0 * 3000);
+  EXPECT_EQ(first->pcie_rx, 1024.0 * 2000);
+  EXPECT_EQ(first->nvlink_tx, -1) << "one reading gives no rate";
+  auto next = nvml->usage("GPU-00000000-0000-0000-0000-000000000000");
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->nvlink_tx, 8.0 * 1024 * 1024) << "4096 KiB in 0.5 s";
+  EXPECT_EQ(next->nvlink_rx, 2.0 * 1024 * 1024) << "1024 KiB in 0.5 s";
+  for (int i = 0; i < 2; ++i) {
+    auto one = nvml->usage("GPU-00000000-0000-0000-0000-000000000001");
+    ASSERT_TRUE(one.has_value());
+    EXPECT_EQ(one->pcie_tx, 1024.0 * 3001);
+    EXPECT_EQ(one->nvlink_tx, -1) << "NOT_SUPPORTED: absent, not zero";
+    EXPECT_EQ(one->nvlink_rx, -1);
+  }
+  // A driver without nvmlDeviceGetPcieThroughput / nvmlDeviceGetFieldValues: the rest still works.
+  const std::string old_driver = (dir / "libtessera_fake_nvml_old.so").string();
+  if (!std::filesystem::exists(old_driver)) GTEST_SKIP() << old_driver << " is not built";
+  auto old = Nvml::open(old_driver);
+  ASSERT_NE(old, nullptr) << "the throughput functions are optional";
+  for (int i = 0; i < 2; ++i) {
+    auto u = old->usage("", 0);
+    ASSERT_TRUE(u.has_value());
+    EXPECT_EQ(u->name, "Fake GPU 0");
+    EXPECT_EQ(u->pcie_tx, -1);
+    EXPECT_EQ(u->pcie_rx, -1);
+    EXPECT_EQ(u->nvlink_tx, -1);
+    EXPECT_EQ(u->nvlink_rx, -1);
+  }
+}
+
+// NVDashboard's figures end to end: a GPU worker (the fake device, tests/support) whose NVML is
+// the stand-in reports PCIe and NVLink throughput with its heartbeat; the scheduler's
+// /api/v1/workers and the worker's own /metrics and /api/v1/worker show exactly those figures.
+TEST(Nvml, AGpuWorkersThroughputReachesTheApiAndMetrics) {
+  const auto dir = std::filesystem::read_symlink("/proc/self/exe").parent_path();
+  const std::string two = (dir / "libtessera_fake_nvml_2.so").string();
+  if (!std::filesystem::exists(two)) GTEST_SKIP() << two << " is not built";
+  tessera_test::ScopedEnv nvml_library("TESSERA_NVML_LIBRARY", two);  // before any worker thread reads it
+  tessera_test::ScopedFakeDevice fake;  // the worker's GPU 0: the stand-in NVML's GPU 0 by UUID
+  SchedulerOptions so;
+  so.address = "tcp://127.0.0.1:0";
+  so.dashboard_address = ":0";
+  Scheduler sched(so);
+  WorkerOptions wo;
+  wo.scheduler_address = sched.address();
+  wo.name = "nvml-gpu";
+  wo.heartbeat_interval = 0.1;
+  wo.dashboard_address = ":0";
+  Worker worker(wo);
+  const int port = port_of(sched.dashboard_url());
+  const int wport = port_of(worker.dashboard_url());
+
+  nlohmann::json gpu;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto j = nlohmann::json::parse(http_get(port, "/api/v1/workers").body);
+        if (j["workers"].size() != 1 || !j["workers"][0].contains("gpu")) return false;
+        gpu = j["workers"][0]["gpu"];
+        return gpu.contains("nvlink_tx");  // from the second heartbeat on
+      },
+      10, 50))
+      << gpu.dump();
+  EXPECT_EQ(gpu["name"], "Fake GPU 0");
+  EXPECT_EQ(gpu["utilization"], 40);
+  EXPECT_EQ(gpu["pcie_tx"].get<double>(), 3072000.0);
+  EXPECT_EQ(gpu["pcie_rx"].get<double>(), 2048000.0);
+  EXPECT_EQ(gpu["nvlink_tx"].get<double>(), 8388608.0);
+  EXPECT_EQ(gpu["nvlink_rx"].get<double>(), 2097152.0);
+
+  auto own = nlohmann::json::parse(http_get(wport, "/api/v1/worker").body);
+  ASSERT_TRUE(own.contains("gpu")) << own.dump();
+  EXPECT_EQ(own["gpu"]["pcie_tx"].get<double>(), 3072000.0);
+  const std::string metrics = http_get(wport, "/metrics").body;
+  for (const char* line : {"tessera_gpu_pcie_tx_bytes_per_second 3072000", "tessera_gpu_pcie_rx_bytes_per_second 2048000",
+                           "tessera_gpu_nvlink_tx_bytes_per_second 8388608",
+                           "tessera_gpu_nvlink_rx_bytes_per_second 2097152", "tessera_gpu_utilization 40"})
+    EXPECT_NE(metrics.find(std::string("\n") + line + "\n"), std::string::npos) << line << " in\n" << metrics;
+  // The scheduler's page has the columns its script fills from these fields.
+  const std::string page = http_get(port, "/status").body;
+  EXPECT_NE(page.find("<th>PCIe tx / rx</th>"), std::string::npos);
+  EXPECT_NE(page.find("<th>NVLink tx / rx</th>"), std::string::npos);
+  worker.close();
 }
 
 // Checked on a machine with NVIDIA's driver: the figures of GPU 0 agree with discovery's.
@@ -359,6 +457,16 @@ TEST(Nvml, ReportsTheGpuOfAMachineWithTheDriver) {
   auto shared = gpu_usage(found.gpus[0].uuid);
   ASSERT_TRUE(shared.has_value()) << "the dashboards' NVML opens too";
   EXPECT_EQ(shared->name, u->name);
+  // Throughput where this driver and board give it (NVLink needs two readings): a rate, not
+  // garbage; printed so a GPU run shows what the driver answered.
+  auto again = nvml->usage(found.gpus[0].uuid);
+  ASSERT_TRUE(again.has_value());
+  for (double rate : {again->pcie_tx, again->pcie_rx, again->nvlink_tx, again->nvlink_rx}) {
+    EXPECT_GE(rate, -1.0);
+    EXPECT_LT(rate, 4e12) << "bytes per second beyond any link";
+  }
+  std::printf("NVML on %s: PCIe tx %.0f rx %.0f, NVLink tx %.0f rx %.0f bytes/s (-1: not given)\n", u->name.c_str(),
+              again->pcie_tx, again->pcie_rx, again->nvlink_tx, again->nvlink_rx);
 }
 
 TEST(ProcessCpu, ParsesProcStatAndSeesABusyThread) {

@@ -37,6 +37,25 @@ std::int64_t ts_nap(std::int64_t x) {
 TESSERA_REGISTER_FUNCTION_AS("task_stream_test.nap", ts_nap);
 std::int64_t ts_add(std::int64_t a, std::int64_t b) { return a + b; }
 TESSERA_REGISTER_FUNCTION_AS("task_stream_test.add", ts_add);
+// A block of n doubles (n * 8 bytes): results whose size the task stream must report.
+Block ts_block(std::int64_t n) {
+  return Block::from_values(std::vector<double>(static_cast<std::size_t>(n), 1.0), {n});
+}
+TESSERA_REGISTER_FUNCTION_AS("task_stream_test.block", ts_block);
+// Raises for multiples of 3 after its nap: some futures of a map err, the rest finish.
+std::int64_t ts_nap_or_raise(std::int64_t x) {
+  std::this_thread::sleep_for(20ms);
+  if (x % 3 == 0) throw std::runtime_error("task_stream_test.nap_or_raise: " + std::to_string(x));
+  return x;
+}
+TESSERA_REGISTER_FUNCTION_AS("task_stream_test.nap_or_raise", ts_nap_or_raise);
+
+std::string read_all(int fd) {
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
+  return out;
+}
 
 // A scheduler serving its dashboard and two in-process workers of `threads` threads each.
 struct StreamCluster {
@@ -257,6 +276,7 @@ TEST(TaskStreamCluster, ShowsTransfersBetweenWorkers) {
       EXPECT_GE(e.thread, 0);
       continue;
     }
+    if (e.key == client.id()) continue;  // the gathers: results sent to this client (below)
     ++transfers;
     EXPECT_EQ(e.thread, -1) << "a transfer is not on an execution thread";
     EXPECT_TRUE(addresses.count(e.key)) << "the key of a transfer is the peer: " << e.key;
@@ -281,6 +301,97 @@ TEST(TaskStreamCluster, ShowsTransfersBetweenWorkers) {
       << "received " << received << ", sent " << sent;
   std::string html = performance_report_html(client.get_task_stream(before), "transfers", 1);
   EXPECT_NE(html.find("transfers</text>"), std::string::npos) << "a row for each worker's transfers";
+}
+
+// A client's gather: each get-data reply a worker sends it is a transfer bar on that worker's
+// transfer row (thread -1), the client's id as the key, with the bytes of the results it carried.
+TEST(TaskStreamCluster, ShowsResultsFetchedByTheClient) {
+  StreamCluster cluster(2);
+  Client client(cluster.sched->address(), tessera_test::client_options());
+  ASSERT_TRUE(client.wait_for_workers(2, 10s));
+  std::set<std::string> addresses;
+  for (const auto& w : cluster.workers) addresses.insert(w->address());
+  const std::uint64_t before = client.task_stream_position();
+  constexpr std::size_t kResults = 16;
+  std::vector<TypedFuture<Block>> fs;
+  for (std::size_t i = 0; i < kResults; ++i)  // 8 KiB each, every one a different size
+    fs.push_back(client.submit(ts_block, static_cast<std::int64_t>(1024 + i)));
+  ASSERT_TRUE(wait(std::vector<Future>(fs.begin(), fs.end()), 30s));
+  // The tasks' own bars first: the clock shift of each worker settles, and what they made.
+  std::map<std::string, double> last_stop;  // per worker
+  std::size_t result_bytes = 0;
+  for (const auto& e : client.get_task_stream(before)) {
+    ASSERT_NE(e.prefix, "transfer") << "nothing was fetched yet: " << e.key;
+    last_stop[e.worker] = std::max(last_stop[e.worker], e.stop);
+    result_bytes += e.nbytes;
+  }
+  ASSERT_EQ(result_bytes, (1024 * kResults + kResults * (kResults - 1) / 2) * sizeof(double));
+  const std::uint64_t after_tasks = client.task_stream_position();
+
+  auto blocks = client.gather(fs);
+  ASSERT_EQ(blocks.size(), kResults);
+  std::vector<TaskStreamEntry> bars;
+  std::size_t bar_bytes = 0;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        bars.clear();
+        bar_bytes = 0;
+        for (auto& e : client.get_task_stream(after_tasks))
+          if (e.prefix == "transfer" && e.key == client.id()) {
+            bar_bytes += e.nbytes;
+            bars.push_back(e);
+          }
+        return bar_bytes >= result_bytes;
+      },
+      5, 20))
+      << bars.size() << " bars, " << bar_bytes << " of " << result_bytes << " bytes";
+  EXPECT_EQ(bar_bytes, result_bytes) << "every result sent once, its bytes in a bar";
+  EXPECT_GE(bars.size(), last_stop.size()) << "at least one reply from each worker that ran tasks";
+  EXPECT_LE(bars.size(), kResults) << "one bar per reply, a reply carrying one or more results";
+  for (const auto& e : bars) {
+    EXPECT_TRUE(addresses.count(e.worker)) << "on the serving worker's row: " << e.worker;
+    EXPECT_EQ(e.thread, -1) << "the transfer row, not an execution thread";
+    EXPECT_GT(e.nbytes, 0u);
+    EXPECT_GE(e.stop, e.start);
+    EXPECT_LT(e.stop - e.start, 5.0);
+    EXPECT_GE(e.start, last_stop[e.worker] - 1e-6) << "sent after the worker computed it";
+  }
+}
+
+// progress() over futures of which some erred: the erred share apart ('X'), "N erred", and no
+// clean "100% Completed" at the end; a ProgressBar fed by report_progress says the same.
+TEST(TaskStreamCluster, ProgressShowsErredFutures) {
+  StreamCluster cluster(2);
+  Client client(cluster.sched->address(), tessera_test::client_options());
+  ASSERT_TRUE(client.wait_for_workers(2, 10s));
+  std::vector<std::int64_t> xs(12);  // 0, 3, 6, 9 raise: 8 finish, 4 err
+  for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<std::int64_t>(i);
+  auto fs = client.map(ts_nap_or_raise, xs);
+  std::vector<Future> futures(fs.begin(), fs.end());
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  ProgressBarOptions po;
+  po.fd = pipe_fds[1];
+  po.width = 12;
+  progress(futures, po);
+  {
+    ProgressBar bar(po);  // through an ExecutionObserver: task_finished / task_erred per future
+    report_progress(futures, *execution_observer(), 0.01);
+  }
+  ::close(pipe_fds[1]);
+  const std::string drawn = read_all(pipe_fds[0]);
+  ::close(pipe_fds[0]);
+  std::vector<std::string> finals;
+  for (std::size_t from = 0, nl; (nl = drawn.find('\n', from)) != std::string::npos; from = nl + 1) {
+    const std::string line = drawn.substr(from, nl - from);
+    finals.push_back(line.substr(line.rfind('\r') + 1));
+  }
+  ASSERT_EQ(finals.size(), 2u) << drawn;
+  for (const auto& f : finals) {
+    EXPECT_EQ(f.rfind("[########XXXX] |  66% Completed | 4 erred | ", 0), 0u) << f;
+    EXPECT_EQ(f.find("100%"), std::string::npos) << f;
+  }
+  EXPECT_EQ(drawn.find("100% Completed"), std::string::npos) << drawn;
 }
 
 TEST(PerformanceReportHtml, EscapesKeysAndSurvivesAnEmptyStream) {

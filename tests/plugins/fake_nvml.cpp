@@ -1,7 +1,9 @@
 // A stand-in for libnvidia-ml.so.1, for the GPU discovery tests on machines without a driver.
-// Built three times (tests/CMakeLists.txt): FAKE_NVML_GPUS GPUs (0 or 2), or an nvmlInit_v2 that
-// fails with FAKE_NVML_INIT_ERROR. fake_nvml_live() counts nvmlInit_v2 calls not yet matched by
-// nvmlShutdown, so a test can check that discovery shuts NVML down.
+// Built four times (tests/CMakeLists.txt): FAKE_NVML_GPUS GPUs (0 or 2), an nvmlInit_v2 that
+// fails with FAKE_NVML_INIT_ERROR, or 2 GPUs of an older driver (FAKE_NVML_OLD_DRIVER: no
+// PCIe or NVLink throughput functions). fake_nvml_live() counts nvmlInit_v2 calls not yet
+// matched by nvmlShutdown, so a test can check that discovery shuts NVML down.
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 
@@ -116,6 +118,47 @@ int nvmlDeviceGetHandleByUUID(const char* uuid, void** dev) {
   }
   return 6;  // NVML_ERROR_NOT_FOUND
 }
+#ifndef FAKE_NVML_OLD_DRIVER
+// The dashboards' throughput figures (NVDashboard's). PCIe: GPU i sends 3000 + i KiB/s and
+// receives 2000 + i KiB/s.
+int nvmlDeviceGetPcieThroughput(void* dev, int counter /* 0: TX, 1: RX */, unsigned int* kib_per_s) {
+  if (int rc = check(dev)) return rc;
+  *kib_per_s = (counter == 0 ? 3000u : 2000u) + static_cast<unsigned>(index_of(dev));
+  return 0;
+}
+// NVLink's cumulative data counters (fields 138 TX, 139 RX, scope UINT_MAX: all links) on GPU 0:
+// each reading is 0.5 s after the one before (NVML's timestamp), with 4096 KiB more sent and
+// 1024 KiB more received: 8 MiB/s and 2 MiB/s however often it is read. GPU 1 has no NVLink
+// (NOT_SUPPORTED per field, as NVML answers for a PCIe-only board).
+struct FieldValue {
+  unsigned int fieldId, scopeId;
+  long long timestamp, latencyUsec;
+  int valueType, nvmlReturn;
+  union {
+    double dVal;
+    unsigned long long ullVal;
+  } value;
+};
+std::atomic<long long> g_nvlink_readings{0};
+int nvmlDeviceGetFieldValues(void* dev, int count, FieldValue* values) {
+  if (int rc = check(dev)) return rc;
+  const long long n = index_of(dev) == 0 ? ++g_nvlink_readings : 0;
+  for (int i = 0; i < count; ++i) {
+    FieldValue& f = values[i];
+    const bool nvlink = (f.fieldId == 138 || f.fieldId == 139) && f.scopeId == 0xffffffffu;
+    if (index_of(dev) != 0 || !nvlink) {
+      f.nvmlReturn = 3;  // NVML_ERROR_NOT_SUPPORTED
+      continue;
+    }
+    f.nvmlReturn = 0;
+    f.timestamp = 1700000000000000LL + n * 500000;
+    f.latencyUsec = 0;
+    f.valueType = 3;  // NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+    f.value.ullVal = static_cast<unsigned long long>(n) * (f.fieldId == 138 ? 4096u : 1024u);
+  }
+  return 0;
+}
+#endif
 int fake_nvml_live() { return g_live; }
 
 }  // extern "C"

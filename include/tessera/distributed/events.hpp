@@ -80,6 +80,9 @@ struct ProcessUsage {
   std::string gpu_name;    ///< empty: no GPU figures (no NVML, or no GPU on this worker)
   int gpu_utilization = 0;  ///< percent (NVML)
   std::size_t gpu_memory_used = 0, gpu_memory_total = 0;  ///< bytes on the whole device (NVML)
+  /// Bytes per second over PCIe (sent by the GPU, received by it) and over all NVLinks (NVML);
+  /// -1: not known (no NVML, a driver without the function, NOT_SUPPORTED, or no rate yet).
+  double gpu_pcie_tx = -1, gpu_pcie_rx = -1, gpu_nvlink_tx = -1, gpu_nvlink_rx = -1;
 };
 
 struct Heartbeat {

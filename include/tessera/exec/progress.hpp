@@ -29,7 +29,9 @@ class ExecutionObserver {
  public:
   virtual ~ExecutionObserver() = default;
   virtual void run_started(std::size_t tasks) = 0;
-  virtual void task_finished() = 0;  ///< also for a task that raised
+  virtual void task_finished() = 0;  ///< a task that ran to its end
+  /** @brief A task that raised; observers that do not tell the two apart count it as finished. */
+  virtual void task_erred() { task_finished(); }
   virtual void run_finished(bool failed) = 0;
 };
 
@@ -43,6 +45,15 @@ std::shared_ptr<ExecutionObserver> execution_observer();
  * `width` is the number of characters between the brackets.
  */
 std::string progress_bar_line(double fraction, double elapsed_s, int width = 40);
+
+/**
+ * @brief The line for `done` finished and `erred` failed of `total`, as Dask's bar shows an error:
+ * finished cells '#', erred cells 'X' (at least one while any erred), and after the percentage
+ * of finished ones "| N erred", so a run with failures never reads "100% Completed" alone:
+ * "[#######XXX] |  70% Completed | 3 erred |  1.2s". With erred == 0 it is the line above.
+ */
+std::string progress_bar_line(std::size_t done, std::size_t erred, std::size_t total, double elapsed_s,
+                              int width = 40);
 
 struct ProgressBarOptions {
   int fd = 2;          ///< where to draw (stderr)
@@ -65,14 +76,20 @@ class ProgressDisplay {
   void start(std::size_t total);
   void add_done(std::size_t n = 1) { done_.fetch_add(n, std::memory_order_relaxed); }
   void set_done(std::size_t n) { done_.store(n, std::memory_order_relaxed); }
-  /** @brief Draws the last line (100% unless it failed) and a newline; stops redrawing. */
+  /** @brief Steps that failed: drawn apart from the finished ones (see progress_bar_line). */
+  void add_erred(std::size_t n = 1) { erred_.fetch_add(n, std::memory_order_relaxed); }
+  void set_erred(std::size_t n) { erred_.store(n, std::memory_order_relaxed); }
+  /**
+   * @brief Draws the last line and a newline; stops redrawing. Not failed: 100% (whatever was
+   * counted); failed: what was counted, erred steps included.
+   */
   void finish(bool failed);
 
  private:
   void draw(bool final_line);
   void loop();
   ProgressBarOptions opt_;
-  std::atomic<std::size_t> done_{0}, total_{0};
+  std::atomic<std::size_t> done_{0}, erred_{0}, total_{0};
   std::chrono::steady_clock::time_point started_;
   std::mutex mu_;
   std::condition_variable cv_;
