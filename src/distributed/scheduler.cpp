@@ -104,7 +104,9 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
   std::uint64_t tasks_finished = 0;  // executions reported (the page's tasks/s), transfers not counted
   // Worker address -> its clock's offset to ours (Conn::clock_offset, kept after the worker
   // leaves so its bars stay placed). Applied when the stream is read, so every bar of a worker
-  // gets its best estimate, including bars recorded before a faster message improved it.
+  // gets its best estimate, including bars recorded before a faster message improved it. An
+  // entry lives as long as the ring holds a bar of that worker (push_bar), so the map does not
+  // grow with every worker ever seen.
   std::unordered_map<std::string, double> clock_offsets;
   double idle_since = 0;
   // The scheduler's own figures (the dashboard's), kept by the ticker: how late its timer fired
@@ -498,14 +500,23 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
       c.clock_offset = offset;
       clock_offsets[c.id] = offset;
     }
-    task_stream.push(x.key, state.op_of(x.key), c.id, x.thread, x.start, x.stop, x.nbytes);
+    push_bar(c, x.key, state.op_of(x.key), x.thread, x.start, x.stop, x.nbytes);
+  }
+
+  // Every bar goes through here: the offset of a worker whose last bar left the ring is freed,
+  // and a live worker's comes back with its next bar (two hash lookups, no scan).
+  void push_bar(const Conn& c, const std::string& key, const std::string& prefix, int thread, double start,
+                double stop, std::size_t nbytes) {
+    if (std::isfinite(c.clock_offset) && task_stream.entries_of(c.id) == 0) clock_offsets.emplace(c.id, c.clock_offset);
+    if (std::string gone = task_stream.push(key, prefix, c.id, thread, start, stop, nbytes); !gone.empty())
+      clock_offsets.erase(gone);
   }
 
   // A transfer as a bar of its own: prefix "transfer", the peer it came from as the key, thread
   // -1 (a row of its own under the worker's threads on the page).
   void record_transfer(const Conn& c, const wire::TransferDone& x) {
     if (x.stop < x.start || opt.task_stream_length == 0) return;
-    task_stream.push(x.peer, kTransferPrefix, c.id, -1, x.start, x.stop, x.nbytes);
+    push_bar(c, x.peer, kTransferPrefix, -1, x.start, x.stop, x.nbytes);
   }
 
   // A page on the scheduler's clock. Called with the lock held.
@@ -959,6 +970,11 @@ std::size_t Scheduler::task_count() const {
 std::size_t Scheduler::client_count() const {
   std::lock_guard lock(impl_->mu);
   return impl_->state.client_count();
+}
+
+std::size_t Scheduler::task_stream_offset_count() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->clock_offsets.size();
 }
 
 std::size_t Scheduler::worker_record_count() const {
