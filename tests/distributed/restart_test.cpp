@@ -341,6 +341,69 @@ TEST(Restart, AStoppedWorkerMakesItFailInTimeNamingIt) {
   EXPECT_TRUE(wait_until([&] { return processes_with(dir.str()).empty(); }, 5));
 }
 
+// A LocalCluster with processes is its workers' nanny for restart(): each worker exits 4 and
+// the cluster starts it again at once, same name and options (before, it was closed and not
+// started again, and restart() failed at its timeout: "0 of 2 workers are back").
+TEST(Restart, AProcessLocalClusterStartsItsWorkersAgain) {
+  tessera_test::NannyBinaries bins;
+  NEED_BINARIES(bins);
+  LocalClusterOptions o;
+  o.processes = true;
+  o.n_workers = 2;
+  o.threads_per_worker = 1;
+  o.timeout = 20;
+  o.heartbeat_interval = 0.2;
+  o.preload = {bins.plugin};
+  o.log_level = "error";
+  std::vector<int> old;
+  {
+    LocalCluster cluster(o);
+    Client client(cluster, client_options(cluster.token(), 10));
+    ASSERT_TRUE(client.wait_for_workers(2, 20s));
+    old = cluster.worker_pids();
+    ASSERT_EQ(old.size(), 2u);
+    const std::set<int> old_set(old.begin(), old.end());
+    EXPECT_TRUE(old_set.count(pid_on(client, "worker-0")));
+    const Array x = arange(0, 64, 1, 8, DType::Float64);
+    const Array xp = (x * 2).persist(client);
+    Future f = client.submit("nanny_plugin.pid", 0);
+    ASSERT_GT(f.result_as<int>(20s), 0);
+
+    const auto t0 = Clock::now();
+    RestartReport report;
+    ASSERT_NO_THROW(report = client.restart(20s));
+    const double took = seconds_since(t0);
+    std::cerr << "restart of a process LocalCluster's 2 workers took " << took << " s\n";
+    EXPECT_LT(took, 10.0);
+    EXPECT_EQ(report.workers, 2u);
+    EXPECT_EQ(report.restarted.size(), 2u);
+    EXPECT_TRUE(report.closed.empty());
+
+    expect_restart_cancelled(f, "a future from before the restart");
+    try {
+      (void)xp.sum().compute(client);
+      ADD_FAILURE() << "an array persisted before the restart still computed";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find("restart"), std::string::npos) << e.what();
+    }
+    const auto now_pids = cluster.worker_pids();
+    ASSERT_EQ(now_pids.size(), 2u);
+    for (std::size_t i = 0; i < 2; ++i) {
+      EXPECT_NE(now_pids[i], old[i]) << "worker " << i << " is a new process";
+      EXPECT_FALSE(tessera_test::process_alive(old[i])) << "old worker " << i;
+      EXPECT_EQ(parent_of(now_pids[i]), ::getpid()) << "started again by the cluster";
+    }
+    const auto pids = worker_pids(client);
+    ASSERT_EQ(pids.size(), 2u) << "two workers back, under the same names";
+    EXPECT_EQ(pids.at("worker-0"), now_pids[0]);
+    EXPECT_EQ(pids.at("worker-1"), now_pids[1]);
+    EXPECT_EQ(pid_on(client, "worker-1"), now_pids[1]);
+    EXPECT_DOUBLE_EQ((x * 2).sum().compute(client).item<double>(), 2.0 * 63 * 64 / 2);
+    client.close();
+  }
+  for (int pid : old) EXPECT_FALSE(tessera_test::process_alive(pid));
+}
+
 TEST(Restart, AnInProcessLocalClusterIsRefusedWithNothingChanged) {
   LocalClusterOptions o;
   o.n_workers = 2;
