@@ -17,7 +17,7 @@ namespace tessera::comm::wire {
 //    retire-workers and adaptive-target.
 // 5: Heartbeat (and a worker in scheduler-info) carries the process's CPU, memory and GPU use.
 // 6: Client::restart: the restart request, restart-worker, restarted, register-worker's nanny.
-inline constexpr std::uint32_t kProtocolVersion = 6;
+inline constexpr std::uint32_t kProtocolVersion = 7;
 inline constexpr std::uint32_t kMessageMagic = 0x4D525354;  ///< "TSRM" little-endian
 inline constexpr std::uint32_t kHelloMagic = 0x48525354;    ///< "TSRH" little-endian
 inline constexpr std::size_t kPreambleFixedBytes = 24;      ///< before the frame lengths
