@@ -695,7 +695,7 @@ int cuda_worker_main(int argc, char** argv) {
       throw Error("give the scheduler address (tcp://host:port) or --scheduler-file");
     if (nthreads < 1) throw Error("--nthreads must be at least 1");
     // Each worker checks them again; a mistake is told here once, before any GPU is looked at.
-    check_tls_flags(security, protocol == "tls" || scheduler.rfind("tls://", 0) == 0);
+    const comm::Security checked = check_tls_flags(security, protocol == "tls" || scheduler.rfind("tls://", 0) == 0);
     check_device_memory_limit(device_memory_limit);
     if (!local_directory.empty()) check_spill_directory(local_directory);
     // Discovery goes through NVML, never the CUDA runtime: this process must not hold a CUDA
@@ -736,7 +736,10 @@ int cuda_worker_main(int argc, char** argv) {
                    c.env.count(kCpuAffinityEnv) ? ", CPUs " + c.env[kCpuAffinityEnv] : std::string());
       children.push_back(std::move(c));
     }
-    return run_worker_processes(nanny_options("tessera-cuda-worker", memory_terminate_fraction), std::move(children));
+    // Its link to the scheduler: a GPU worker too hung to restart is killed (docs/nanny.md).
+    const NannyLinkOptions link{scheduler, scheduler_file, token_or_env(token), checked};
+    return run_worker_processes(nanny_options("tessera-cuda-worker", memory_terminate_fraction), std::move(children),
+                                &link);
   } catch (const std::exception& e) {
     logging::error("tessera-cuda-worker: {}", e.what());
     return 1;

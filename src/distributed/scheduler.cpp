@@ -724,7 +724,8 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
       answer_restart(nullptr);  // one that restarted, perhaps the last awaited
     } else if (op == wire::kRegisterNanny && c.role == Conn::Role::Unknown) {
       // A nanny's own connection: authenticated as any peer (token proof, TLS). It is only ever
-      // asked to kill its own children (it checks), so a false one gains nothing.
+      // asked to kill its own children (it checks); a false one (it holds the token) can at most
+      // take the real one's place here, so that a hung worker is named instead of killed.
       c.role = Conn::Role::Nanny;
       c.id = nanny_key(m.get<std::string>("host"), m.get<int>("pid"));
       for (auto& sp : conns)
