@@ -408,6 +408,55 @@ TEST(Restart, AStoppedWorkerIsKilledByItsNannyAndComesBack) {
   EXPECT_TRUE(wait_until([&] { return processes_with(dir.str()).empty(); }, 5));
 }
 
+// The nanny's link survives its scheduler: with the scheduler SIGKILLed and started again (a new
+// port, in the same scheduler file), the nanny dials again and registers with the new one, which
+// can then have it kill a stopped worker for a restart.
+TEST(Restart, ANannyReachesASchedulerStartedAgainAndStillKillsAStoppedWorker) {
+  tessera_test::NannyBinaries bins;
+  NEED_BINARIES(bins);
+  tessera_test::TempDir dir;
+  const std::string sfile = (dir.path() / "s.json").string(), token = "again-token";
+  const auto log1 = dir.path() / "w1.log";
+  {
+    Children kids;
+    ContinueOnExit resume;
+    pid_t sched = spawn_scheduler(kids, bins.scheduler, sfile, token);
+    pid_t nanny1 = spawn_named_worker(kids, bins, sfile, token, "w1", log1, {"--death-timeout", "30"});
+    {
+      auto client = Client::from_scheduler_file(sfile, client_options(token, 10));
+      ASSERT_TRUE(client->wait_for_workers(1, 20s)) << read_text(log1);
+    }
+    ::kill(sched, SIGKILL);
+    ASSERT_TRUE(kids.wait_exit(sched, 5).has_value());
+    std::filesystem::remove(sfile);  // the killed scheduler's address
+    std::this_thread::sleep_for(500ms);
+    pid_t sched2 = spawn_scheduler(kids, bins.scheduler, sfile, token);
+    ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(sfile); }, 10));
+    auto client = Client::from_scheduler_file(sfile, client_options(token, 10));
+    ASSERT_TRUE(client->wait_for_workers(1, 20s)) << read_text(log1);
+    const int stopped = pid_on(*client, "w1");
+    ASSERT_EQ(parent_of(stopped), nanny1);
+
+    resume.pid = stopped;
+    ASSERT_EQ(::kill(stopped, SIGSTOP), 0);
+    const auto t0 = Clock::now();
+    try {
+      EXPECT_EQ(client->restart(20s).workers, 1u);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "restart() after the scheduler came back: " << e.what() << "\n" << read_text(log1);
+    }
+    EXPECT_LT(seconds_since(t0), 10.0);
+    resume.pid = 0;
+    EXPECT_TRUE(wait_until([&] { return !tessera_test::process_alive(stopped); }, 3));
+    const int now_pid = pid_on(*client, "w1");
+    EXPECT_NE(now_pid, stopped);
+    EXPECT_EQ(parent_of(now_pid), nanny1);
+    client->close();
+    stop_cleanly(kids, {nanny1}, sched2);
+  }
+  EXPECT_TRUE(wait_until([&] { return processes_with(dir.str()).empty(); }, 5));
+}
+
 // A LocalCluster with processes is its workers' nanny for restart(): each worker exits 4 and
 // the cluster starts it again at once, same name and options (before, it was closed and not
 // started again, and restart() failed at its timeout: "0 of 2 workers are back").
