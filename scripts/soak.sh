@@ -25,6 +25,9 @@ for bin in bin/tessera-scheduler bin/tessera-worker examples/seed_workload; do
   [[ -x "$BUILD/$bin" ]] || { echo "soak: $BUILD/$bin missing (bash scripts/build.sh)" >&2; exit 1; }
 done
 
+# The protocol version the binaries speak (hellos and preambles of the attacks must carry it, or
+# every attack is refused for its version and tests nothing).
+VERSION="$(sed -n 's/.*kProtocolVersion = \([0-9]*\);.*/\1/p' src/comm/wire.hpp)"
 TOKEN="soak-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 export TESSERA_TOKEN="$TOKEN"
 PIDS=()
@@ -49,12 +52,13 @@ for i in $(seq "$WORKERS"); do
 done
 
 rc=0
-(python3 - "$MINUTES" "$ADDRESS" "$SCHED_PID" "$BUILD/examples/seed_workload" "$DIR" "$FDS" "${PIDS[@]:1}" <<'PY'
+(SOAK_VERSION="$VERSION" python3 - "$MINUTES" "$ADDRESS" "$SCHED_PID" "$BUILD/examples/seed_workload" "$DIR" "$FDS" "${PIDS[@]:1}" <<'PY'
 import hashlib, hmac, json, os, random, signal, socket, struct, subprocess, sys, threading, time
 
 minutes, address, sched_pid, example, folder, fds = float(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], int(sys.argv[6])
 nannies = [int(p) for p in sys.argv[7:]]
 token = os.environ["TESSERA_TOKEN"].encode()
+version = int(os.environ["SOAK_VERSION"])
 host, port = address.split("://")[1].rsplit(":", 1)
 port = int(port)
 cap = fds * 3 // 4
@@ -88,7 +92,7 @@ def snapshot(when):
 def s(b):
     return struct.pack("<I", len(b)) + b
 
-def hello(nonce, name=b"soak", flags=1, version=3):
+def hello(nonce, name=b"soak", flags=1):
     body = s(nonce) + s(name) + s(b"") + s(b"tcp") + struct.pack("<I", flags)
     return struct.pack("<III", 0x48525354, version, len(body)) + body
 
@@ -128,7 +132,7 @@ def handshake(key):
     return sock
 
 def preamble(header_bytes, frames=()):
-    return struct.pack("<IHHIIQ", 0x4D525354, 3, 0, len(frames), 0, header_bytes) + b"".join(struct.pack("<Q", f) for f in frames)
+    return struct.pack("<IHHIIQ", 0x4D525354, version, 0, len(frames), 0, header_bytes) + b"".join(struct.pack("<Q", f) for f in frames)
 
 def closed_by_peer(x, timeout=5):
     """Whether the scheduler closes x (end of stream or reset) within timeout, reading what it sends."""
@@ -164,7 +168,7 @@ def attack_once(kind):
             count(kind, closed == len(socks))
         elif kind == "oversized_hello":
             with socket.create_connection((host, port), timeout=5) as x:
-                x.sendall(struct.pack("<III", 0x48525354, 3, 1 << 30))  # a 1 GiB hello body
+                x.sendall(struct.pack("<III", 0x48525354, version, 1 << 30))  # a 1 GiB hello body
                 count(kind, closed_by_peer(x))
         elif kind == "garbage_bytes":
             with socket.create_connection((host, port), timeout=5) as x:
@@ -239,7 +243,12 @@ while time.time() < deadline:
         emit(at="during", event="worker killed", pid=victim)
     elif victim:
         os.kill(victim, signal.SIGSTOP)
-        threading.Timer(8, lambda v=victim: os.kill(v, signal.SIGCONT)).start()
+        def resume(v=victim):
+            try:
+                os.kill(v, signal.SIGCONT)
+            except ProcessLookupError:
+                pass  # killed meanwhile (a later round) and restarted by its nanny
+        threading.Timer(8, resume).start()
         emit(at="during", event="worker stopped for 8 s", pid=victim)
     during += clients(2)
     snapshot(f"round {round_no}")

@@ -25,6 +25,7 @@
 #include "options_check.hpp"
 #include "data_store_limits.hpp"
 #include "nanny.hpp"
+#include "nanny_link.hpp"
 #include "tessera/comm/comm.hpp"
 #include "tessera/core/device.hpp"
 #include "util.hpp"
@@ -376,9 +377,15 @@ std::vector<std::string> child_command(int argc, char** argv, bool worker_mode_f
 // The worker processes under a nanny (nanny.hpp): SIGINT/SIGTERM are passed on to them, and
 // the nanny waits for all of them. The watcher comes first, so that a signal while the children
 // start stops those already started.
-int run_worker_processes(const NannyOptions& options, std::vector<NannyChild> children) {
+// With `link`, the nanny also keeps a connection of its own to the scheduler, through which a
+// worker too hung to restart when asked is killed and started again (docs/nanny.md).
+int run_worker_processes(const NannyOptions& options, std::vector<NannyChild> children,
+                         const NannyLinkOptions* link = nullptr) {
   Nanny nanny(options, std::move(children));
   SignalWatcher signals([&](int sig) { nanny.stop(sig); });
+  std::unique_ptr<NannyLink> to_scheduler;  // ends before the nanny
+  if (link && options.restart)
+    to_scheduler = std::make_unique<NannyLink>(*link, [&nanny](int pid) { return nanny.kill_for_restart(pid); });
   return nanny.run();
 }
 
@@ -391,7 +398,8 @@ NannyOptions nanny_options(const std::string& program, double memory_terminate_f
 
 // --nworkers N > 1: run N single-worker processes of this same command and wait for them.
 int run_nworkers(int argc, char** argv, int nworkers, const std::string& name, int nthreads,
-                 const std::string& memory_limit, bool nanny, double memory_terminate_fraction) {
+                 const std::string& memory_limit, bool nanny, double memory_terminate_fraction,
+                 const NannyLinkOptions& link) {
   // Each child gets its share of the machine, as with dask worker --nworkers.
   const int threads = nthreads > 0 ? nthreads : threads_per_worker(nworkers);
   const std::size_t limit = parse_memory_limit(memory_limit, system_memory(), nworkers);
@@ -410,12 +418,12 @@ int run_nworkers(int argc, char** argv, int nworkers, const std::string& name, i
   NannyOptions options = nanny_options("tessera-worker", memory_terminate_fraction);
   options.restart = nanny;
   if (!nanny) options.memory_terminate_fraction = 0;
-  return run_worker_processes(options, std::move(children));
+  return run_worker_processes(options, std::move(children), &link);
 }
 
 // The default for one worker (--nanny): the same command, with --no-nanny, in a child process.
 int run_under_nanny(int argc, char** argv, const std::string& name, const std::string& memory_limit,
-                    double memory_terminate_fraction) {
+                    double memory_terminate_fraction, const NannyLinkOptions& link) {
   NannyChild c;
   c.name = name.empty() ? "worker" : name;
   c.argv = child_command(argc, argv, std::string(argv[0]) == kWorkerModeFlag, {});
@@ -423,7 +431,8 @@ int run_under_nanny(int argc, char** argv, const std::string& name, const std::s
   c.memory_limit = parse_memory_limit(memory_limit, system_memory(), 1);
   std::vector<NannyChild> children;
   children.push_back(std::move(c));
-  return run_worker_processes(nanny_options("tessera-worker", memory_terminate_fraction), std::move(children));
+  return run_worker_processes(nanny_options("tessera-worker", memory_terminate_fraction), std::move(children),
+                              &link);
 }
 
 // Whether the scheduler at `address` answers a handshake now (a connection opened and closed).
@@ -511,11 +520,13 @@ int worker_main(int argc, char** argv) {
     // A tls:// scheduler: this worker listens on tls:// too (its peers fetch from it over TLS).
     if (is_tls(scheduler) && listen_address.empty()) protocol = "tls";
     security = check_tls_flags(security, protocol == "tls" || is_tls(scheduler) || is_tls(listen_address));
-    if (nworkers > 1) return run_nworkers(argc, argv, nworkers, name, nthreads, memory_limit, nanny, memory_terminate_fraction);
+    NannyLinkOptions link{scheduler, scheduler_file, token_or_env(token), security};
+    if (nworkers > 1)
+      return run_nworkers(argc, argv, nworkers, name, nthreads, memory_limit, nanny, memory_terminate_fraction, link);
     if (nworkers < 1) throw Error("--nworkers must be at least 1");
     if (scheduler.empty() && scheduler_file.empty())
       throw Error("give the scheduler address (tcp://host:port) or --scheduler-file");
-    if (nanny) return run_under_nanny(argc, argv, name, memory_limit, memory_terminate_fraction);
+    if (nanny) return run_under_nanny(argc, argv, name, memory_limit, memory_terminate_fraction, link);
     if (scheduler.empty()) scheduler = read_scheduler_file(scheduler_file, death_timeout_s);
     if (is_tls(scheduler) && listen_address.empty() && protocol != "tls") {
       protocol = "tls";  // learnt from the scheduler file
@@ -684,7 +695,7 @@ int cuda_worker_main(int argc, char** argv) {
       throw Error("give the scheduler address (tcp://host:port) or --scheduler-file");
     if (nthreads < 1) throw Error("--nthreads must be at least 1");
     // Each worker checks them again; a mistake is told here once, before any GPU is looked at.
-    check_tls_flags(security, protocol == "tls" || scheduler.rfind("tls://", 0) == 0);
+    const comm::Security checked = check_tls_flags(security, protocol == "tls" || scheduler.rfind("tls://", 0) == 0);
     check_device_memory_limit(device_memory_limit);
     if (!local_directory.empty()) check_spill_directory(local_directory);
     // Discovery goes through NVML, never the CUDA runtime: this process must not hold a CUDA
@@ -725,7 +736,10 @@ int cuda_worker_main(int argc, char** argv) {
                    c.env.count(kCpuAffinityEnv) ? ", CPUs " + c.env[kCpuAffinityEnv] : std::string());
       children.push_back(std::move(c));
     }
-    return run_worker_processes(nanny_options("tessera-cuda-worker", memory_terminate_fraction), std::move(children));
+    // Its link to the scheduler: a GPU worker too hung to restart is killed (docs/nanny.md).
+    const NannyLinkOptions link{scheduler, scheduler_file, token_or_env(token), checked};
+    return run_worker_processes(nanny_options("tessera-cuda-worker", memory_terminate_fraction), std::move(children),
+                                &link);
   } catch (const std::exception& e) {
     logging::error("tessera-cuda-worker: {}", e.what());
     return 1;

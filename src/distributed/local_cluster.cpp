@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
@@ -17,7 +19,9 @@
 #include "tessera/distributed/scheduler.hpp"
 #include "tessera/distributed/worker.hpp"
 #include "tessera/init.hpp"
+#include "../core/logging.hpp"
 #include "data_store_limits.hpp"
+#include "nanny.hpp"
 #include "rpc.hpp"
 #include "util.hpp"
 #include "tessera/comm/comm.hpp"
@@ -41,6 +45,9 @@ struct Child {
   pid_t pid = -1;
   bool reaped = false;
   int status = 0;
+  // How it was started: a worker that exits kExitRestartRequested is started again the same way.
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
 };
 
 
@@ -79,7 +86,14 @@ struct LocalCluster::Impl {
   std::shared_ptr<RpcTable> info_rpc = std::make_shared<RpcTable>();
   std::string address;
   std::string client_address;  // inproc:// for clients in this process, when the scheduler is here
+  // Worker processes. This cluster is their nanny for Client::restart (docs/nanny.md): the
+  // watcher thread reaps them and starts again at once one that exited kExitRestartRequested.
+  // children_mu guards `children` and `closing` (the watcher and the caller's thread).
+  std::mutex children_mu;
+  std::condition_variable watcher_cv;
   std::vector<Child> children;
+  bool closing = false;
+  std::thread watcher;
   std::vector<std::unique_ptr<Worker>> threads;
   std::vector<std::string> worker_cmd;
   std::size_t memory_limit = 0;  // per worker, resolved once (auto: memory / n_workers)
@@ -119,18 +133,35 @@ struct LocalCluster::Impl {
     if (!opt.local_directory.empty()) argv.insert(argv.end(), {"--local-directory", opt.local_directory});
     for (const auto& p : opt.preload) argv.insert(argv.end(), {"--preload", p});
     argv.insert(argv.end(), {"--log-level", child_log_level()});
-    // This cluster watches its worker processes itself (worker_pids() are the workers).
+    // This cluster watches its worker processes itself (worker_pids() are the workers), and is
+    // the nanny that starts again one that Client::restart asked to restart (TESSERA_NANNY_PID).
     argv.push_back("--no-nanny");
     argv.insert(argv.end(), opt.worker_args.begin(), opt.worker_args.end());
     std::map<std::string, std::string> env;
     env["TESSERA_TOKEN"] = opt.token;
     add_tls_env(env);
     env["TESSERA_PARENT_PID"] = std::to_string(::getpid());  // the worker dies with us
+    env[kNannyPidEnv] = std::to_string(::getpid());         // restart() restarts it, through us
     if (!opt.worker_env.empty())
       for (const auto& [k, v] : opt.worker_env[i % opt.worker_env.size()]) env[k] = v;
     Child c;
     c.pid = spawn_process(argv, env);
-    children.push_back(c);
+    c.argv = std::move(argv);
+    c.env = std::move(env);
+    {
+      std::lock_guard lock(children_mu);
+      children.push_back(std::move(c));
+    }
+    if (!watcher.joinable()) watcher = std::thread([this] { watch_children(); });
+  }
+
+  // The watcher: every 20 ms, reaps what exited and restarts what asked to be restarted.
+  void watch_children() {
+    std::unique_lock lock(children_mu);
+    while (!closing) {
+      reap_locked(0);
+      watcher_cv.wait_for(lock, std::chrono::milliseconds(20), [&] { return closing; });
+    }
   }
 
   void start_thread_worker(std::size_t i) {
@@ -150,19 +181,36 @@ struct LocalCluster::Impl {
   }
 
   // Reaps children that exited; returns a description of the first one (from index `from` on)
-  // that did.
+  // that exited, now or before (the watcher may have reaped it).
   std::string reap_exited(std::size_t from = 0) {
+    std::lock_guard lock(children_mu);
+    return reap_locked(from);
+  }
+  std::string reap_locked(std::size_t from) {
     std::string first;
     for (std::size_t i = 0; i < children.size(); ++i) {
       Child& c = children[i];
-      if (c.reaped) continue;
-      int status = 0;
-      if (::waitpid(c.pid, &status, WNOHANG) == c.pid) {
+      if (!c.reaped) {
+        int status = 0;
+        if (::waitpid(c.pid, &status, WNOHANG) != c.pid) continue;
+        if (!closing && WIFEXITED(status) && WEXITSTATUS(status) == kExitRestartRequested) {
+          // Client::restart asked it to restart: the same worker (name, options) again, at once.
+          try {
+            const pid_t old = c.pid;
+            c.pid = spawn_process(c.argv, c.env);
+            logging::info("LocalCluster: worker process {} (pid {}) restarted on request (Client::restart); now pid {}",
+                         i, old, c.pid);
+            continue;
+          } catch (const std::exception& e) {
+            logging::error("LocalCluster: cannot start worker process {} again: {}", i, e.what());
+          }
+        }
         c.reaped = true;
         c.status = status;
-        if (first.empty() && i >= from) first = "worker process " + std::to_string(i) + " (pid " + std::to_string(c.pid) + ") " +
-                                   describe_status(status);
       }
+      if (first.empty() && i >= from)
+        first = "worker process " + std::to_string(i) + " (pid " + std::to_string(c.pid) + ") " +
+                describe_status(c.status);
     }
     return first;
   }
@@ -239,6 +287,12 @@ struct LocalCluster::Impl {
   void close() {
     if (closed) return;
     closed = true;
+    {
+      std::lock_guard lock(children_mu);
+      closing = true;  // no worker is started again from now on
+    }
+    watcher_cv.notify_all();
+    if (watcher.joinable()) watcher.join();
     if (scheduler) scheduler->stop(true);  // asks every worker to close
     if (info_comm) info_comm->close();
     if (scheduler_child.pid > 0 && !scheduler_child.reaped) {
@@ -263,7 +317,7 @@ struct LocalCluster::Impl {
     while (Clock::now() < deadline) {
       reap_exited();
       bool all = true;
-      for (auto& c : children) all = all && c.reaped;
+      for (auto& c : children) all = all && c.reaped;  // the watcher is gone: no lock needed
       if (all) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
@@ -351,19 +405,25 @@ std::size_t LocalCluster::worker_count() const { return impl_->worker_count(); }
 const LocalClusterOptions& LocalCluster::options() const { return impl_->opt; }
 
 std::vector<int> LocalCluster::worker_pids() const {
+  std::lock_guard lock(impl_->children_mu);
   std::vector<int> out;
   for (const auto& c : impl_->children) out.push_back(c.pid);
   return out;
 }
 
 void LocalCluster::signal_worker(std::size_t i, int signal) {
+  std::lock_guard lock(impl_->children_mu);
   if (i >= impl_->children.size()) throw Error("LocalCluster: no worker process " + std::to_string(i));
   if (!impl_->children[i].reaped) ::kill(impl_->children[i].pid, signal);
 }
 
 std::size_t LocalCluster::add_worker() {
   Impl& m = *impl_;
-  std::size_t i = m.opt.processes ? m.children.size() : m.threads.size();
+  std::size_t i;
+  {
+    std::lock_guard lock(m.children_mu);
+    i = m.opt.processes ? m.children.size() : m.threads.size();
+  }
   if (m.opt.processes) m.start_process_worker(i);
   else m.start_thread_worker(i);
   m.wait_for_workers(i, i + 1);

@@ -95,7 +95,25 @@ struct Nanny::Slot {
 };
 
 Nanny::Nanny(NannyOptions options, std::vector<NannyChild> children)
-    : opt_(std::move(options)), children_(std::move(children)), pids_(children_.size(), 0) {}
+    : opt_(std::move(options)),
+      children_(std::move(children)),
+      pids_(children_.size(), 0),
+      kill_requested_(children_.size(), 0) {}
+
+bool Nanny::kill_for_restart(pid_t pid) {
+  std::lock_guard lock(mu_);
+  if (pid <= 0 || stop_signal_ || !opt_.restart) return false;
+  for (std::size_t i = 0; i < pids_.size(); ++i)
+    if (pids_[i] == pid) {
+      kill_requested_[i] = 1;
+      logging::warn("{}: worker {} (pid {}) did not leave for a restart (stopped or hung): the scheduler asked to "
+                    "kill it; SIGKILL",
+                    opt_.program, children_[i].name, pid);
+      ::kill(pid, SIGKILL);  // a stopped process dies of it too
+      return true;
+    }
+  return false;
+}
 
 std::vector<pid_t> Nanny::pids() const {
   std::lock_guard lock(mu_);
@@ -129,6 +147,7 @@ void Nanny::start(Slot& s) {
     try {
       s.pid = spawn_process(c.argv, env);
       pids_[s.index] = s.pid;
+      kill_requested_[s.index] = 0;
       s.ready = false;
       s.killed_for_memory = false;
       s.ready_fd = fds[0];
@@ -204,10 +223,13 @@ int Nanny::run() {
         if (s.ready_fd >= 0) ::close(s.ready_fd);
         s.ready_fd = -1;
       }
+      bool killed_on_request;
       {
         std::lock_guard lock(mu_);
         pids_[s.index] = 0;
         stop_signal = stop_signal_;
+        killed_on_request = kill_requested_[s.index] != 0;
+        kill_requested_[s.index] = 0;
       }
       s.pid = 0;
       if (r != old) {
@@ -230,6 +252,15 @@ int Nanny::run() {
           logging::warn("{}: worker {} (pid {}) stopped: {}", opt_.program, c.name, old, why);
           failed = true;
         }
+        continue;
+      }
+      if (killed_on_request && opt_.restart) {
+        // Client::restart, for a worker too hung to exit 4 itself: as a requested restart.
+        logging::info("{}: worker {} (pid {}) killed for a restart (Client::restart); starting it again now",
+                      opt_.program, c.name, old);
+        s.next_start = now;
+        ++requested_restarts_;
+        all_done = false;
         continue;
       }
       if (exit_zero) {

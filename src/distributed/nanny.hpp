@@ -84,6 +84,12 @@ class Nanny {
   int run();
   /** @brief Passes `sig` (SIGTERM, SIGINT) on to the children; SIGKILL after stop_grace. */
   void stop(int sig);
+  /**
+   * @brief SIGKILLs the running child `pid` for a restart (the scheduler asked through the
+   * nanny's link: it did not leave within the grace period of Client::restart); it is started
+   * again at once, as one that exited kExitRestartRequested. False when no child has that pid.
+   */
+  bool kill_for_restart(pid_t pid);
   /** @brief The pids of the children now running (tests; 0 for a child between lives). */
   std::vector<pid_t> pids() const;
   /** @brief Restarts so far, over all children (deaths; restarts on request not counted). */
@@ -99,6 +105,7 @@ class Nanny {
   mutable std::mutex mu_;  // guards stop_signal_ and the slots' pids (stop() reads them)
   int stop_signal_ = 0;
   std::vector<pid_t> pids_;
+  std::vector<char> kill_requested_;  // per child: kill_for_restart() killed this life
   std::atomic<int> restarts_{0};
   std::atomic<int> requested_restarts_{0};
 };

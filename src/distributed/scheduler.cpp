@@ -38,7 +38,7 @@ const std::string kTransferPrefix = "transfer";  // the task stream's name for f
 
 // One connection as the scheduler sees it, with the events batched for it during one step.
 struct Conn {
-  enum class Role { Unknown, Worker, Client };
+  enum class Role { Unknown, Worker, Client, Nanny };
   std::shared_ptr<comm::Comm> comm;
   Role role = Role::Unknown;
   std::string id;  // worker address or client name
@@ -93,6 +93,9 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
   std::set<std::shared_ptr<Conn>> conns;
   std::unordered_map<std::string, std::shared_ptr<Conn>> workers;  // by address
   std::unordered_map<std::string, std::shared_ptr<Conn>> clients;  // by client name
+  // Nannies' own connections (docs/nanny.md), by nanny_key(host, pid): a worker that does not
+  // leave for a restart is killed through its nanny.
+  std::unordered_map<std::string, std::shared_ptr<Conn>> nannies;
   std::vector<Conn*> dirty;
   std::vector<SchedulerAction> actions;
   std::vector<std::shared_ptr<comm::Comm>> closing;  // retired workers, told to close after the batch
@@ -104,7 +107,9 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
   std::uint64_t tasks_finished = 0;  // executions reported (the page's tasks/s), transfers not counted
   // Worker address -> its clock's offset to ours (Conn::clock_offset, kept after the worker
   // leaves so its bars stay placed). Applied when the stream is read, so every bar of a worker
-  // gets its best estimate, including bars recorded before a faster message improved it.
+  // gets its best estimate, including bars recorded before a faster message improved it. An
+  // entry lives as long as the ring holds a bar of that worker (push_bar), so the map does not
+  // grow with every worker ever seen.
   std::unordered_map<std::string, double> clock_offsets;
   double idle_since = 0;
   // The scheduler's own figures (the dashboard's), kept by the ticker: how late its timer fired
@@ -279,13 +284,21 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
     std::string address, name;
     int pid = 0;
     bool nanny = false;
+    std::string nanny_key;  // its nanny's connection, when it has one (nanny_key(host, pid))
   };
+  static std::string nanny_key(const std::string& host, int pid) { return host + " " + std::to_string(pid); }
+  // A worker that did not leave this long after the restart request (it exits by itself within
+  // 2 s, kRestartGrace, even with a task running) is stopped or hung: its nanny kills it. At
+  // most half the restart's timeout, so that the kill comes before the deadline.
+  static constexpr double kRestartKillAfter = 3.0;
   struct Restart {
     std::weak_ptr<Conn> conn;
     comm::Message request;
     std::size_t want = 0;  // the workers before
     bool wait_for_workers = true;
     double timeout = 0, deadline = 0;
+    double kill_at = 0;       // when the old workers still connected are killed through their nannies
+    bool kill_asked = false;
     std::vector<OldWorker> old;
     std::vector<std::shared_ptr<Conn>> departing;  // old workers whose connection is still open
   };
@@ -325,9 +338,11 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
     r.timeout = m.get<double>("timeout");
     if (!(r.timeout > 0)) r.timeout = 60;
     r.deadline = now() + r.timeout;
+    r.kill_at = now() + std::min(kRestartKillAfter, r.timeout / 2);
     std::vector<std::string> closed;
     for (auto& [address, w] : workers) {
-      OldWorker o{address, w->hello.add.name, w->hello.pid, w->nanny_pid > 0};
+      OldWorker o{address, w->hello.add.name, w->hello.pid, w->nanny_pid > 0,
+                  w->nanny_pid > 0 ? nanny_key(w->hello.host, w->nanny_pid) : std::string()};
       // Forgotten now: its close must not remove anything, and what it still sends is stale.
       w->restarting = true;
       w->role = Conn::Role::Unknown;
@@ -373,6 +388,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
     Restart& r = *restart;
     const std::size_t registered = state.worker_count();
     const bool done = r.departing.empty() && (!r.wait_for_workers || registered >= r.want);
+    if (!done && to_close && !r.kill_asked && now() >= r.kill_at) kill_departing(r);
     if (!done && (!to_close || now() < r.deadline)) return;
     std::vector<std::string> restarted, closed;
     for (const auto& o : r.old) (o.nanny ? restarted : closed).push_back(o.address);
@@ -413,6 +429,29 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
     }
     if (auto c = r.conn.lock()) c->comm->send(std::move(reply), nullptr);
     restart.reset();
+  }
+
+  // The old workers still connected past kill_at, through their nannies' connections: each is
+  // SIGKILLed and started again by its nanny (its connection then closes, restart_departed).
+  // One whose nanny has no connection is left for the deadline, which names it.
+  void kill_departing(Restart& r) {
+    r.kill_asked = true;
+    for (const auto& d : r.departing)
+      for (const auto& o : r.old) {
+        if (o.address != d->id || o.nanny_key.empty()) continue;
+        auto n = nannies.find(o.nanny_key);
+        if (n == nannies.end()) {
+          logging::warn("scheduler: restart: {} did not leave, and its nanny has no connection to kill it",
+                        describe(o));
+          continue;
+        }
+        logging::warn("scheduler: restart: {} did not leave within {} s (stopped or hung): asking its nanny to kill "
+                      "and start it again",
+                      describe(o), kRestartKillAfter);
+        comm::Message m(wire::kKillWorker);
+        m.set("pid", o.pid);
+        n->second->comm->send(std::move(m), nullptr);
+      }
   }
 
   // An old worker of a restart closed its connection.
@@ -498,14 +537,23 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
       c.clock_offset = offset;
       clock_offsets[c.id] = offset;
     }
-    task_stream.push(x.key, state.op_of(x.key), c.id, x.thread, x.start, x.stop, x.nbytes);
+    push_bar(c, x.key, state.op_of(x.key), x.thread, x.start, x.stop, x.nbytes);
+  }
+
+  // Every bar goes through here: the offset of a worker whose last bar left the ring is freed,
+  // and a live worker's comes back with its next bar (two hash lookups, no scan).
+  void push_bar(const Conn& c, const std::string& key, const std::string& prefix, int thread, double start,
+                double stop, std::size_t nbytes) {
+    if (std::isfinite(c.clock_offset) && task_stream.entries_of(c.id) == 0) clock_offsets.emplace(c.id, c.clock_offset);
+    if (std::string gone = task_stream.push(key, prefix, c.id, thread, start, stop, nbytes); !gone.empty())
+      clock_offsets.erase(gone);
   }
 
   // A transfer as a bar of its own: prefix "transfer", the peer it came from as the key, thread
   // -1 (a row of its own under the worker's threads on the page).
   void record_transfer(const Conn& c, const wire::TransferDone& x) {
     if (x.stop < x.start || opt.task_stream_length == 0) return;
-    task_stream.push(x.peer, kTransferPrefix, c.id, -1, x.start, x.stop, x.nbytes);
+    push_bar(c, x.peer, kTransferPrefix, -1, x.start, x.stop, x.nbytes);
   }
 
   // A page on the scheduler's clock. Called with the lock held.
@@ -674,6 +722,19 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
       c.comm->send(std::move(reply), nullptr);
       handle(std::move(add));
       answer_restart(nullptr);  // one that restarted, perhaps the last awaited
+    } else if (op == wire::kRegisterNanny && c.role == Conn::Role::Unknown) {
+      // A nanny's own connection: authenticated as any peer (token proof, TLS). It is only ever
+      // asked to kill its own children (it checks); a false one (it holds the token) can at most
+      // take the real one's place here, so that a hung worker is named instead of killed.
+      c.role = Conn::Role::Nanny;
+      c.id = nanny_key(m.get<std::string>("host"), m.get<int>("pid"));
+      for (auto& sp : conns)
+        if (sp.get() == &c) nannies[c.id] = sp;  // a nanny that dialled again replaces its old one
+    } else if (op == wire::kWorkerKilled && c.role == Conn::Role::Nanny) {
+      if (m.get<bool>("killed"))
+        logging::info("scheduler: nanny {} killed worker pid {} for the restart", c.id, m.get<int>("pid"));
+      else
+        logging::warn("scheduler: nanny {} has no worker pid {} to kill", c.id, m.get<int>("pid"));
     } else if (op == wire::kRegisterClient && c.role == Conn::Role::Unknown) {
       std::string name = m.get<std::string>("client");
       if (name.empty() || clients.count(name)) name += "-" + random_hex(16);
@@ -754,6 +815,8 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
         clients.erase(it);
         handle(RemoveClient{conn->id});
       }
+    } else if (conn->role == Conn::Role::Nanny) {
+      if (auto it = nannies.find(conn->id); it != nannies.end() && it->second == conn) nannies.erase(it);
     }
     flush();
   }
@@ -855,6 +918,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
       conns.clear();
       workers.clear();
       clients.clear();
+      nannies.clear();
     }
     cv.notify_all();
     if (dashboard) dashboard->stop();  // outside mu: a request in progress may be taking a snapshot
@@ -959,6 +1023,11 @@ std::size_t Scheduler::task_count() const {
 std::size_t Scheduler::client_count() const {
   std::lock_guard lock(impl_->mu);
   return impl_->state.client_count();
+}
+
+std::size_t Scheduler::task_stream_offset_count() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->clock_offsets.size();
 }
 
 std::size_t Scheduler::worker_record_count() const {

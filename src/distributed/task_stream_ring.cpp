@@ -4,12 +4,23 @@
 
 namespace tessera::distributed {
 
-void TaskStreamRing::push(const Key& key, const std::string& prefix, const std::string& worker, int thread,
-                          double start, double stop, std::size_t nbytes) {
-  if (capacity_ == 0) return;
+std::string TaskStreamRing::push(const Key& key, const std::string& prefix, const std::string& worker, int thread,
+                                 double start, double stop, std::size_t nbytes) {
+  if (capacity_ == 0) return {};
   std::uint64_t id = next_id_++;
-  if (slots_.size() < capacity_) slots_.emplace_back();
+  const bool reuse = slots_.size() == capacity_;
+  if (!reuse) slots_.emplace_back();
   TaskStreamEntry& e = slots_[(id - 1) % capacity_];  // while growing, the one just added
+  // Counted before the old entry is let go: a worker replacing its own bar never reaches 0.
+  ++per_worker_[worker];
+  std::string gone;
+  if (reuse) {
+    auto it = per_worker_.find(e.worker);
+    if (it != per_worker_.end() && --it->second == 0) {
+      gone = e.worker;
+      per_worker_.erase(it);
+    }
+  }
   // Assignment, not construction: a reused slot keeps its strings' buffers.
   e.id = id;
   e.key = key;
@@ -19,6 +30,12 @@ void TaskStreamRing::push(const Key& key, const std::string& prefix, const std::
   e.start = start;
   e.stop = stop;
   e.nbytes = nbytes;
+  return gone;
+}
+
+std::size_t TaskStreamRing::entries_of(const std::string& worker) const {
+  auto it = per_worker_.find(worker);
+  return it == per_worker_.end() ? 0 : it->second;
 }
 
 TaskStreamPage TaskStreamRing::since(std::uint64_t since, std::size_t limit) const {

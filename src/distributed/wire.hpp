@@ -175,6 +175,11 @@ inline constexpr const char* kRestartWorker = "restart-worker";  // scheduler ->
 inline constexpr const char* kRestarted = "restarted";  // scheduler -> clients: `reason`; every key is gone
 // register-worker's optional field: the pid of the worker's nanny (Client::restart restarts it).
 inline constexpr const char* kNannyField = "nanny";
+// The nanny's own connection (docs/nanny.md): it registers (pid, host); a worker that did not
+// leave within a grace period of a restart is killed through it (pid); it says what it did.
+inline constexpr const char* kRegisterNanny = "register-nanny";  // nanny -> scheduler: pid, host
+inline constexpr const char* kKillWorker = "kill-worker";        // scheduler -> nanny: pid (SIGKILL, start again)
+inline constexpr const char* kWorkerKilled = "worker-killed";    // nanny -> scheduler: pid, killed
 
 /** @brief The most task-stream entries one request is answered with (a client asks again for more). */
 inline constexpr std::size_t kMaxTaskStreamPage = 100000;

@@ -15,6 +15,8 @@
 #include "distributed/dashboard.hpp"
 #include "distributed/metrics.hpp"
 #include "distributed/task_stream_ring.hpp"
+#include "distributed/wire.hpp"
+#include "tessera/comm/comm.hpp"
 #include "http_client.hpp"
 #include "tessera/distributed/performance_report.hpp"
 #include "tessera/distributed/progress.hpp"
@@ -102,6 +104,87 @@ TEST(TaskStreamRing, KeepsTheNewestAndPagesBySince) {
   TaskStreamRing none(0);
   none.push("k", "op", "w", 0, 0, 1, 0);
   EXPECT_TRUE(none.since(0, 10).entries.empty());
+}
+
+// push() names the worker whose last entry it let go (the scheduler frees its clock offset).
+TEST(TaskStreamRing, NamesTheWorkerWhoseLastEntryLeft) {
+  TaskStreamRing ring(3);
+  EXPECT_EQ(ring.push("a", "p", "w1", 0, 0, 1, 0), "");
+  EXPECT_EQ(ring.push("b", "p", "w2", 0, 0, 1, 0), "");
+  EXPECT_EQ(ring.push("c", "p", "w1", 0, 0, 1, 0), "");
+  EXPECT_EQ(ring.worker_count(), 2u);
+  EXPECT_EQ(ring.push("d", "p", "w3", 0, 0, 1, 0), "") << "w1 still has c";
+  EXPECT_EQ(ring.entries_of("w1"), 1u);
+  EXPECT_EQ(ring.push("e", "p", "w3", 0, 0, 1, 0), "w2");
+  EXPECT_EQ(ring.push("f", "p", "w1", 0, 0, 1, 0), "") << "w1's replaced its own: never at 0";
+  EXPECT_EQ(ring.push("g", "p", "w3", 0, 0, 1, 0), "");
+  EXPECT_EQ(ring.push("h", "p", "w3", 0, 0, 1, 0), "");
+  EXPECT_EQ(ring.push("i", "p", "w3", 0, 0, 1, 0), "w1");
+  EXPECT_EQ(ring.worker_count(), 1u);
+  EXPECT_EQ(ring.entries_of("w3"), 3u);
+  EXPECT_EQ(ring.entries_of("w1"), 0u);
+}
+
+// A departed worker's bars still in the ring stay on the scheduler's clock (its offset is
+// kept), and once they all left the ring its offset goes. A fake worker over a real socket
+// reports tasks on a clock 1000 s ahead of the scheduler's.
+TEST(TaskStreamCluster, ADepartedWorkersBarsKeepTheirOffsetUntilTheyLeave) {
+  SchedulerOptions so;
+  so.address = "tcp://127.0.0.1:0";
+  so.token = "offset-token";
+  so.task_stream_length = 6;
+  Scheduler sched(so);
+  comm::CommOptions co;
+  co.token = so.token;
+  auto fake = [&](const std::string& name, int port) {
+    auto c = comm::connect(sched.address(), co);
+    wire::WorkerHello hello;
+    hello.add.address = "tcp://127.0.0.1:" + std::to_string(port);
+    hello.add.name = name;
+    hello.add.nthreads = 1;
+    comm::Message m(wire::kRegisterWorker);
+    m.set("worker", hello);
+    c->send(std::move(m)).get();
+    EXPECT_EQ(c->recv(std::chrono::milliseconds(5000)).op, wire::kRegistered);
+    return c;
+  };
+  auto finish = [](const std::shared_ptr<comm::Comm>& c, int n, double clock_ahead) {
+    std::vector<wire::WorkerToScheduler> events;
+    for (int i = 0; i < n; ++i) {
+      TaskFinished done;
+      done.key = "k-" + std::to_string(i);
+      done.stop = clock_ahead + 0.001 * i;
+      done.start = done.stop - 0.0005;
+      done.thread = 0;
+      events.push_back(done);
+    }
+    c->send(wire::batch_message(wire::kWorkerEvents, events)).get();
+  };
+  ClientOptions copt;
+  copt.token = so.token;
+  Client client(sched.address(), copt);
+  const auto gone = fake("ahead", 31001);
+  finish(gone, 2, 1000.0);
+  ASSERT_TRUE(wait_until([&] { return sched.task_stream_offset_count() == 1; }, 5))
+      << sched.task_stream_offset_count() << " offsets, " << client.get_task_stream().size() << " bars";
+  gone->close();
+  ASSERT_TRUE(wait_until([&] { return sched.workers().empty(); }, 5));
+  auto other = fake("other", 31002);
+  finish(other, 3, 5.0);  // the ring: 2 bars of the departed worker, 3 of this one
+  ASSERT_TRUE(wait_until([&] { return client.get_task_stream().size() == 5; }, 5));
+  const double t = client.scheduler_info().uptime;
+  for (const auto& e : client.get_task_stream()) {
+    // On the scheduler's clock: at most now, not 1000 s ahead.
+    EXPECT_LE(e.stop, t + 0.5) << e.worker << " " << e.key;
+    EXPECT_GE(e.stop, -0.5) << e.worker << " " << e.key;
+  }
+  EXPECT_EQ(sched.task_stream_offset_count(), 2u) << "the departed worker's offset is kept while its bars are";
+  finish(other, 3, 5.0);  // fills the ring (6), then wraps: the departed worker's two bars leave
+  ASSERT_TRUE(wait_until([&] { return sched.task_stream_offset_count() == 1; }, 5))
+      << sched.task_stream_offset_count() << " offsets kept";
+  for (const auto& e : client.get_task_stream()) EXPECT_EQ(e.worker, "tcp://127.0.0.1:31002");
+  other->close();
+  client.close();
 }
 
 TEST(TaskStreamJson, QueryParametersAndRenderings) {

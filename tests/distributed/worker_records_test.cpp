@@ -78,4 +78,39 @@ TEST(WorkerRecords, TwoHundredFakeWorkersOverSocketsLeaveNoRecords) {
   EXPECT_LE(sched.worker_record_count(), before + 1);
 }
 
+// The task stream's clock offsets (scheduler.cpp, clock_offsets): kept for a departed worker
+// while a bar of it is in the ring, freed with its last bar. 200 fake workers each finish a
+// task and leave; the ring holds 16 bars, so at most 16 workers' offsets may be kept (before:
+// one per worker ever seen, 200).
+TEST(WorkerRecords, DepartedWorkersClockOffsetsGoWithTheirLastBar) {
+  SchedulerOptions so;
+  so.address = "tcp://127.0.0.1:0";
+  so.token = "offsets-token";
+  so.task_stream_length = 16;
+  Scheduler sched(so);
+  comm::CommOptions co;
+  co.token = so.token;
+  for (int i = 0; i < 200; ++i) {
+    auto c = comm::connect(sched.address(), co);
+    wire::WorkerHello hello;
+    hello.add.address = "tcp://127.0.0.1:" + std::to_string(30000 + i);
+    hello.add.name = "bars-" + std::to_string(i);
+    hello.add.nthreads = 1;
+    comm::Message m(wire::kRegisterWorker);
+    m.set("worker", hello);
+    c->send(std::move(m)).get();
+    ASSERT_EQ(c->recv(std::chrono::milliseconds(5000)).op, wire::kRegistered);
+    TaskFinished done;
+    done.key = "k-" + std::to_string(i);
+    done.start = 1.0;
+    done.stop = 1.5;
+    done.thread = 0;
+    c->send(wire::batch_message(wire::kWorkerEvents, std::vector<wire::WorkerToScheduler>{done})).get();
+    c->close();
+    ASSERT_TRUE(wait_until([&] { return sched.workers().empty(); }, 5)) << "worker " << i;
+    ASSERT_LE(sched.task_stream_offset_count(), 16u) << "after " << i + 1 << " workers came and went";
+  }
+  EXPECT_EQ(sched.task_stream_offset_count(), 16u) << "the 16 workers whose bars are in the ring keep theirs";
+}
+
 }  // namespace

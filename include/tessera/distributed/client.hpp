@@ -415,7 +415,8 @@ class Client final : public Executor {
   std::size_t adaptive_target(double target_duration = 5);
   /**
    * @brief Restarts the cluster, as Dask's Client.restart: every worker with a nanny is restarted
-   * (a new process under the same nanny), every worker without one (--no-nanny) is closed in the
+   * (a new process under the same nanny; a process LocalCluster is its workers' nanny; one too
+   * hung to leave within 3 s is killed by its nanny), every worker without one (--no-nanny) is closed in the
    * hope that something starts it again (logged as a warning, and listed in `closed`); every task
    * and result of every client is forgotten, and their futures are cancelled with a "the cluster
    * was restarted" reason. With wait_for_workers, returns once as many workers as before are

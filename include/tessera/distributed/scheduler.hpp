@@ -70,6 +70,8 @@ class Scheduler {
   /** @brief Worker records held (the state machine's, live or free for reuse): at most the most
    *  workers connected at once; a departed worker's record is reused, not kept. */
   std::size_t worker_record_count() const;
+  /** @brief Workers whose clock offset the task stream keeps: those with a bar still in it. */
+  std::size_t task_stream_offset_count() const;
 
  private:
   struct Impl;
