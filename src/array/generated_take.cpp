@@ -5,8 +5,7 @@
 #include "generated_take.hpp"
 
 #include "chunk_map.hpp"
-#include "expr.hpp"
-#include "program.hpp"
+#include "generator_reads.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/ops/registry.hpp"
 #include "tessera/ops/serialize.hpp"
@@ -18,32 +17,28 @@ namespace {
 constexpr const char* kGenerateRowsOp = "tessera.array.generate_rows";
 
 struct GenerateRowsParams {
-  std::uint8_t gen = 0;
-  DType dtype = DType::Float64;
-  double p0 = 0, p1 = 0;
-  std::int64_t i0 = 0, i1 = 0;
-  std::uint64_t key = 0;
-  Shape shape;                            // the whole generated array
+  GeneratorSpec spec;
   int axis = 0;                           // the axis the rows are taken along
   std::vector<std::int64_t> rows;         // global indices along axis
   std::vector<std::int64_t> start, size;  // the other axes' ranges (axis's entry unused)
   template <class Ar>
   void serialize(Ar& ar) {
-    ar(gen, dtype, p0, p1, i0, i1, key, shape, axis, rows, start, size);
+    ar(spec, axis, rows, start, size);
   }
 };
 
 Value generate_rows_op(const OpContext&, std::span<const Value> args) {
   if (args.size() != 1) throw Error("generate_rows: expected the parameters only");
   const auto p = from_value<GenerateRowsParams>(args[0]);
-  const std::size_t nd = p.shape.size();
+  const std::size_t nd = p.spec.shape.size();
   if (p.start.size() != nd || p.size.size() != nd || p.axis < 0 || static_cast<std::size_t>(p.axis) + 1 >= nd)
     throw Error("generate_rows: inconsistent parameters");
   Shape out_shape = p.size;
   out_shape[static_cast<std::size_t>(p.axis)] = static_cast<std::int64_t>(p.rows.size());
-  Block out(p.dtype, out_shape);
-  std::vector<std::int64_t> stride(nd, 1);
-  for (std::size_t a = nd - 1; a-- > 0;) stride[a] = stride[a + 1] * p.shape[a + 1];
+  Block out(p.spec.dtype, out_shape);
+  const auto stride = p.spec.strides();
+  auto* o = static_cast<unsigned char*>(out.raw());
+  const std::size_t isz = itemsize(p.spec.dtype);
   const std::int64_t run = out_shape.back();  // contiguous along the last axis (not `axis`)
   const std::int64_t runs = run ? shape_size(out_shape) / run : 0;
   std::vector<std::int64_t> at(nd - 1, 0);  // position of the run, over the output's leading axes
@@ -52,8 +47,7 @@ Value generate_rows_op(const OpContext&, std::span<const Value> args) {
     for (std::size_t a = 0; a + 1 < nd; ++a)
       index += stride[a] * (a == static_cast<std::size_t>(p.axis) ? p.rows[static_cast<std::size_t>(at[a])]
                                                                    : p.start[a] + at[a]);
-    if (p.dtype == DType::Float64) generate_f64(p.gen, p.key, p.p0, p.p1, index, 1, run, out.data<double>() + r * run);
-    else generate_i64(p.gen, p.key, p.i0, p.i1, p.p0, p.p1, index, 1, run, out.data<std::int64_t>() + r * run);
+    p.spec.draw(index, run, o + static_cast<std::size_t>(r * run) * isz);
     for (std::size_t a = nd - 1; a-- > 0;) {
       if (++at[a] < out_shape[a]) break;
       at[a] = 0;
@@ -72,11 +66,8 @@ const bool registered = [] {
 std::optional<Array> take_generated_rows(const Array& x, const std::vector<std::vector<std::int64_t>>& pieces,
                                          int axis) {
   const Expr& e = expr_of(x);
-  if (e.kind != ExprKind::Generator || e.target != Target::Host) return std::nullopt;
-  const auto& g = static_cast<const GeneratorExpr&>(e);
-  // Full keeps integer values in i0 and float32 and narrower dtypes are rounded by the programs:
-  // those stay with the gather.
-  if (g.gen == GenKind::Full || (g.dtype != DType::Float64 && g.dtype != DType::Int64)) return std::nullopt;
+  const auto spec = GeneratorSpec::of(e);
+  if (!spec) return std::nullopt;
   const int nd = static_cast<int>(e.shape.size());
   if (axis + 1 >= nd) return std::nullopt;  // rows along the last axis are not runs
   Chunks chunks = e.chunks;
@@ -85,14 +76,7 @@ std::optional<Array> take_generated_rows(const Array& x, const std::vector<std::
   for (const auto& piece : pieces) along.push_back(static_cast<std::int64_t>(piece.size()));
   if (along.empty()) along.push_back(0);
   GenerateRowsParams base;
-  base.gen = static_cast<std::uint8_t>(g.gen);
-  base.dtype = g.dtype;
-  base.p0 = g.p0;
-  base.p1 = g.p1;
-  base.i0 = g.i0;
-  base.i1 = g.i1;
-  base.key = g.key;
-  base.shape = e.shape;
+  base.spec = *spec;
   base.axis = axis;
   std::vector<std::vector<std::int64_t>> starts(static_cast<std::size_t>(nd));
   for (int a = 0; a < nd; ++a) starts[static_cast<std::size_t>(a)] = chunk_offsets(chunks[static_cast<std::size_t>(a)]);
@@ -112,7 +96,7 @@ std::optional<Array> take_generated_rows(const Array& x, const std::vector<std::
     p.rows = pieces.empty() ? std::vector<std::int64_t>{} : pieces[static_cast<std::size_t>(cc[static_cast<std::size_t>(axis)])];
     params.emplace_back(to_object(p, "GenerateRowsParams"));
   }
-  return chunk_map(kGenerateRowsOp, g.dtype, std::move(chunks), {}, std::move(params),
+  return chunk_map(kGenerateRowsOp, e.dtype, std::move(chunks), {}, std::move(params),
                    std::vector<std::vector<ChunkRead>>(static_cast<std::size_t>(count)), "take-generated");
 }
 

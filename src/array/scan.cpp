@@ -10,6 +10,7 @@
 
 #include "algorithm_params.hpp"
 #include "chunk_map.hpp"
+#include "generator_reads.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/ops/registry.hpp"
 #include "tessera/ops/serialize.hpp"
@@ -31,6 +32,51 @@ Array axis_slice(const Array& x, int axis, std::int64_t lo, std::int64_t hi) {
 
 Array combine(const Array& a, const Array& b, bool product) { return product ? a * b : a + b; }
 
+constexpr const char* kScanGeneratedOp = "tessera.array.scan_generated";
+
+/** The scan of a generated chunk: its generator, and the chunk's place in the whole array. */
+struct ScanGeneratedParams {
+  ScanParams scan;
+  GeneratorSpec spec;
+  std::vector<std::int64_t> start, size;
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(scan, spec, start, size);
+  }
+};
+
+/**
+ * Each chunk of x scanned on its own along p.axis. A generated x (random, arange) is drawn by the
+ * scan itself, a row (or a slab across the axis) at a time, and scanned while it is in cache,
+ * rather than made whole by one task and read back by another: a random walk (cumsum of normal
+ * steps) then costs about what drawing the steps does.
+ */
+Array scan_chunks(const Array& x, const ScanParams& p, DType t, const char* name) {
+  const Expr& e = expr_of(x);
+  const auto spec = GeneratorSpec::of(e);
+  if (!spec) return chunk_map(kScanOp, t, x.chunks(), {x}, {Value(to_object(p, "ScanParams"))}, same_grid_reads(x.chunks()), name);
+  const int nd = static_cast<int>(e.shape.size());
+  std::vector<std::vector<std::int64_t>> offs;
+  for (const auto& c : e.chunks) offs.push_back(chunk_offsets(c));
+  const std::int64_t count = shape_size(chunk_counts(e.chunks));
+  std::vector<Value> params;
+  params.reserve(static_cast<std::size_t>(count));
+  for (std::int64_t f = 0; f < count; ++f) {
+    const auto cc = chunk_coords(e.chunks, f);
+    ScanGeneratedParams g;
+    g.scan = p;
+    g.spec = *spec;
+    for (int a = 0; a < nd; ++a) {
+      const auto k = static_cast<std::size_t>(a), c = static_cast<std::size_t>(cc[k]);
+      g.start.push_back(offs[k][c]);
+      g.size.push_back(e.chunks[k][c]);
+    }
+    params.emplace_back(to_object(g, "ScanGeneratedParams"));
+  }
+  return chunk_map(kScanGeneratedOp, t, e.chunks, {}, std::move(params),
+                   std::vector<std::vector<ChunkRead>>(static_cast<std::size_t>(count)), name);
+}
+
 Array scan(const Array& in, std::optional<int> axis_opt, bool product, const char* name) {
   Array x = in;
   if (!axis_opt) x = x.ndim() == 1 ? x : x.reshape({-1});
@@ -41,8 +87,7 @@ Array scan(const Array& in, std::optional<int> axis_opt, bool product, const cha
   ScanParams p;
   p.kind = product ? 1 : 0;
   p.axis = axis;
-  const Array scanned = chunk_map(kScanOp, t, x.chunks(), {x}, {Value(to_object(p, "ScanParams"))},
-                                  same_grid_reads(x.chunks()), name);
+  const Array scanned = scan_chunks(x, p, t, name);
   const auto& along = x.chunks()[static_cast<std::size_t>(axis)];
   if (along.size() <= 1) return scanned;
   // Chunk j adds the carry: the combined last slices of the chunks before it. Each carry is
@@ -123,8 +168,61 @@ Value scan_op(const OpContext&, std::span<const Value> args) {
   return Value(std::move(out));
 }
 
+/**
+ * A generated chunk, drawn and scanned in pieces that stay in cache: along the last axis, a row
+ * at a time, drawn into its place in the output and scanned there; along another axis, a slab
+ * (the chunk's elements at one position on the axis) at a time, drawn and then combined with the
+ * slab before it. The same steps (scan_step) as scan_block, in the same order, so the values are
+ * those of scanning the generated chunk.
+ */
+template <typename T>
+void scan_generated(const ScanGeneratedParams& g, T* out) {
+  const auto& size = g.size;
+  const int nd = static_cast<int>(size.size()), axis = g.scan.axis;
+  const bool product = g.scan.kind == 1;
+  const auto stride = g.spec.strides();
+  const std::int64_t run = size.back();  // elements drawn in one call: along the last axis
+  if (run == 0 || shape_size(Shape(size.begin(), size.end())) == 0) return;
+  const std::int64_t runs = shape_size(Shape(size.begin(), size.end())) / run;
+  // Runs in row-major order; run r starts at chunk-local coordinates `at`.
+  std::vector<std::int64_t> at(static_cast<std::size_t>(nd), 0);
+  std::int64_t inner = 1;  // elements of a slab across the axis, past it
+  for (int a = axis + 1; a < nd; ++a) inner *= size[static_cast<std::size_t>(a)];
+  for (std::int64_t r = 0; r < runs; ++r) {
+    std::int64_t index = 0;
+    for (int a = 0; a < nd; ++a)
+      index += stride[static_cast<std::size_t>(a)] * (g.start[static_cast<std::size_t>(a)] + at[static_cast<std::size_t>(a)]);
+    T* dst = out + r * run;
+    g.spec.draw(index, run, dst);
+    if (axis == nd - 1) {
+      T acc = dst[0];
+      for (std::int64_t k = 1; k < run; ++k) dst[k] = acc = scan_step(acc, dst[k], product);
+    } else if (at[static_cast<std::size_t>(axis)] > 0) {
+      const T* prev = dst - inner;  // the same place in the slab before
+      for (std::int64_t k = 0; k < run; ++k) dst[k] = scan_step(prev[k], dst[k], product);
+    }
+    for (int a = nd - 1; a-- > 0;) {
+      if (++at[static_cast<std::size_t>(a)] < size[static_cast<std::size_t>(a)]) break;
+      at[static_cast<std::size_t>(a)] = 0;
+    }
+  }
+}
+
+Value scan_generated_op(const OpContext&, std::span<const Value> args) {
+  if (args.size() != 1) throw Error("scan_generated: expected the parameters only");
+  const auto g = from_value<ScanGeneratedParams>(args[0]);
+  const std::size_t nd = g.spec.shape.size();
+  if (g.start.size() != nd || g.size.size() != nd || g.scan.axis < 0 || static_cast<std::size_t>(g.scan.axis) >= nd)
+    throw ShapeError("scan_generated: inconsistent parameters");
+  Block out(g.spec.dtype, Shape(g.size.begin(), g.size.end()));
+  if (g.spec.dtype == DType::Float64) scan_generated(g, out.data<double>());
+  else scan_generated(g, out.data<std::int64_t>());
+  return Value(std::move(out));
+}
+
 const bool registered = [] {
   register_op(kScanOp, scan_op);
+  register_op(kScanGeneratedOp, scan_generated_op);
   return true;
 }();
 

@@ -129,3 +129,30 @@ TEST(ArrayScan, DiffAndEdiff1d) {
   const Ref b = ref_of(DType::Bool, {4}, {1, 1, 0, 1});
   check_expr({b}, [](auto& x) { return diff(x[0]); }, ref_of(DType::Bool, {3}, {0, 1, 1}));
 }
+
+TEST(ArrayScan, AGeneratedArrayIsDrawnByTheScanItself) {
+  // cumsum / cumprod of random arrays along each axis of a 3-d one: drawn and scanned in one task
+  // per chunk (no task makes the chunk first), with exactly the values of scanning the array made
+  // whole (the same steps in the same order).
+  const std::vector<Array> arrays{random::normal(3, 0.0, 1.0, {7, 9, 5}, {3, 4, 2}),
+                                  random::uniform(4, 0.9, 1.1, {7, 9, 5}, {7, 2, 5}),
+                                  random::integers(5, -1000, 1000, {7, 9, 5}, {2, 9, 3})};
+  for (const Array& x : arrays) {
+    const Array made = x.persist(local_executor("sync"));  // data: the block path
+    for (int axis : {0, 1, 2})
+      for (bool product : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << dtype_name(x.dtype()) << " axis " << axis << (product ? " cumprod" : " cumsum"));
+        const Array drawn = product ? cumprod(x, axis) : cumsum(x, axis);
+        const Graph g = drawn.to_graph(nullptr);
+        std::size_t scans = 0, programs_reading_nothing = 0;
+        for (const auto& [k, task] : g.tasks()) {
+          scans += task.op == "tessera.array.scan_generated";
+          programs_reading_nothing += task.op == "tessera.array.blockwise" && task.dependencies().empty();
+        }
+        EXPECT_EQ(scans, static_cast<std::size_t>(shape_size(chunk_counts(x.chunks()))));
+        EXPECT_EQ(programs_reading_nothing, 0u);  // x's chunks are never made on their own
+        const auto want = (product ? cumprod(made, axis) : cumsum(made, axis)).compute(local_executor("sync")).to_doubles();
+        EXPECT_EQ(drawn.compute(local_executor("threads")).to_doubles(), want);
+      }
+  }
+}

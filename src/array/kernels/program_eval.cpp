@@ -128,6 +128,8 @@ void load_input(const T* base, std::int64_t start, std::int64_t delta, std::int6
   const T* p = base + start;
   if (delta == 1)
     for (std::int64_t j = 0; j < n; ++j) out[j] = static_cast<double>(p[j]);
+  else if (delta == 0)  // broadcast along the tile (a column added to a matrix): one value
+    std::fill(out, out + n, static_cast<double>(*p));
   else
     for (std::int64_t j = 0; j < n; ++j) out[j] = static_cast<double>(p[j * delta]);
 }
@@ -141,6 +143,8 @@ void load_input(const T* base, std::int64_t start, std::int64_t delta, std::int6
   const T* p = base + start;
   if (delta == 1)
     for (std::int64_t j = 0; j < n; ++j) out[j] = to_i64(p[j]);
+  else if (delta == 0)
+    std::fill(out, out + n, to_i64(*p));
   else
     for (std::int64_t j = 0; j < n; ++j) out[j] = to_i64(p[j * delta]);
 }
