@@ -7,6 +7,7 @@
 #include <chrono>
 #include <algorithm>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
 #include <cstdlib>
 #include <filesystem>
@@ -45,6 +46,8 @@ struct Child {
   pid_t pid = -1;
   bool reaped = false;
   int status = 0;
+  bool registered = false;  // seen registered once: a death after that is a crash to restart
+  std::deque<std::chrono::steady_clock::time_point> restarts;  // crash restarts in the last minute
   // How it was started: a worker that exits kExitRestartRequested is started again the same way.
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;
@@ -205,6 +208,32 @@ struct LocalCluster::Impl {
             logging::error("LocalCluster: cannot start worker process {} again: {}", i, e.what());
           }
         }
+        // As a nanny (nanny.cpp): exit 0 is a worker closed on purpose and kExitSchedulerGone one
+        // that gave up on the scheduler, neither started again; any other death of a worker that
+        // had registered is a crash, started again at once within the cap. One that dies before
+        // registering is reported by wait_for_workers instead.
+        const bool crashed = WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) != 0 &&
+                                                     WEXITSTATUS(status) != kExitSchedulerGone);
+        if (!closing && crashed && c.registered && opt.restart_dead_workers) {
+          const auto now = Clock::now();
+          while (!c.restarts.empty() && now - c.restarts.front() > std::chrono::minutes(1)) c.restarts.pop_front();
+          if (static_cast<int>(c.restarts.size()) < opt.max_restarts_per_minute) {
+            try {
+              const pid_t old = c.pid;
+              c.pid = spawn_process(c.argv, c.env);
+              c.restarts.push_back(now);
+              logging::warn("LocalCluster: worker process {} (pid {}) {}; started again as pid {} ({} of at most {} a minute)",
+                            i, old, describe_status(status), c.pid, c.restarts.size(), opt.max_restarts_per_minute);
+              continue;
+            } catch (const std::exception& e) {
+              logging::error("LocalCluster: cannot start worker process {} again: {}", i, e.what());
+            }
+          } else {
+            logging::error("LocalCluster: worker process {} (pid {}) {}; started again {} times in the last minute "
+                           "already: not again",
+                           i, c.pid, describe_status(status), c.restarts.size());
+          }
+        }
         c.reaped = true;
         c.status = status;
       }
@@ -274,7 +303,11 @@ struct LocalCluster::Impl {
       std::size_t have = 0;
       for (std::size_t i = from; i < to; ++i)
         if (std::find(names.begin(), names.end(), worker_name(i)) != names.end()) have++;
-      if (have == to - from) return;
+      if (have == to - from) {
+        std::lock_guard lock(children_mu);
+        for (std::size_t i = from; i < to && i < children.size(); ++i) children[i].registered = true;
+        return;
+      }
       if (std::string dead = reap_exited(from); !dead.empty())
         throw Error("LocalCluster: " + dead + " before registering (see its messages on stderr)");
       if (Clock::now() > deadline)
@@ -475,6 +508,8 @@ LocalCUDACluster::Plan LocalCUDACluster::plan(const LocalCUDAClusterOptions& o) 
   c.heartbeat_interval = o.heartbeat_interval;
   c.timeout = o.timeout;
   c.log_level = o.log_level;
+  c.restart_dead_workers = o.restart_dead_workers;
+  c.max_restarts_per_minute = o.max_restarts_per_minute;
   // As dask-cuda: worker i sees every device, its own first; with n_workers < devices, the
   // first n devices get a worker.
   for (std::size_t i = 0; i < n; ++i) {

@@ -371,6 +371,7 @@ inline tessera::distributed::LocalClusterOptions processes_over_tcp() {
   o.timeout = 10;
   o.heartbeat_interval = 0.2;
   o.log_level = "error";
+  o.restart_dead_workers = false;  // tests kill or stop workers on purpose and count them
   return o;
 }
 

@@ -182,6 +182,7 @@ TEST(LocalCUDACluster, FirstNDevicesAndReplacementWorkersKeepTheirDevice) {
   o.timeout = 20;
   o.heartbeat_interval = 0.2;
   o.log_level = "error";
+  o.restart_dead_workers = false;  // it kills the worker, then adds one
   std::string address;
   {
     LocalCUDACluster cluster(o);

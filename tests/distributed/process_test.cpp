@@ -88,6 +88,9 @@ LocalClusterOptions process_options(int n_workers = 2, int threads = 1) {
   o.heartbeat_interval = 0.2;
   o.worker_ttl = 10;
   o.log_level = "error";  // killed peers make the survivors warn
+  // These tests kill workers on purpose and count them: no nanny starting them again (that is
+  // WorkersThatDieAreStartedAgain's).
+  o.restart_dead_workers = false;
   return o;
 }
 
@@ -255,6 +258,41 @@ TEST(ClusterProcesses, TaskThatKillsItsWorkerErrsWithKilledWorker) {
   EXPECT_LT(seconds_since(t0), 10.0);
   EXPECT_EQ(cluster.scheduler().workers().size(), 0u) << "each of the 3 workers ran it once";
   for (int pid : cluster.worker_pids()) EXPECT_TRUE(wait_until([&] { return !tessera_test::process_alive(pid); }, 2));
+  client.close();
+  cluster.close();
+  expect_no_workers_left(address);
+}
+
+TEST(ClusterProcesses, WorkersThatDieAreStartedAgain) {
+  // By default the cluster is its workers' nanny: a worker killed after it registered comes back
+  // (a new process, the same name) and the cluster computes on; one that keeps dying is started
+  // at most max_restarts_per_minute times a minute, then left dead.
+  auto o = process_options(1);
+  o.restart_dead_workers = true;
+  o.max_restarts_per_minute = 2;
+  LocalCluster cluster(o);
+  const std::string address = cluster.scheduler_address();
+  Client client(cluster, client_options());
+  EXPECT_EQ(get<int>(client.submit("process_test.inc", 1)), 2);
+  std::vector<int> pids{cluster.worker_pids().at(0)};
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE("restart " + std::to_string(round + 1));
+    cluster.signal_worker(0, SIGKILL);
+    ASSERT_TRUE(wait_until([&] { return cluster.worker_pids().at(0) != pids.back(); }, 5)) << "not started again";
+    pids.push_back(cluster.worker_pids().at(0));
+    EXPECT_FALSE(tessera_test::process_alive(pids[pids.size() - 2]));
+    ASSERT_TRUE(wait_until([&] {
+      const auto w = cluster.scheduler().workers();
+      return w.size() == 1 && w[0].name == "worker-0";
+    }, 10)) << "the new process did not register as worker-0";
+    EXPECT_EQ(get<int>(client.submit("process_test.inc", 10 + round)), 11 + round);
+  }
+  // A third death within the minute: past the cap, not started again.
+  cluster.signal_worker(0, SIGKILL);
+  ASSERT_TRUE(wait_until([&] { return cluster.scheduler().workers().empty(); }, 5));
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(cluster.worker_pids().at(0), pids.back());
+  EXPECT_FALSE(tessera_test::process_alive(pids.back()));
   client.close();
   cluster.close();
   expect_no_workers_left(address);

@@ -63,6 +63,7 @@ LocalClusterOptions ucx_options(int n_workers = 2) {
   LocalClusterOptions o;
   o.protocol = "ucx";
   o.processes = true;
+  o.restart_dead_workers = false;  // a test kills a worker and counts what is left
   o.n_workers = n_workers;
   o.threads_per_worker = 1;
   o.timeout = 20;

@@ -54,6 +54,15 @@ struct LocalClusterOptions {
   double worker_ttl = 300;           ///< seconds of silence before the scheduler drops a worker
   double heartbeat_interval = 0.5;   ///< seconds
   double timeout = 60;               ///< seconds to wait for the workers to register
+  /**
+   * @brief processes: the cluster is its workers' nanny (Dask's LocalCluster runs its workers
+   * under nannies): a worker process that dies after it registered (a signal, a crash, an exit
+   * status other than 0 and "scheduler gone") is started again at once, same name and options,
+   * at most max_restarts_per_minute times a minute each, and the death is logged with its cause.
+   * False: a dead worker stays dead (tests that kill workers on purpose and count them).
+   */
+  bool restart_dead_workers = true;
+  int max_restarts_per_minute = 3;
   std::string log_level;             ///< for worker processes (default: TESSERA_LOG_LEVEL or warning)
 };
 
@@ -125,6 +134,8 @@ struct LocalCUDAClusterOptions {
   double heartbeat_interval = 0.5;
   double timeout = 60;
   std::string log_level;
+  bool restart_dead_workers = true;  ///< as LocalClusterOptions::restart_dead_workers
+  int max_restarts_per_minute = 3;
 };
 
 /**
