@@ -101,7 +101,7 @@ Array take(const Array& x, const std::vector<std::int64_t>& indices, int axis) {
   }
   // A generated array (a random one, say) draws the rows asked for, in the asked order, and no
   // other: no gather, nothing else made.
-  if (auto generated = take_generated_rows(x, split_indices(idx, e.chunks[axis]), axis)) return *generated;
+  if (takes_generated_rows(x, axis)) return take_generated_rows(x, split_indices(idx, e.chunks[axis]), axis);
   if (e.chunks[axis].size() <= 1 || std::is_sorted(idx.begin(), idx.end())) return take_known(x, idx, axis);
   // Unsorted indices over several chunks: a piece of the output reads every input chunk its
   // indices touch, so each would hold the whole axis's chunks in memory at once (all of a

@@ -6,6 +6,7 @@
 
 #include "chunk_map.hpp"
 #include "generator_reads.hpp"
+#include "io_chunks.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/ops/registry.hpp"
 #include "tessera/ops/serialize.hpp"
@@ -63,41 +64,38 @@ const bool registered = [] {
 
 }  // namespace
 
-std::optional<Array> take_generated_rows(const Array& x, const std::vector<std::vector<std::int64_t>>& pieces,
-                                         int axis) {
+bool takes_generated_rows(const Array& x, int axis) {
+  const Expr& e = expr_of(x);
+  // Rows along the last axis would not be runs of the generator's indices.
+  return axis + 1 < static_cast<int>(e.shape.size()) && GeneratorSpec::of(e).has_value();
+}
+
+Array take_generated_rows(const Array& x, const std::vector<std::vector<std::int64_t>>& pieces, int axis) {
   const Expr& e = expr_of(x);
   const auto spec = GeneratorSpec::of(e);
-  if (!spec) return std::nullopt;
-  const int nd = static_cast<int>(e.shape.size());
-  if (axis + 1 >= nd) return std::nullopt;  // rows along the last axis are not runs
+  if (!spec || axis + 1 >= static_cast<int>(e.shape.size()))
+    throw Error("take_generated_rows: not a generated array taken along a leading axis");
   Chunks chunks = e.chunks;
   auto& along = chunks[static_cast<std::size_t>(axis)];
   along.clear();
   for (const auto& piece : pieces) along.push_back(static_cast<std::int64_t>(piece.size()));
   if (along.empty()) along.push_back(0);
-  GenerateRowsParams base;
-  base.spec = *spec;
-  base.axis = axis;
-  std::vector<std::vector<std::int64_t>> starts(static_cast<std::size_t>(nd));
-  for (int a = 0; a < nd; ++a) starts[static_cast<std::size_t>(a)] = chunk_offsets(chunks[static_cast<std::size_t>(a)]);
-  const std::int64_t count = shape_size(chunk_counts(chunks));
+  // The other axes' ranges from the output's chunk boxes (along `axis` the rows say).
+  const auto boxes = io::chunk_boxes(chunks);
   std::vector<Value> params;
-  params.reserve(static_cast<std::size_t>(count));
-  for (std::int64_t f = 0; f < count; ++f) {
-    const auto cc = chunk_coords(chunks, f);
-    GenerateRowsParams p = base;
-    p.start.resize(static_cast<std::size_t>(nd));
-    p.size.resize(static_cast<std::size_t>(nd));
-    for (int a = 0; a < nd; ++a) {
-      const auto k = static_cast<std::size_t>(a), c = static_cast<std::size_t>(cc[k]);
-      p.start[k] = starts[k][c];
-      p.size[k] = chunks[k][c];
-    }
-    p.rows = pieces.empty() ? std::vector<std::int64_t>{} : pieces[static_cast<std::size_t>(cc[static_cast<std::size_t>(axis)])];
+  params.reserve(boxes.size());
+  for (std::size_t f = 0; f < boxes.size(); ++f) {
+    GenerateRowsParams p;
+    p.spec = *spec;
+    p.axis = axis;
+    p.start = boxes[f].start;
+    p.size = boxes[f].shape;
+    const auto piece = static_cast<std::size_t>(chunk_coords(chunks, static_cast<std::int64_t>(f))[static_cast<std::size_t>(axis)]);
+    if (!pieces.empty()) p.rows = pieces[piece];
     params.emplace_back(to_object(p, "GenerateRowsParams"));
   }
   return chunk_map(kGenerateRowsOp, e.dtype, std::move(chunks), {}, std::move(params),
-                   std::vector<std::vector<ChunkRead>>(static_cast<std::size_t>(count)), "take-generated");
+                   std::vector<std::vector<ChunkRead>>(boxes.size()), "take-generated");
 }
 
 }  // namespace tessera::detail

@@ -1,7 +1,8 @@
 #pragma once
 // Internal: what the array readers and writers (io.cpp, io_hdf5.cpp, io_npy_stack.cpp) share:
 // an array whose chunks are read by tasks, the tasks that write an array's chunks, and the
-// contiguous runs of a chunk inside a C-order file.
+// contiguous runs of a chunk inside a C-order file. Chunk boxes also place the chunks that ops
+// draw rather than read (generated_take.cpp, scan.cpp, random_vector.cpp).
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -14,6 +14,7 @@
 
 #include "chunk_map.hpp"
 #include "generator.hpp"
+#include "io_chunks.hpp"
 #include "tessera/array/random.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/ops/registry.hpp"
@@ -80,30 +81,18 @@ Array random_rows(RowsParams base, Shape size, const ChunkSpec& chunks, int k, c
   for (auto s : size)
     if (s < 0) throw ShapeError(std::string(name) + ": negative dimensions are not allowed");
   Chunks c = detail::normalize_chunks(size, chunks, DType::Int64);
-  const auto counts = chunk_counts(c);
-  const std::int64_t nchunks = shape_size(counts);
-  std::vector<std::vector<std::int64_t>> offsets(size.size());
-  for (std::size_t a = 0; a < size.size(); ++a) {
-    offsets[a].assign(1, 0);
-    for (auto len : c[a]) offsets[a].push_back(offsets[a].back() + len);
-  }
   base.size = size;
   std::vector<Value> params;
-  params.reserve(static_cast<std::size_t>(nchunks));
-  for (std::int64_t f = 0; f < nchunks; ++f) {
-    const auto at = chunk_coords(c, f);
+  for (auto& box : io::chunk_boxes(c)) {
     RowsParams p = base;
-    p.start.resize(size.size());
-    p.rows.resize(size.size());
-    for (std::size_t a = 0; a < size.size(); ++a) {
-      p.start[a] = offsets[a][static_cast<std::size_t>(at[a])];
-      p.rows[a] = c[a][static_cast<std::size_t>(at[a])];
-    }
+    p.start = std::move(box.start);
+    p.rows = std::move(box.shape);
     params.emplace_back(to_object(p, "RowsParams"));
   }
+  const std::size_t nchunks = params.size();
   c.push_back({k});
   return chunk_map(kRandomRowsOp, DType::Int64, std::move(c), {}, std::move(params),
-                   std::vector<std::vector<ChunkRead>>(static_cast<std::size_t>(nchunks)), name);
+                   std::vector<std::vector<ChunkRead>>(nchunks), name);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "algorithm_params.hpp"
 #include "chunk_map.hpp"
 #include "generator_reads.hpp"
+#include "io_chunks.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/ops/registry.hpp"
 #include "tessera/ops/serialize.hpp"
@@ -55,26 +56,18 @@ Array scan_chunks(const Array& x, const ScanParams& p, DType t, const char* name
   const Expr& e = expr_of(x);
   const auto spec = GeneratorSpec::of(e);
   if (!spec) return chunk_map(kScanOp, t, x.chunks(), {x}, {Value(to_object(p, "ScanParams"))}, same_grid_reads(x.chunks()), name);
-  const int nd = static_cast<int>(e.shape.size());
-  std::vector<std::vector<std::int64_t>> offs;
-  for (const auto& c : e.chunks) offs.push_back(chunk_offsets(c));
-  const std::int64_t count = shape_size(chunk_counts(e.chunks));
   std::vector<Value> params;
-  params.reserve(static_cast<std::size_t>(count));
-  for (std::int64_t f = 0; f < count; ++f) {
-    const auto cc = chunk_coords(e.chunks, f);
+  for (auto& box : io::chunk_boxes(e.chunks)) {
     ScanGeneratedParams g;
     g.scan = p;
     g.spec = *spec;
-    for (int a = 0; a < nd; ++a) {
-      const auto k = static_cast<std::size_t>(a), c = static_cast<std::size_t>(cc[k]);
-      g.start.push_back(offs[k][c]);
-      g.size.push_back(e.chunks[k][c]);
-    }
+    g.start = std::move(box.start);
+    g.size = std::move(box.shape);
     params.emplace_back(to_object(g, "ScanGeneratedParams"));
   }
-  return chunk_map(kScanGeneratedOp, t, e.chunks, {}, std::move(params),
-                   std::vector<std::vector<ChunkRead>>(static_cast<std::size_t>(count)), name);
+  const std::size_t count = params.size();
+  return chunk_map(kScanGeneratedOp, t, e.chunks, {}, std::move(params), std::vector<std::vector<ChunkRead>>(count),
+                   name);
 }
 
 Array scan(const Array& in, std::optional<int> axis_opt, bool product, const char* name) {
