@@ -9,6 +9,9 @@
 //   transpose_sum    (x + x.T).sum(),                           x uniform(0, 1)   [20000, 2000]
 //   trig_chain       ((sin(x)**2 + cos(x)**2) * 3 - 2).max(),   x uniform(0, 1)   [10000, 2000]
 //   matmul_sum       (x @ y).sum(),                     x, y uniform(0, 1)        [4000, 1000]
+//                    (Tessera sums x's columns and y's rows first: src/array/product_sums.cpp)
+//   matmul_sq_sum    ((x @ y) ** 2).sum(),              x, y uniform(0, 1)        [4000, 1000]
+//                    (the whole product is needed: what a matrix product costs)
 //   mean_axis0       x.mean(axis=0),                            x normal(10, 1)   [20000, 2000]
 //   std_all          x.std(),                                   x normal(10, 1)   [20000, 2000]
 //   rechunk_sum      x.rechunk((2C, C/2)).sum(axis=1),          x uniform(0, 1)   [20000, 2000]
@@ -22,7 +25,7 @@
 //
 // --impl limit runs the workload's limit on this machine instead: a hand-written loop that does
 // the same arithmetic once per element (each random element drawn once with the same Philox
-// kernels, row by row, on --threads threads, nothing materialised), or for matmul_sum OpenBLAS on
+// kernels, row by row, on --threads threads, nothing materialised), or for the products OpenBLAS on
 // the whole arrays in memory. "Within 2x of the limit" compares Tessera with it.
 #include <cblas.h>
 
@@ -84,6 +87,14 @@ const std::map<std::string, Workload>& workloads() {
           auto x = rs.uniform(0.0, 1.0, {n, n}, {c, c});
           auto y = rs.uniform(0.0, 1.0, {n, n}, {c, c});
           return matmul(x, y).sum();
+        }}},
+      {"matmul_sq_sum",
+       {4000, 1000,
+        [](std::int64_t n, std::int64_t c) {
+          random::RandomState rs(0);
+          auto x = rs.uniform(0.0, 1.0, {n, n}, {c, c});
+          auto y = rs.uniform(0.0, 1.0, {n, n}, {c, c});
+          return power(matmul(x, y), 2).sum();
         }}},
       {"mean_axis0",
        {20000, 2000,
@@ -283,6 +294,16 @@ double run_limit(const std::string& w, std::int64_t n, int threads) {
     cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, m, n, 1.0, x.data(), m, y.data(), m, 0.0, z.data(), m);
     double total = 0;
     for (double v : z) total += v;
+    return total;
+  }
+  if (w == "matmul_sq_sum") {
+    // OpenBLAS on the whole arrays in memory, then the squares summed.
+    std::vector<double> x(n * n), y(n * n), z(n * n);
+    tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, 0, 1, n * n, x.data());
+    tessera::detail::generate_f64(kUniform, kLimitKey + 1, 0, 1, 0, 1, n * n, y.data());
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, x.data(), n, y.data(), n, 0.0, z.data(), n);
+    double total = 0;
+    for (double v : z) total += v * v;
     return total;
   }
   if (w == "matmul_sum") {

@@ -11,7 +11,7 @@ benchmarks/dask/array_workloads.py, prints their JSON lines and a ratio line
   {"benchmark": "array_workloads_ratio", ..., "ratio": dask_seconds / tessera_seconds}
 and writes a markdown table to FILE. --scale small divides n and the chunk size by 10.
 Each workload's limit runs too (array_workloads --impl limit: the same arithmetic once per
-element by hand on one thread per core, or OpenBLAS on the whole arrays for matmul_sum): the
+element by hand on one thread per core, or OpenBLAS on the whole arrays for the products): the
 table gives Tessera threads / limit, whose goal is at most 2.
 
 Values: Tessera and Dask draw different random numbers, so their results cannot agree to 1e-6.
@@ -35,8 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "dataframe"))
 import tessera_pyenv  # noqa: E402
-WORKLOADS = ["transpose_sum", "trig_chain", "matmul_sum", "mean_axis0", "std_all", "rechunk_sum", "slice_sum",
-             "elementwise_exp", "cumsum_sum", "tensordot_sum", "fancy_index_sum"]
+WORKLOADS = ["transpose_sum", "trig_chain", "matmul_sum", "matmul_sq_sum", "mean_axis0", "std_all", "rechunk_sum",
+             "slice_sum", "elementwise_exp", "cumsum_sum", "tensordot_sum", "fancy_index_sum"]
 # n, chunk: the defaults of both programs, defined once beside the Dask side (its module
 # imports Dask only when it runs).
 sys.path.insert(0, str(ROOT / "benchmarks" / "dask"))
@@ -45,6 +45,7 @@ EXPRESSIONS = {
     "transpose_sum": "(x + x.T).sum(), x uniform(0, 1)",
     "trig_chain": "((sin(x)**2 + cos(x)**2) * 3 - 2).max(), x uniform(0, 1)",
     "matmul_sum": "(x @ y).sum(), x, y uniform(0, 1)",
+    "matmul_sq_sum": "((x @ y) ** 2).sum(), x, y uniform(0, 1)",
     "mean_axis0": "x.mean(axis=0), x normal(10, 1)",
     "std_all": "x.std(), x normal(10, 1)",
     "rechunk_sum": "x.rechunk((2c, c/2)).sum(axis=1), x uniform(0, 1)",
@@ -73,6 +74,11 @@ def expected(workload, n):
         mean_a, var_a = n / 2, n / 12
         var_product = (var_a + mean_a ** 2) ** 2 - mean_a ** 4
         return n * mean_a * mean_a, math.sqrt(n * var_product)
+    if workload == "matmul_sq_sum":
+        # C = x y with x = 1/2 + a, y = 1/2 + b (a, b of mean 0, variance 1/12): E[C_ij] = n/4,
+        # Var[C_ij] = n (E[x^2] E[y^2] - 1/16) = 7 n / 144. The sum's leading fluctuation is
+        # (n/4) n (sum(a) + sum(b)), of standard deviation (n^2 / 4) sqrt(2 n^2 / 12).
+        return n * n * (n * n / 16 + 7 * n / 144), n ** 3 / 4 * math.sqrt(1 / 6)
     if workload == "mean_axis0":  # the sum of n column means of normal(10, 1), each of s.e. 1/sqrt(n)
         return 10.0 * n, 1.0
     if workload == "std_all":  # population std of N = n^2 normals of sigma 1

@@ -31,6 +31,7 @@ DEFAULTS = {
     "transpose_sum": (20000, 2000),
     "trig_chain": (10000, 2000),
     "matmul_sum": (4000, 1000),
+    "matmul_sq_sum": (4000, 1000),
     "mean_axis0": (20000, 2000),
     "std_all": (20000, 2000),
     "rechunk_sum": (20000, 2000),
@@ -56,6 +57,10 @@ def build(name, n, c):
         x = rng.uniform(0, 1, size=(n, n), chunks=(c, c))
         y = rng.uniform(0, 1, size=(n, n), chunks=(c, c))
         return (x @ y).sum()
+    if name == "matmul_sq_sum":
+        x = rng.uniform(0, 1, size=(n, n), chunks=(c, c))
+        y = rng.uniform(0, 1, size=(n, n), chunks=(c, c))
+        return ((x @ y) ** 2).sum()
     if name == "mean_axis0":
         x = rng.normal(10, 1, size=(n, n), chunks=(c, c))
         return x.mean(axis=0)

@@ -96,6 +96,7 @@ Array contract(Array a, Array b, int nbatch, int nfa, int nc, int nfb, DType t) 
     chunks.push_back(cb[i]);
   }
   TasksBuilder tb(t, shape, chunks, "contract");
+  tb.set_product({a.expr(), b.expr(), nbatch, nfa, nc, nfb});
   const int ia = tb.input(a), ib = tb.input(b);
   std::vector<std::int64_t> ccounts;
   for (int i = 0; i < nc; ++i) ccounts.push_back(static_cast<std::int64_t>(ca[nbatch + nfa + i].size()));

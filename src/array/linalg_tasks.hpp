@@ -41,8 +41,16 @@ struct TaskSpec {
   std::vector<TaskArg> args;
 };
 
+/** The operands of a contraction (see contract below), kept so that a sum over the product's
+ *  free axes can be pushed into them (product_sums.cpp). */
+struct ProductOperands {
+  ExprPtr a, b;
+  int nbatch = 0, nfa = 0, nc = 0, nfb = 0;
+};
+
 struct TasksExpr : Expr {
   std::vector<ExprPtr> inputs;
+  std::optional<ProductOperands> product;  // set when this is contract(a, b, ...)
   std::vector<TaskSpec> tasks;
   std::vector<Key> keys;               // one per task, fixed when built
   std::vector<std::int64_t> outputs;   // the task of each chunk, row-major chunk order
@@ -75,6 +83,8 @@ class TasksBuilder {
   std::int64_t tree_sum(std::vector<std::int64_t> parts, int split_every = 8);
   /** The array, whose chunk f is task outputs[f]. */
   Array finish(std::vector<std::int64_t> outputs);
+  /** Records that the array is contract(a, b, nbatch, nfa, nc, nfb, ...). */
+  void set_product(ProductOperands p) { e_->product = std::move(p); }
 
  private:
   std::shared_ptr<TasksExpr> e_;

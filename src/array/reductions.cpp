@@ -7,6 +7,7 @@
 
 #include "complex_ops.hpp"
 #include "expr.hpp"
+#include "product_sums.hpp"
 #include "tessera/core/error.hpp"
 
 namespace tessera {
@@ -55,6 +56,15 @@ Array reduce(const Array& in, ReduceKind kind, ReduceOptions o, const char* name
   if ((kind == ReduceKind::Min || kind == ReduceKind::Max || kind == ReduceKind::ArgMin || kind == ReduceKind::ArgMax))
     for (int a : axes)
       if (e.shape[a] == 0) throw Error(std::string(name) + ": zero-size array to reduction operation which has no identity");
+  if (kind == ReduceKind::Sum || (kind == ReduceKind::Mean && is_floating(e.dtype))) {
+    // A sum (or a floating mean) of a product: the operands are summed first (product_sums.cpp).
+    if (auto s = sum_of_product(in, axes, o.keepdims, o.split_every ? o.split_every : 8)) {
+      if (kind == ReduceKind::Sum) return *s;
+      std::int64_t count = 1;
+      for (int a : axes) count *= e.shape[a];
+      return (*s / scalar(static_cast<double>(count))).astype(e.dtype);
+    }
+  }
   DType t = e.dtype;
   switch (kind) {
     case ReduceKind::Sum: case ReduceKind::Prod:

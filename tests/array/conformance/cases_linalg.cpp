@@ -28,6 +28,17 @@ TESSERA_CONFORMANCE_CASE(tensordot) {
   return {tensordot(in[0], in[1], p.axes("axes_a"), p.axes("axes_b"))};
 }
 
+TESSERA_CONFORMANCE_CASE(product_reduce) {
+  const std::string& product = p.s("product");
+  const Array c = product == "matmul"       ? matmul(in[0], in[1])
+                  : product == "tensordot0" ? tensordot(in[0], in[1], {0}, {0})
+                                            : einsum("bij,bjk->bik", in);
+  ReduceOptions o;
+  if (p.has("axis")) o.axes = p.axes("axis");
+  o.keepdims = p.b("keepdims");
+  return {p.s("reduce") == "sum" ? c.sum(o) : c.mean(o)};
+}
+
 TESSERA_CONFORMANCE_CASE(einsum) { return {einsum(p.s("subscripts"), in)}; }
 
 TESSERA_CONFORMANCE_CASE(linalg_product) {

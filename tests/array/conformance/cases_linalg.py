@@ -59,6 +59,29 @@ CASES.append(case("linalg_product", [rand(2, 3, salt=24), rand(3, 2, salt=25)], 
                   {"op": "kron"}))
 CASES.append(case("matmul", [BATCH_A, BATCH_B], lambda a, b: a @ b, name="matmul[batched]"))
 CASES.append(case("matmul", [BATCH_A, rand(1, 5, 2, salt=26)], lambda a, b: a @ b, name="matmul[broadcast batch]"))
+# Sums and means of products, which Tessera computes from sums of the operands
+# (src/array/product_sums.cpp): the same numbers as summing NumPy's whole product.
+PRODUCTS = {"matmul": lambda a, b: a @ b, "tensordot0": lambda a, b: np.tensordot(a, b, ([0], [0])),
+            "batched": lambda a, b: np.einsum("bij,bjk->bik", a, b)}
+
+
+def product_reduce(a, b, product, reduce, axis=None, keepdims=False):
+    c = PRODUCTS[product](a, b)
+    ax = tuple(axis) if axis is not None else None
+    return np.asarray(c.sum(axis=ax, keepdims=keepdims) if reduce == "sum" else c.mean(axis=ax, keepdims=keepdims))
+
+
+for inputs, product in [([A, B], "matmul"), ([I, J], "matmul"), ([F32, rand(4, 3, dtype="float32", salt=33)], "matmul"),
+                        ([A, rand(7, 3, salt=34)], "tensordot0"), ([BATCH_A, BATCH_B], "batched")]:
+    nd = 3 if product == "batched" else 2
+    for axis in [None] + [[k] for k in range(nd)] + ([[1, 2], [0, 2]] if nd == 3 else []):
+        for reduce in ("sum", "mean"):
+            if reduce == "mean" and inputs[0].dtype.kind == "i":
+                continue
+            params = {"product": product, "reduce": reduce, "keepdims": axis == [0]}
+            if axis is not None:
+                params["axis"] = axis
+            CASES.append(case("product_reduce", inputs, product_reduce, params, api=("matmul", "sum")))
 for offset in (0, 2, -1):
     CASES.append(case("trace", [A], lambda x, offset: np.asarray(np.trace(x, offset)), {"offset": offset}))
 CASES.append(case("trace", [T3], lambda x, axis1, axis2: np.asarray(np.trace(x, 0, axis1, axis2)), {"axis1": 0, "axis2": 2}))
