@@ -21,6 +21,10 @@
 //   tensordot_sum    tensordot(x, y, axes=(0, 0)).sum(),  x, y n x n/4 uniform(0, 1)  [8000, 1000]
 //   fancy_index_sum  x[idx].sum(), idx the first n/4 of a permutation of range(n) (made in the
 //                    timed region, as NumPy's in the Dask script), x uniform(0, 1)    [20000, 2000]
+//   mask_sum         x[x > 0.5].sum() (a boolean mask: chunks of unknown size), x uniform(0, 1) [20000, 2000]
+//   histogram_counts histogram(x, bins=100, range=(0, 1)) counts,   x uniform(0, 1)  [20000, 2000]
+//   topk_rows        topk(x, 10, axis=1),                       x uniform(0, 1)   [10000, 1000]
+//   var_axis1        x.var(axis=1),                             x uniform(0, 1)   [20000, 2000]
 // "value" is the scalar result, or the sum of the vector for mean_axis0 and rechunk_sum.
 //
 // --impl limit runs the workload's limit on this machine instead: a hand-written loop that does
@@ -146,6 +150,30 @@ const std::map<std::string, Workload>& workloads() {
         [](std::int64_t n, std::int64_t c) {
           auto x = random::uniform(0, 0.0, 1.0, {n, n}, {c, c});
           return take(x, fancy_rows(n), 0).sum();
+        }}},
+      {"mask_sum",
+       {20000, 2000,
+        [](std::int64_t n, std::int64_t c) {
+          auto x = random::uniform(0, 0.0, 1.0, {n, n}, {c, c});
+          return x[x > 0.5].sum();
+        }}},
+      {"histogram_counts",
+       {20000, 2000,
+        [](std::int64_t n, std::int64_t c) {
+          auto x = random::uniform(0, 0.0, 1.0, {n, n}, {c, c});
+          return histogram(x, 100, {0.0, 1.0}).counts;
+        }}},
+      {"topk_rows",
+       {10000, 1000,
+        [](std::int64_t n, std::int64_t c) {
+          auto x = random::uniform(0, 0.0, 1.0, {n, n}, {c, c});
+          return topk(x, 10, 1);
+        }}},
+      {"var_axis1",
+       {20000, 2000,
+        [](std::int64_t n, std::int64_t c) {
+          auto x = random::uniform(0, 0.0, 1.0, {n, n}, {c, c});
+          return x.var({.axes = {1}});
         }}},
   };
   return all;
@@ -323,7 +351,7 @@ double run_limit(const std::string& w, std::int64_t n, int threads) {
 double checksum(const tessera::Block& result) {
   if (result.ndim() == 0) return result.item();
   double total = 0;
-  for (double v : result.values<double>()) total += v;
+  for (double v : result.to_doubles()) total += v;
   return total;
 }
 

@@ -40,6 +40,10 @@ DEFAULTS = {
     "cumsum_sum": (10000, 1000),
     "tensordot_sum": (8000, 1000),
     "fancy_index_sum": (20000, 2000),
+    "mask_sum": (20000, 2000),
+    "histogram_counts": (20000, 2000),
+    "topk_rows": (10000, 1000),
+    "var_axis1": (20000, 2000),
 }
 
 
@@ -90,6 +94,18 @@ def build(name, n, c):
         x = rng.uniform(0, 1, size=(n, n), chunks=(c, c))
         idx = np.random.default_rng(0).permutation(n)[: n // 4]
         return x[idx].sum()
+    if name == "mask_sum":
+        x = rng.uniform(0, 1, size=(n, n), chunks=(c, c))
+        return x[x > 0.5].sum()
+    if name == "histogram_counts":
+        x = rng.uniform(0, 1, size=(n, n), chunks=(c, c))
+        return da.histogram(x, bins=100, range=(0, 1))[0]
+    if name == "topk_rows":
+        x = rng.uniform(0, 1, size=(n, n), chunks=(c, c))
+        return da.topk(x, 10, axis=1)
+    if name == "var_axis1":
+        x = rng.uniform(0, 1, size=(n, n), chunks=(c, c))
+        return x.var(axis=1)
     raise ValueError(name)
 
 

@@ -162,6 +162,14 @@ struct TaskListExpr : Expr {
   };
   std::vector<ExprPtr> inputs;
   std::vector<Call> calls;  // one per output chunk, row-major chunk order
+  /** Set when this is a boolean selection data[mask]: a mask of data's shape (axis -1, the
+   *  result is 1-d) or a 1-d mask along `axis` (compress). A sum of it is then a masked sum of
+   *  data, with nothing selected into new blocks (selection_sums.cpp). */
+  struct Selection {
+    ExprPtr data, mask;
+    int axis = -1;
+  };
+  std::optional<Selection> selection;
   using Expr::Expr;
 };
 

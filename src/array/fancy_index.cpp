@@ -199,6 +199,7 @@ Array compress(const Array& condition, const Array& x, std::optional<int> axis) 
   Chunks chunks = e.chunks;
   std::fill(chunks[a].begin(), chunks[a].end(), unknown_size);
   auto t = make_task_list(e.dtype, chunks, {in.expr(), cond.expr()}, "compress");
+  t->selection = TaskListExpr::Selection{in.expr(), cond.expr(), a};
   MaskSelectParams p;
   p.axis = a;
   const Value params(to_object(p, "MaskSelectParams"));
@@ -234,6 +235,7 @@ Array mask_bands(const Array& x, const Array& mask) {
   }
   auto t = make_task_list(e.dtype, {std::vector<std::int64_t>(static_cast<std::size_t>(bands), unknown_size)},
                           {x.expr(), m.expr()}, "getitem-mask");
+  t->selection = TaskListExpr::Selection{x.expr(), m.expr(), -1};
   const Value params(to_object(p, "MaskBandParams"));
   for (std::int64_t b = 0; b < bands; ++b) {
     TaskListExpr::Call call;

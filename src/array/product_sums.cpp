@@ -14,11 +14,9 @@
 // they are left alone. Floating-point sums come out in another order, which changes the last
 // bits as any change of chunking does; a product that overflows to inf element by element can
 // stay finite when summed first, and the reverse. TESSERA_ARRAY_PUSH_SUMS=0 turns this off.
-#include "product_sums.hpp"
+#include "sum_rewrites.hpp"
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 
 #include "expr.hpp"
 #include "linalg_tasks.hpp"
@@ -28,14 +26,6 @@
 namespace tessera::detail {
 
 namespace {
-
-bool enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("TESSERA_ARRAY_PUSH_SUMS");
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }();
-  return on;
-}
 
 // Dtypes whose product, summed, equals the sums' product exactly up to rounding (see above).
 bool sums_commute_with_products(DType t) {
@@ -64,7 +54,7 @@ Array sum_keeping(const Array& x, const std::vector<int>& axes, int split_every)
 }  // namespace
 
 std::optional<Array> sum_of_product(const Array& c, const std::vector<int>& axes, bool keepdims, int split_every) {
-  if (!enabled()) return std::nullopt;
+  if (!sum_rewrites_enabled()) return std::nullopt;
   const Expr& e = expr_of(c);
   if (!sums_commute_with_products(e.dtype)) return std::nullopt;
   const auto p = operands_of(e);

@@ -7,7 +7,7 @@
 
 #include "complex_ops.hpp"
 #include "expr.hpp"
-#include "product_sums.hpp"
+#include "sum_rewrites.hpp"
 #include "tessera/core/error.hpp"
 
 namespace tessera {
@@ -57,6 +57,8 @@ Array reduce(const Array& in, ReduceKind kind, ReduceOptions o, const char* name
     for (int a : axes)
       if (e.shape[a] == 0) throw Error(std::string(name) + ": zero-size array to reduction operation which has no identity");
   if (kind == ReduceKind::Sum || (kind == ReduceKind::Mean && is_floating(e.dtype))) {
+    // A sum or mean of a boolean selection: a masked sum of the data (selection_sums.cpp).
+    if (auto s = sum_of_selection(in, axes, o.keepdims, o.split_every, kind == ReduceKind::Mean)) return *s;
     // A sum (or a floating mean) of a product: the operands are summed first (product_sums.cpp).
     if (auto s = sum_of_product(in, axes, o.keepdims, o.split_every ? o.split_every : 8)) {
       if (kind == ReduceKind::Sum) return *s;
