@@ -29,7 +29,8 @@
 //
 // --impl limit runs the workload's limit on this machine instead: a hand-written loop that does
 // the same arithmetic once per element (each random element drawn once with the same Philox
-// kernels, row by row, on --threads threads, nothing materialised), or for the products OpenBLAS on
+// kernels, row by row, on --threads threads, nothing materialised; for a sum of a product the
+// operands' sums and a dot product, as Tessera computes it), or for matmul_sq_sum OpenBLAS on
 // the whole arrays in memory. "Within 2x of the limit" compares Tessera with it.
 #include <cblas.h>
 
@@ -313,15 +314,89 @@ double run_limit(const std::string& w, std::int64_t n, int threads) {
     for (double v : states) total += v;
     return total;
   }
-  if (w == "tensordot_sum") {
-    // OpenBLAS on the whole arrays: x^T y, (n/4 x n) (n x n/4).
-    const std::int64_t m = std::max<std::int64_t>(1, n / 4);
-    std::vector<double> x(n * m), y(n * m), z(m * m);
-    tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, 0, 1, n * m, x.data());
-    tessera::detail::generate_f64(kUniform, kLimitKey + 1, 0, 1, 0, 1, n * m, y.data());
-    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, m, n, 1.0, x.data(), m, y.data(), m, 0.0, z.data(), m);
+  if (w == "tensordot_sum" || w == "matmul_sum") {
+    // The sum of a product needs only the operands' sums (src/array/product_sums.cpp): for
+    // (x @ y).sum() x's column sums and y's row sums, for tensordot(x, y, (0, 0)).sum() both
+    // row sums; then a dot product. Each element drawn once, row by row.
+    const bool td = w == "tensordot_sum";
+    const std::int64_t rows = n, cols = td ? std::max<std::int64_t>(1, n / 4) : n;
+    thread_local std::vector<double> row;
+    struct Sums {
+      std::vector<double> x_cols, x_rows, y_rows;
+    };
+    const Sums init{std::vector<double>(td ? 0 : cols, 0.0), std::vector<double>(td ? rows : 0, 0.0),
+                    std::vector<double>(rows, 0.0)};
+    auto states = parallel_rows<Sums>(rows, threads, init, [&](std::int64_t r, Sums& s) {
+      row.resize(cols);
+      tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, r * cols, 1, cols, row.data());
+      if (td) s.x_rows[r] = std::accumulate(row.begin(), row.end(), 0.0);
+      else
+        for (std::int64_t j = 0; j < cols; ++j) s.x_cols[j] += row[j];
+      tessera::detail::generate_f64(kUniform, kLimitKey + 1, 0, 1, r * cols, 1, cols, row.data());
+      s.y_rows[r] = std::accumulate(row.begin(), row.end(), 0.0);
+    });
     double total = 0;
-    for (double v : z) total += v;
+    for (std::int64_t k = 0; k < rows; ++k) {
+      double a = 0, b = 0;
+      for (auto& s : states) {
+        a += td ? s.x_rows[k] : s.x_cols[k];
+        b += s.y_rows[k];
+      }
+      total += a * b;
+    }
+    return total;
+  }
+  if (w == "mask_sum") return limit_sum(kUniform, 0, 1, n, threads, [](double x) { return x > 0.5 ? x : 0.0; });
+  if (w == "histogram_counts") {
+    // 100 equal bins over [0, 1): a bin index per element, counted per thread.
+    thread_local std::vector<double> row;
+    auto states = parallel_rows<std::vector<std::int64_t>>(n, threads, std::vector<std::int64_t>(100, 0),
+                                                           [&](std::int64_t r, std::vector<std::int64_t>& counts) {
+                                                             row.resize(n);
+                                                             tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, r * n, 1, n, row.data());
+                                                             for (double x : row)
+                                                               if (x >= 0 && x <= 1) ++counts[std::min<std::int64_t>(99, static_cast<std::int64_t>(x * 100))];
+                                                           });
+    double total = 0;
+    for (auto& c : states) total += static_cast<double>(std::accumulate(c.begin(), c.end(), std::int64_t{0}));
+    return total;
+  }
+  if (w == "topk_rows") {
+    // The 10 largest of each row: a sorted list of 10, each element compared with its smallest.
+    thread_local std::vector<double> row;
+    auto states = parallel_rows<double>(n, threads, 0.0, [&](std::int64_t r, double& acc) {
+      row.resize(n);
+      tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, r * n, 1, n, row.data());
+      double top[10];
+      std::int64_t kept = 0;
+      for (double x : row) {
+        if (kept == 10 && x <= top[9]) continue;
+        std::int64_t i = kept < 10 ? kept++ : 9;
+        for (; i > 0 && top[i - 1] < x; --i) top[i] = top[i - 1];
+        top[i] = x;
+      }
+      for (std::int64_t i = 0; i < kept; ++i) acc += top[i];
+    });
+    double total = 0;
+    for (double v : states) total += v;
+    return total;
+  }
+  if (w == "var_axis1") {
+    // Each row's sum and sum of squares in one pass, its population variance from them.
+    thread_local std::vector<double> row;
+    auto states = parallel_rows<double>(n, threads, 0.0, [&](std::int64_t r, double& acc) {
+      row.resize(n);
+      tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, r * n, 1, n, row.data());
+      double s = 0, ss = 0;
+      for (double x : row) {
+        s += x;
+        ss += x * x;
+      }
+      const double mean = s / static_cast<double>(n);
+      acc += ss / static_cast<double>(n) - mean * mean;
+    });
+    double total = 0;
+    for (double v : states) total += v;
     return total;
   }
   if (w == "matmul_sq_sum") {
@@ -332,16 +407,6 @@ double run_limit(const std::string& w, std::int64_t n, int threads) {
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, x.data(), n, y.data(), n, 0.0, z.data(), n);
     double total = 0;
     for (double v : z) total += v * v;
-    return total;
-  }
-  if (w == "matmul_sum") {
-    // OpenBLAS on the whole arrays in memory, with its own threads.
-    std::vector<double> x(n * n), y(n * n), z(n * n);
-    tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, 0, 1, n * n, x.data());
-    tessera::detail::generate_f64(kUniform, kLimitKey + 1, 0, 1, 0, 1, n * n, y.data());
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, x.data(), n, y.data(), n, 0.0, z.data(), n);
-    double total = 0;
-    for (double v : z) total += v;
     return total;
   }
   throw std::invalid_argument("no limit for workload " + w);

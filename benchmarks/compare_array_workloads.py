@@ -11,7 +11,7 @@ benchmarks/dask/array_workloads.py, prints their JSON lines and a ratio line
   {"benchmark": "array_workloads_ratio", ..., "ratio": dask_seconds / tessera_seconds}
 and writes a markdown table to FILE. --scale small divides n and the chunk size by 10.
 Each workload's limit runs too (array_workloads --impl limit: the same arithmetic once per
-element by hand on one thread per core, or OpenBLAS on the whole arrays for the products): the
+element by hand on one thread per core, or OpenBLAS on the whole arrays for matmul_sq_sum): the
 table gives Tessera threads / limit, whose goal is at most 2.
 
 Values: Tessera and Dask draw different random numbers, so their results cannot agree to 1e-6.
@@ -36,7 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "dataframe"))
 import tessera_pyenv  # noqa: E402
 WORKLOADS = ["transpose_sum", "trig_chain", "matmul_sum", "matmul_sq_sum", "mean_axis0", "std_all", "rechunk_sum",
-             "slice_sum", "elementwise_exp", "cumsum_sum", "tensordot_sum", "fancy_index_sum"]
+             "slice_sum", "elementwise_exp", "cumsum_sum", "tensordot_sum", "fancy_index_sum", "mask_sum",
+             "histogram_counts", "topk_rows", "var_axis1"]
 # n, chunk: the defaults of both programs, defined once beside the Dask side (its module
 # imports Dask only when it runs).
 sys.path.insert(0, str(ROOT / "benchmarks" / "dask"))
@@ -54,6 +55,10 @@ EXPRESSIONS = {
     "cumsum_sum": "x.cumsum(axis=1).sum(), x uniform(0, 1)",
     "tensordot_sum": "tensordot(x, y, axes=(0, 0)).sum(), x, y n x n/4 uniform(0, 1)",
     "fancy_index_sum": "x[idx].sum(), idx the first n/4 of a permutation of range(n), x uniform(0, 1)",
+    "mask_sum": "x[x > 0.5].sum(), x uniform(0, 1)",
+    "histogram_counts": "histogram(x, bins=100, range=(0, 1)) counts, x uniform(0, 1)",
+    "topk_rows": "topk(x, 10, axis=1), x uniform(0, 1)",
+    "var_axis1": "x.var(axis=1), x uniform(0, 1)",
 }
 
 
@@ -104,6 +109,20 @@ def expected(workload, n):
     if workload == "fancy_index_sum":  # n/4 distinct rows of n uniforms
         kept = (n // 4) * n
         return kept / 2, math.sqrt(kept / 12)
+    if workload == "mask_sum":  # E[x 1{x > 1/2}] = 3/8, E[x^2 1{x > 1/2}] = 7/24
+        size = n * n
+        return size * 3 / 8, math.sqrt(size * (7 / 24 - 9 / 64))
+    if workload == "histogram_counts":  # every element falls in [0, 1): the counts add up to n^2
+        return n * n, 0.0
+    if workload == "topk_rows":
+        # The i-th largest of n uniforms has mean (n + 1 - i) / (n + 1); a row's top 10 sums to
+        # 10 - 55 / (n + 1) on average. Its gaps below 1 are sums of exponentials / (n + 1):
+        # variance sum_{i<=10} i^2 / (n + 1)^2 = 385 / (n + 1)^2 per row.
+        return n * (10 - 55 / (n + 1)), math.sqrt(n * 385) / (n + 1)
+    if workload == "var_axis1":
+        # Population variance of a row of n uniforms: mean (n - 1) / (12 n); its variance is
+        # about (mu4 - sigma^4) / n with mu4 = 1/80, sigma^4 = 1/144.
+        return (n - 1) / 12, math.sqrt(n * (1 / 80 - 1 / 144) / n)
     raise ValueError(workload)
 
 

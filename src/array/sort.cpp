@@ -79,6 +79,35 @@ Value sort_op(const OpContext&, std::span<const Value> args) {
   return Value(std::move(out));
 }
 
+/**
+ * Keeps in `best` (sorted best first, at most m) the best of row[0..len), whose indices pos, pos
+ * + 1, ... come after those of every element `best` holds. Each new element has the highest
+ * index so far, so among equal values it goes last: it moves forward only past elements it is
+ * strictly `better` than. Once `best` is full, most elements fail the one comparison with the
+ * worst kept, in a loop with nothing else in it; those that pass usually stop near the end.
+ */
+template <class T, class Better>
+void keep_best_in_order(const T* row, std::int64_t len, std::int64_t pos, std::int64_t m, Better better,
+                        std::vector<std::pair<T, std::int64_t>>& best) {
+  auto sift_last = [&] {
+    for (std::size_t i = best.size() - 1; i > 0 && better(best[i].first, best[i - 1].first); --i)
+      std::swap(best[i], best[i - 1]);
+  };
+  std::int64_t j = 0;
+  for (; j < len && static_cast<std::int64_t>(best.size()) < m; ++j) {
+    best.emplace_back(row[j], pos + j);
+    sift_last();
+  }
+  if (m == 0 || j == len) return;
+  T worst = best.back().first;
+  for (; j < len; ++j) {
+    if (!better(row[j], worst)) continue;
+    best.back() = {row[j], pos + j};
+    sift_last();
+    worst = best.back().first;
+  }
+}
+
 template <class T>
 Block topk_rows(const TopkParams& p, std::span<const Value> blocks, DType value_dtype) {
   const std::int64_t kk = p.k < 0 ? -p.k : p.k;
@@ -94,7 +123,34 @@ Block topk_rows(const TopkParams& p, std::span<const Value> blocks, DType value_
   const bool packed = p.arg && !p.final;
   shape.back() = packed ? 2 * m : m;
   Block out(p.final ? (p.arg ? DType::Int64 : value_dtype) : (p.arg ? DType::Float64 : value_dtype), shape);
+  auto better = [&](const auto& a, const auto& b) {
+    return p.k > 0 ? sorting::GreaterNanLast<T>{}(a.first, b.first) : sorting::LessNanLast<T>{}(a.first, b.first);
+  };
+  // A strict total order: by value (NaN last), ties to the lower index, as a stable sort of the
+  // candidates in index order would give. The best m under it do not depend on arrival order.
+  auto better_then_first = [&](const auto& a, const auto& b) {
+    if (better(a, b)) return true;
+    if (better(b, a)) return false;
+    return a.second < b.second;
+  };
+  // Few kept (m <= kSmallTop): the best m so far, sorted, and each candidate compared with the
+  // worst of them; most are rejected by that one comparison, with nothing copied. Many kept: all
+  // candidates, then partial_sort.
+  constexpr std::int64_t kSmallTop = 64;
+  const bool small_top = m <= kSmallTop;
   std::vector<std::pair<T, std::int64_t>> cand;
+  auto consider = [&](T value, std::int64_t index) {
+    const std::pair<T, std::int64_t> c{value, index};
+    if (!small_top) {
+      cand.push_back(c);
+      return;
+    }
+    if (static_cast<std::int64_t>(cand.size()) == m) {
+      if (m == 0 || !better_then_first(c, cand.back())) return;
+      cand.pop_back();
+    }
+    cand.insert(std::upper_bound(cand.begin(), cand.end(), c, better_then_first), c);
+  };
   for (std::int64_t r = 0; r < rows; ++r) {
     cand.clear();
     std::int64_t pos = p.offset;
@@ -104,23 +160,16 @@ Block topk_rows(const TopkParams& p, std::span<const Value> blocks, DType value_
       const T* row = static_cast<const T*>(b.raw()) + r * len;
       if (p.arg && p.from_partials) {
         const std::int64_t h = len / 2;
-        for (std::int64_t j = 0; j < h; ++j) cand.emplace_back(row[j], static_cast<std::int64_t>(row[h + j]));
+        for (std::int64_t j = 0; j < h; ++j) consider(row[j], static_cast<std::int64_t>(row[h + j]));
       } else {
-        for (std::int64_t j = 0; j < len; ++j) cand.emplace_back(row[j], pos + j);
+        if (small_top && p.k > 0) keep_best_in_order(row, len, pos, m, sorting::GreaterNanLast<T>{}, cand);
+        else if (small_top) keep_best_in_order(row, len, pos, m, sorting::LessNanLast<T>{}, cand);
+        else
+          for (std::int64_t j = 0; j < len; ++j) consider(row[j], pos + j);
         pos += len;
       }
     }
-    auto better = [&](const auto& a, const auto& b) {
-      return p.k > 0 ? sorting::GreaterNanLast<T>{}(a.first, b.first) : sorting::LessNanLast<T>{}(a.first, b.first);
-    };
-    // Only the best m are ordered (O(n log m)); ties go to the lower index, as a stable sort of
-    // the candidates (which arrive in index order) would give.
-    auto better_then_first = [&](const auto& a, const auto& b) {
-      if (better(a, b)) return true;
-      if (better(b, a)) return false;
-      return a.second < b.second;
-    };
-    std::partial_sort(cand.begin(), cand.begin() + m, cand.end(), better_then_first);
+    if (!small_top) std::partial_sort(cand.begin(), cand.begin() + m, cand.end(), better_then_first);
     for (std::int64_t j = 0; j < m; ++j) {
       const auto& c = cand[static_cast<std::size_t>(j)];
       if (p.final && p.arg) out.data<std::int64_t>()[r * m + j] = c.second;

@@ -13,7 +13,9 @@
 #if defined(__CUDACC__)
 #define TESSERA_SORT_HD __host__ __device__ __forceinline__
 #else
-#define TESSERA_SORT_HD inline
+// Forced inline on the host too: these run once per element inside the ops' loops, and a call
+// through the shared library's PLT costs more than the rule itself.
+#define TESSERA_SORT_HD inline __attribute__((always_inline))
 #endif
 
 namespace tessera::detail::sorting {

@@ -97,12 +97,32 @@ Value count_into_bins(std::span<const Value> args, bool weighted, std::int64_t b
     using T = decltype(tag);
     const T* v = static_cast<const T*>(x.raw());
     const std::int64_t n = x.size();
-    for (std::int64_t i = 0; i < n; ++i) {
-      const std::int64_t b = bin_of(v[i]);
-      if (b < 0) continue;
-      if (weighted) out.data<double>()[b] += wv[static_cast<std::size_t>(i)];
-      else out.data<std::int64_t>()[b] += 1;
+    if (weighted) {
+      double* o = out.data<double>();
+      for (std::int64_t i = 0; i < n; ++i) {
+        const std::int64_t b = bin_of(v[i]);
+        if (b >= 0) o[b] += wv[static_cast<std::size_t>(i)];
+      }
+      return;
     }
+    // Counts go to four interleaved tables, added up at the end: consecutive elements in one bin
+    // would otherwise wait on each other's increment (a store, then a load of the same address).
+    constexpr int kTables = 4;
+    std::vector<std::int64_t> tables(static_cast<std::size_t>(kTables * bins), 0);
+    std::int64_t* t = tables.data();
+    std::int64_t i = 0;
+    for (; i + kTables <= n; i += kTables)
+      for (int k = 0; k < kTables; ++k) {
+        const std::int64_t b = bin_of(v[i + k]);
+        if (b >= 0) ++t[k * bins + b];
+      }
+    for (; i < n; ++i) {
+      const std::int64_t b = bin_of(v[i]);
+      if (b >= 0) ++t[b];
+    }
+    std::int64_t* o = out.data<std::int64_t>();
+    for (int k = 0; k < kTables; ++k)
+      for (std::int64_t b = 0; b < bins; ++b) o[b] += t[k * bins + b];
   });
   return Value(std::move(out));
 }
@@ -111,12 +131,16 @@ Value histogram_op(const OpContext&, std::span<const Value> args) {
   if (args.size() < 2) throw Error("histogram: expected parameters and blocks");
   const auto p = from_value<HistogramParams>(args[0]);
   const auto ne = static_cast<std::int64_t>(p.edges.size());
-  if (p.norm > 0)
-    return count_into_bins(args, p.weighted, ne - 1, [&](auto v) {
-      return sorting::histogram_bin_uniform(p.edges.data(), ne, p.norm, static_cast<double>(v));
+  // The lambdas hold copies of what they read, so the loop keeps them in registers (through a
+  // reference to p they would be loaded again after every count stored).
+  const double* edges = p.edges.data();
+  const double norm = p.norm;
+  if (norm > 0)
+    return count_into_bins(args, p.weighted, ne - 1, [edges, ne, norm](auto v) {
+      return sorting::histogram_bin_uniform(edges, ne, norm, static_cast<double>(v));
     });
   return count_into_bins(args, p.weighted, ne - 1,
-                         [&](auto v) { return sorting::histogram_bin(p.edges.data(), ne, static_cast<double>(v)); });
+                         [edges, ne](auto v) { return sorting::histogram_bin(edges, ne, static_cast<double>(v)); });
 }
 
 Value bincount_op(const OpContext&, std::span<const Value> args) {

@@ -125,6 +125,20 @@ for k in (2, -3):
                               {"k": k, "axis": axis, "split_every": split}))
 CASES.append(case("topk", [V], lambda x, k: top(x, k), {"k": 4}, name="topk[1d]",
                   chunks=[[(1,)], [(5,)], [(-1,)]]))
+# Ties (to the lower index) and NaN (last either way), for few kept and for many (k > 64).
+TIES = np.round(rand(9, 14, salt=44) * 2)
+TIES[rand(9, 14, salt=45) < -0.8] = np.nan
+WIDE = np.round(rand(6, 80, salt=46) * 3)
+WIDE[:, ::7] = np.nan
+for x, ks in ((TIES, (3, -4, 12)), (WIDE, (70, -66))):
+    for k in ks:
+        for axis in ((0, 1) if x is TIES else (1,)):
+            if abs(k) > x.shape[axis]:
+                continue
+            CASES.append(case("topk", [x], lambda x, k, axis, split_every: top(x, k, axis),
+                              {"k": k, "axis": axis, "split_every": 0}, name=f"topk[ties,{x.shape},{k},{axis}]"))
+            CASES.append(case("argtopk", [x], lambda x, k, axis, split_every: top(x, k, axis, arg=True),
+                              {"k": k, "axis": axis, "split_every": 0}, name=f"argtopk[ties,{x.shape},{k},{axis}]"))
 
 CASES.append(case("unique", [rand(7, 5, dtype="int64", low=-3, high=4, salt=28)],
                   lambda x: np.unique(x, return_counts=True)))
