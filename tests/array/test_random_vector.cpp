@@ -267,6 +267,11 @@ TEST(RandomVector, DeviceTasksRunTheDeviceVariant) {
       }
     }
   }
+  // No rows, and one row (a 0-d size: no axes to place it by).
+  const Array none = random::Generator(5).multinomial(3, {0.5, 0.5}, {0, 4}, {-1}).to_device();
+  EXPECT_EQ(none.compute().shape(), (Shape{0, 4, 2}));
+  const Array one = random::Generator(5).multivariate_hypergeometric({3, 4}, 5, {}, {}, "count");
+  EXPECT_EQ(values(one.to_device()), values(one));
   // Element-wise work on device rows reads them from the device tasks.
   const Array rows = random::Generator(3).multinomial(9, {0.25, 0.75}, {30}, {7});
   const int launches = stand_in_launches;
