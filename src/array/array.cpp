@@ -27,7 +27,7 @@ namespace {
 // placed there, which lowering does not fuse with its differently placed input.
 // A blockwise tree whose leaves are all generators (eye, tri, linspace, ...), rebuilt on
 // `target`, so that it is computed there in one fused program per chunk; nullptr when some leaf
-// is not a generator.
+// is not a generator (or a custom node that draws like one: CustomExpr::copy_to_place).
 ExprPtr remade_on(const ExprPtr& e, Target target, std::unordered_map<const Expr*, ExprPtr>& done) {
   if (auto it = done.find(e.get()); it != done.end()) return it->second;
   std::shared_ptr<Expr> copy;
@@ -46,6 +46,9 @@ ExprPtr remade_on(const ExprPtr& e, Target target, std::unordered_map<const Expr
       copy = v;
       break;
     }
+    case ExprKind::Custom:
+      if (!(copy = static_cast<const CustomExpr&>(*e).copy_to_place())) return nullptr;
+      break;
     default: return nullptr;
   }
   copy->name = unique_name(e->name + (target == Target::Device ? "-device" : "-host"));
@@ -56,10 +59,10 @@ ExprPtr remade_on(const ExprPtr& e, Target target, std::unordered_map<const Expr
 Array place(const Array& a, Target target) {
   const Expr& e = expr_of(a);
   if (e.target == target) return a;
-  // to_host() of a tree keeps its device part where it was asked to run; a single generator is
-  // generated on the host again.
+  // to_host() of a tree keeps its device part where it was asked to run; a single generator (or
+  // a custom node that draws like one) is generated on the host again.
   std::unordered_map<const Expr*, ExprPtr> done;
-  if (target == Target::Device || e.kind == ExprKind::Generator)
+  if (target == Target::Device || e.kind == ExprKind::Generator || e.kind == ExprKind::Custom)
     if (auto remade = remade_on(a.expr(), target, done)) return Array(remade);
   auto v = make_expr<ViewExpr>(ExprKind::View, e.dtype, e.shape, e.chunks, target == Target::Device ? "to_device" : "to_host");
   v->input = a.expr();

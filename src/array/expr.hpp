@@ -146,6 +146,10 @@ struct CustomExpr : Expr {
   using Expr::Expr;
   /** Adds the tasks of every chunk and fills keys (row-major chunk order). */
   virtual void lower_custom(Lowering& low, std::vector<Key>& keys) const = 0;
+  /** A copy to re-make on another target (Array::to_device/to_host), for a node that draws its
+   *  chunks from nothing as a generator does (multinomial's rows); nullptr: read it through a
+   *  view placed there instead. */
+  virtual std::shared_ptr<Expr> copy_to_place() const { return nullptr; }
 };
 
 /**

@@ -6,16 +6,22 @@
 // chunked as `size` asks along its axes and whole along the last. Each chunk is one task of a
 // registered op with no inputs: a row needs its whole vector of counts, which an element-by-element
 // generator program cannot hold.
-// First: its unqualified sqrt, log, ... must find <math.h>'s, before tessera::sqrt(const Array&)
-// and the like are declared (they would hide them inside namespace tessera).
-#include "random_semantics.hpp"
+//
+// On the device (an array placed there with to_device(), as a generator is) the chunk's task runs
+// the device variant: one CUDA thread per row (cuda/random_rows.cu), the counts written straight
+// into a device block. Both variants call random_rows.hpp's draw_row, so the rows are the same.
+// First: random_semantics.hpp's unqualified sqrt, log, ... must find <math.h>'s, before
+// tessera::sqrt(const Array&) and the like are declared (they would hide them in namespace tessera).
+#include "random_vector.hpp"
 
 #include <cmath>
+#include <cstring>
 
 #include "chunk_map.hpp"
 #include "generator.hpp"
 #include "io_chunks.hpp"
 #include "tessera/array/random.hpp"
+#include "tessera/core/device.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/ops/registry.hpp"
 #include "tessera/ops/serialize.hpp"
@@ -25,8 +31,6 @@ namespace tessera {
 using namespace detail;
 
 namespace {
-
-constexpr const char* kRandomRowsOp = "tessera.array.random_rows";
 
 struct RowsParams {
   std::int32_t code = 0;   // rng::kMultinomial or rng::kMultivariateHypergeometric
@@ -44,30 +48,45 @@ struct RowsParams {
   }
 };
 
-Value random_rows_op(const OpContext&, std::span<const Value> args) {
+RowsParams decode(std::span<const Value> args) {
   if (args.size() != 1) throw Error("random rows: expected the parameters only");
-  const auto p = from_value<RowsParams>(args[0]);
-  const int k = static_cast<int>(p.code == rng::kMultinomial ? p.pvals.size() : p.colors.size());
-  if (p.size.size() != p.start.size() || p.size.size() != p.rows.size())
+  auto p = from_value<RowsParams>(args[0]);
+  if (p.size.size() != p.start.size() || p.size.size() != p.rows.size() ||
+      (p.code == rng::kMultinomial ? p.pvals.empty() : p.colors.empty()))
     throw Error("random rows: inconsistent parameters");
+  return p;
+}
+
+/** The op's arguments as draw_row takes them, pointing into p (host memory). */
+rng::RowsArgs args_of(const RowsParams& p) {
+  rng::RowsArgs a;
+  a.code = p.code;
+  a.key = p.key;
+  a.count = p.count;
+  a.pvals = p.pvals.data();
+  a.colors = p.colors.data();
+  a.k = static_cast<std::int32_t>(p.code == rng::kMultinomial ? p.pvals.size() : p.colors.size());
+  a.by_count = p.by_count;
+  a.nd = static_cast<std::int32_t>(p.size.size());
+  a.size = p.size.data();
+  a.start = p.start.data();
+  a.rows = p.rows.data();
+  return a;
+}
+
+Shape out_shape(const RowsParams& p, int k) {
   Shape shape = p.rows;
   shape.push_back(k);
-  Block out(DType::Int64, shape);
+  return shape;
+}
+
+Value random_rows_op(const OpContext&, std::span<const Value> args) {
+  const auto p = decode(args);
+  const rng::RowsArgs a = args_of(p);
+  Block out(DType::Int64, out_shape(p, a.k));
   auto* o = out.data<std::int64_t>();
-  const std::size_t nd = p.size.size();
   const std::int64_t n = shape_size(p.rows);
-  std::vector<std::int64_t> at(nd, 0);  // position within the chunk, row-major
-  for (std::int64_t r = 0; r < n; ++r) {
-    std::int64_t row = 0;  // the global row index
-    for (std::size_t a = 0; a < nd; ++a) row = row * p.size[a] + p.start[a] + at[a];
-    rng::Draws d(p.key, rng::kStreamBase + static_cast<std::uint32_t>(p.code), static_cast<std::uint64_t>(row));
-    if (p.code == rng::kMultinomial) rng::multinomial_row(d, p.count, p.pvals.data(), k, o + r * k);
-    else rng::multivariate_hypergeometric_row(d, p.colors.data(), k, p.count, p.by_count, o + r * k);
-    for (std::size_t a = nd; a-- > 0;) {
-      if (++at[a] < p.rows[a]) break;
-      at[a] = 0;
-    }
-  }
+  for (std::int64_t r = 0; r < n; ++r) rng::draw_row(a, r, o + r * a.k);
   return Value(std::move(out));
 }
 
@@ -75,6 +94,12 @@ const bool registered = [] {
   register_op(kRandomRowsOp, random_rows_op);
   return true;
 }();
+
+/** A source of rows follows to_device()/to_host() as a generator does: it is re-made there. */
+struct RandomRowsExpr : ChunkMapExpr {
+  using ChunkMapExpr::ChunkMapExpr;
+  std::shared_ptr<Expr> copy_to_place() const override { return std::make_shared<RandomRowsExpr>(*this); }
+};
 
 /** One task per chunk of `size`; each row gets k counts. */
 Array random_rows(RowsParams base, Shape size, const ChunkSpec& chunks, int k, const char* name) {
@@ -91,11 +116,52 @@ Array random_rows(RowsParams base, Shape size, const ChunkSpec& chunks, int k, c
   }
   const std::size_t nchunks = params.size();
   c.push_back({k});
-  return chunk_map(kRandomRowsOp, DType::Int64, std::move(c), {}, std::move(params),
-                   std::vector<std::vector<ChunkRead>>(nchunks), name);
+  Shape shape = chunks_shape(c);
+  auto e = make_expr<RandomRowsExpr>(ExprKind::Custom, DType::Int64, std::move(shape), std::move(c), name);
+  e->op = kRandomRowsOp;
+  e->params = std::move(params);
+  e->reads.resize(nchunks);
+  return Array(e);
 }
 
 }  // namespace
+
+namespace detail {
+
+Value random_rows_on_device(const OpContext& ctx, std::span<const Value> args, rng::RowsKernel kernel) {
+  const auto p = decode(args);
+  DeviceRuntime* rt = device_runtime();
+  if (!rt) throw DeviceError("random rows: a device task and no device runtime (" + device_runtime_status() + ")");
+  const int device = ctx.device < 0 ? 0 : ctx.device;
+  void* stream = ctx.stream ? ctx.stream : rt->thread_stream(device);
+  rng::RowsArgs a = args_of(p);
+  Block out = device_block(DType::Int64, out_shape(p, a.k), device, stream);
+  const std::int64_t n = shape_size(p.rows);
+  if (n == 0) return Value(std::move(out));
+  // One upload: the k probabilities or colours, then size, start and rows (8 bytes each).
+  const std::size_t nd = p.size.size(), k = static_cast<std::size_t>(a.k);
+  std::vector<std::int64_t> staged(k + 3 * nd);
+  if (p.code == rng::kMultinomial) std::memcpy(staged.data(), p.pvals.data(), k * sizeof(double));
+  else std::memcpy(staged.data(), p.colors.data(), k * sizeof(std::int64_t));
+  std::copy(p.size.begin(), p.size.end(), staged.begin() + static_cast<std::ptrdiff_t>(k));
+  std::copy(p.start.begin(), p.start.end(), staged.begin() + static_cast<std::ptrdiff_t>(k + nd));
+  std::copy(p.rows.begin(), p.rows.end(), staged.begin() + static_cast<std::ptrdiff_t>(k + 2 * nd));
+  const std::size_t bytes = staged.size() * sizeof(std::int64_t);
+  auto scratch = rt->allocate(bytes, device, stream);
+  rt->copy_async(scratch->data(), staged.data(), bytes, stream);
+  auto* d = static_cast<std::int64_t*>(scratch->data());
+  a.pvals = p.code == rng::kMultinomial ? reinterpret_cast<const double*>(d) : nullptr;
+  a.colors = p.code == rng::kMultinomial ? nullptr : d;
+  a.size = d + k;
+  a.start = d + k + nd;
+  a.rows = d + k + 2 * nd;
+  kernel(a, n, out.data<std::int64_t>(), device, stream);
+  // The upload's source and the scratch buffer go when this returns: wait for the kernel here.
+  rt->synchronize(stream);
+  return Value(std::move(out));
+}
+
+}  // namespace detail
 
 namespace random {
 

@@ -1,13 +1,24 @@
 // multinomial and multivariate_hypergeometric (src/array/random_vector.cpp): every row adds up,
 // each column has its exact marginal (binomial, hypergeometric: chi-square at p about 1e-4 and
 // the mean), the rows are the same for any chunking and executor, and bad parameters throw.
+// On the device (to_device()) the chunks' tasks run the device variant: its host half
+// (random_rows_on_device) with a stand-in kernel, a host loop over the rows calling the same
+// draw_row as the CUDA kernel (cuda/random_rows.cu), gives the host's rows bit for bit under the
+// fake device runtime; tests/cuda/test_random_rows_device.cpp runs the real kernel on a GPU.
+// First: random_semantics.hpp's unqualified log, sqrt, ... must be declared before tessera's.
+#include "array/random_vector.hpp"
+
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <vector>
 
+#include "../support/fake_device.hpp"
+#include "tessera/ops/registry.hpp"
 #include "tessera/tessera.hpp"
 
 namespace {
@@ -143,6 +154,129 @@ TEST(RandomVector, BadParametersThrowWhenBuilt) {
   EXPECT_THROW(g.multivariate_hypergeometric({2, 3}, 1, {4}, {-1}, "fast"), Error);
   EXPECT_THROW(g.multivariate_hypergeometric({600000000, 500000000}, 1, {4}, {-1}), Error);
   EXPECT_THROW(g.multinomial(5, {0.5, 0.5}, {-4}, {-1}), ShapeError);
+}
+
+
+// ---- the device variant, under the stand-in device runtime ----------------------------------
+
+std::atomic<int> stand_in_launches{0};
+
+/** rng::RowsKernel on the fake device, whose memory is host memory: a thread per row, in turn. */
+void stand_in_kernel(const detail::rng::RowsArgs& a, std::int64_t n, std::int64_t* out, int device, void* stream) {
+  ++stand_in_launches;
+  EXPECT_EQ(device, 0);
+  EXPECT_NE(stream, nullptr);
+  for (std::int64_t r = 0; r < n; ++r) detail::rng::draw_row(a, r, out + r * a.k);
+}
+
+using MakeRows = std::function<Array(const ChunkSpec&)>;
+
+/** Both samplers and both methods, over rows of shape {23, 7}. */
+std::vector<std::pair<std::string, MakeRows>> row_makers() {
+  return {
+      {"multinomial", [](const ChunkSpec& c) { return random::Generator(4).multinomial(40, {0.1, 0.5, 0.0, 0.4}, {23, 7}, c); }},
+      {"marginals", [](const ChunkSpec& c) {
+         return random::Generator(4).multivariate_hypergeometric({12, 0, 30, 5}, 25, {23, 7}, c, "marginals");
+       }},
+      {"count", [](const ChunkSpec& c) {
+         return random::Generator(4).multivariate_hypergeometric({12, 0, 30, 5}, 25, {23, 7}, c, "count");
+       }},
+  };
+}
+
+const std::vector<ChunkSpec> kRowChunkings{ChunkSpec{-1}, ChunkSpec{5, 3}, ChunkSpec{1, 7}, ChunkSpec{23, 1}, ChunkSpec{8}};
+
+TEST(RandomVector, ToDeviceMakesTheRowsThereAsAGenerator) {
+  const Array host = random::Generator(2).multinomial(10, {0.5, 0.5}, {12, 3}, {4, 3});
+  const Array dev = host.to_device();
+  EXPECT_EQ(dev.target(), Target::Device);
+  std::vector<Key> keys;
+  const Graph g = dev.to_graph(&keys);
+  std::size_t rows = 0;
+  for (const auto& [k, t] : g.tasks()) {
+    EXPECT_EQ(t.annotations.target, Target::Device) << k;  // no host task and no move: made there
+    rows += t.op == detail::kRandomRowsOp;
+  }
+  EXPECT_EQ(rows, 3u);
+  // Back on the host it is drawn on the host again, and element-wise work on top follows it.
+  const Graph back = dev.to_host().to_graph(&keys);
+  for (const auto& [k, t] : back.tasks()) EXPECT_EQ(t.annotations.target, Target::Host) << k;
+  const Graph tree = (host * 2 + 1).to_device().to_graph(&keys);
+  for (const auto& [k, t] : tree.tasks()) EXPECT_EQ(t.annotations.target, Target::Device) << k;
+}
+
+TEST(RandomVector, DeviceVariantGivesTheHostRowsOnTheStandInDevice) {
+  // The device half of the variant on every chunk task of the lowered graph, beside the host op
+  // on the same arguments: device blocks with the same counts. Needs no registration, so it runs
+  // whether or not the CUDA back end is loaded.
+  tessera_test::ScopedFakeDevice gpu;
+  const OpFn& host_op = OpRegistry::global().get(detail::kRandomRowsOp).host;
+  for (const auto& [what, make] : row_makers()) {
+    for (const ChunkSpec& c : kRowChunkings) {
+      SCOPED_TRACE(what + " chunks " + std::to_string(c[0]));
+      const Array dev = make(c).to_device();
+      std::vector<Key> keys;
+      const Graph g = dev.to_graph(&keys);
+      const int launches = stand_in_launches;
+      std::size_t tasks = 0;
+      for (const auto& [k, t] : g.tasks()) {
+        ASSERT_EQ(t.op, detail::kRandomRowsOp);
+        ASSERT_EQ(t.annotations.target, Target::Device);
+        ASSERT_EQ(t.args.size(), 1u);
+        const Value args[] = {std::get<Value>(t.args[0])};
+        const Block want = host_op(OpContext{&k, Target::Host, -1, nullptr}, args).block();
+        const Block got =
+            detail::random_rows_on_device(OpContext{&k, Target::Device, 0, gpu->thread_stream(0)}, args, stand_in_kernel).block();
+        ASSERT_EQ(got.memory_kind(), MemoryKind::Device);
+        ASSERT_EQ(got.shape(), want.shape());
+        const Block back = to_host(got);
+        EXPECT_EQ(std::memcmp(back.raw(), want.raw(), static_cast<std::size_t>(want.size()) * 8), 0) << k;
+        ++tasks;
+      }
+      EXPECT_EQ(static_cast<std::int64_t>(tasks), dev.num_chunks());
+      EXPECT_EQ(stand_in_launches - launches, static_cast<int>(tasks));
+    }
+  }
+}
+
+TEST(RandomVector, DeviceTasksRunTheDeviceVariant) {
+  // Through the executors: the device tasks must run the registered device variant (counted),
+  // and give the host's rows for any chunking.
+  if (OpRegistry::global().get("tessera.array.blockwise").device)
+    GTEST_SKIP() << "the CUDA back end is loaded: its kernel would run on fake memory; "
+                    "tests/cuda/test_random_rows_device.cpp checks it on a GPU";
+  // The stand-in kernel behind the real host half (the back end, when it loads, registers its
+  // own over it).
+  register_device_op(detail::kRandomRowsOp, [](const OpContext& ctx, std::span<const Value> args) {
+    return detail::random_rows_on_device(ctx, args, stand_in_kernel);
+  });
+  tessera_test::ScopedFakeDevice gpu;
+  for (const auto& [what, make] : row_makers()) {
+    const auto want = values(make(ChunkSpec{-1}), "sync");
+    for (const ChunkSpec& c : kRowChunkings) {
+      for (const char* executor : {"sync", "threads"}) {
+        SCOPED_TRACE(what + " chunks " + std::to_string(c[0]) + " on " + executor);
+        const Array dev = make(c).to_device();
+        const int launches = stand_in_launches;
+        EXPECT_EQ(values(dev, executor), want);
+        EXPECT_EQ(stand_in_launches - launches, dev.num_chunks());
+        // Kept on the device, the result is device memory.
+        const Block on_gpu = dev.compute(local_executor(executor), Target::Device);
+        EXPECT_EQ(on_gpu.memory_kind(), MemoryKind::Device);
+        EXPECT_EQ(to_host(on_gpu).to_doubles(), make(c).compute().to_doubles());
+      }
+    }
+  }
+  // No rows, and one row (a 0-d size: no axes to place it by).
+  const Array none = random::Generator(5).multinomial(3, {0.5, 0.5}, {0, 4}, {-1}).to_device();
+  EXPECT_EQ(none.compute().shape(), (Shape{0, 4, 2}));
+  const Array one = random::Generator(5).multivariate_hypergeometric({3, 4}, 5, {}, {}, "count");
+  EXPECT_EQ(values(one.to_device()), values(one));
+  // Element-wise work on device rows reads them from the device tasks.
+  const Array rows = random::Generator(3).multinomial(9, {0.25, 0.75}, {30}, {7});
+  const int launches = stand_in_launches;
+  EXPECT_EQ((rows.to_device() * 2).sum().compute().item(), (rows * 2).sum().compute().item());
+  EXPECT_EQ(stand_in_launches - launches, 5);
 }
 
 }  // namespace
