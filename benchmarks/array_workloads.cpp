@@ -25,6 +25,11 @@
 //   histogram_counts histogram(x, bins=100, range=(0, 1)) counts,   x uniform(0, 1)  [20000, 2000]
 //   topk_rows        topk(x, 10, axis=1),                       x uniform(0, 1)   [10000, 1000]
 //   var_axis1        x.var(axis=1),                             x uniform(0, 1)   [20000, 2000]
+//   median_axis0     median(x, axis=0),                         x uniform(0, 1)   [10000, 1000]
+//   nanmean_all      nanmean(where(x < 0.1, nan, x)),           x uniform(0, 1)   [20000, 2000]
+//   argmax_axis1     x.argmax(axis=1),                          x uniform(0, 1)   [20000, 2000]
+//   diff_sum         diff(x, axis=1).sum(),                     x uniform(0, 1)   [20000, 2000]
+//   bincount_ints    bincount(i, minlength=1000), i n*n integers in [0, 1000) in chunks of c*c [10000, 1000]
 // "value" is the scalar result, or the sum of the vector for mean_axis0 and rechunk_sum.
 //
 // --impl limit runs the workload's limit on this machine instead: a hand-written loop that does
@@ -175,6 +180,37 @@ const std::map<std::string, Workload>& workloads() {
         [](std::int64_t n, std::int64_t c) {
           auto x = random::uniform(0, 0.0, 1.0, {n, n}, {c, c});
           return x.var({.axes = {1}});
+        }}},
+      {"median_axis0",
+       {10000, 1000,
+        [](std::int64_t n, std::int64_t c) {
+          auto x = random::uniform(0, 0.0, 1.0, {n, n}, {c, c});
+          return median(x, {0});
+        }}},
+      {"nanmean_all",
+       {20000, 2000,
+        [](std::int64_t n, std::int64_t c) {
+          auto x = random::uniform(0, 0.0, 1.0, {n, n}, {c, c});
+          return nanmean(where(x < 0.1, scalar(std::nan("")), x));
+        }}},
+      {"argmax_axis1",
+       {20000, 2000,
+        [](std::int64_t n, std::int64_t c) {
+          auto x = random::uniform(0, 0.0, 1.0, {n, n}, {c, c});
+          return x.argmax(1);
+        }}},
+      {"diff_sum",
+       {20000, 2000,
+        [](std::int64_t n, std::int64_t c) {
+          auto x = random::uniform(0, 0.0, 1.0, {n, n}, {c, c});
+          return diff(x, 1, 1).sum();
+        }}},
+      {"bincount_ints",
+       {10000, 1000,
+        [](std::int64_t n, std::int64_t c) {
+          random::RandomState rs(0);
+          auto i = rs.integers(0, 1000, {n * n}, {c * c});
+          return bincount(i, std::nullopt, 1000);
         }}},
   };
   return all;

@@ -44,6 +44,11 @@ DEFAULTS = {
     "histogram_counts": (20000, 2000),
     "topk_rows": (10000, 1000),
     "var_axis1": (20000, 2000),
+    "median_axis0": (10000, 1000),
+    "nanmean_all": (20000, 2000),
+    "argmax_axis1": (20000, 2000),
+    "diff_sum": (20000, 2000),
+    "bincount_ints": (10000, 1000),
 }
 
 
@@ -106,6 +111,21 @@ def build(name, n, c):
     if name == "var_axis1":
         x = rng.uniform(0, 1, size=(n, n), chunks=(c, c))
         return x.var(axis=1)
+    if name == "median_axis0":
+        x = rng.uniform(0, 1, size=(n, n), chunks=(c, c))
+        return da.median(x, axis=0)
+    if name == "nanmean_all":
+        x = rng.uniform(0, 1, size=(n, n), chunks=(c, c))
+        return da.nanmean(da.where(x < 0.1, float("nan"), x))
+    if name == "argmax_axis1":
+        x = rng.uniform(0, 1, size=(n, n), chunks=(c, c))
+        return x.argmax(axis=1)
+    if name == "diff_sum":
+        x = rng.uniform(0, 1, size=(n, n), chunks=(c, c))
+        return da.diff(x, axis=1).sum()
+    if name == "bincount_ints":
+        i = rng.integers(0, 1000, size=n * n, chunks=c * c)
+        return da.bincount(i, minlength=1000)
     raise ValueError(name)
 
 

@@ -1,5 +1,8 @@
 #include "generator_reads.hpp"
 
+#include <algorithm>
+#include <cstddef>
+
 #include "program.hpp"
 
 namespace tessera::detail {
@@ -25,6 +28,33 @@ std::optional<GeneratorSpec> GeneratorSpec::of(const Expr& e) {
 void GeneratorSpec::draw(std::int64_t index, std::int64_t n, void* out) const {
   if (dtype == DType::Float64) generate_f64(gen, key, p0, p1, index, 1, n, static_cast<double*>(out));
   else generate_i64(gen, key, i0, i1, p0, p1, index, 1, n, static_cast<std::int64_t*>(out));
+}
+
+void GeneratorSpec::draw_box(const std::vector<std::int64_t>& start, const std::vector<std::int64_t>& size,
+                             const std::function<void(const void*, std::int64_t)>& f) const {
+  const std::size_t nd = size.size();
+  if (nd == 0 || nd != start.size()) return;
+  for (auto s : size)
+    if (s <= 0) return;
+  const auto stride = strides();
+  // Bytes for either dtype (both 8 bytes); the draw creates the doubles or int64s in them.
+  alignas(64) std::byte piece[kPiece * 8];
+  std::vector<std::int64_t> at(nd, 0);  // box-local coordinates of the current row
+  while (true) {
+    std::int64_t index = 0;
+    for (std::size_t a = 0; a < nd; ++a) index += stride[a] * (start[a] + at[a]);
+    for (std::int64_t done = 0; done < size[nd - 1]; done += kPiece) {
+      const std::int64_t n = std::min(kPiece, size[nd - 1] - done);
+      draw(index + done, n, piece);
+      f(piece, n);
+    }
+    std::size_t a = nd - 1;
+    while (a-- > 0) {
+      if (++at[a] < size[a]) break;
+      at[a] = 0;
+    }
+    if (a == static_cast<std::size_t>(-1)) return;
+  }
 }
 
 std::vector<std::int64_t> GeneratorSpec::strides() const {

@@ -5,6 +5,7 @@
 // the elements it needs, in the order it needs them: take of a generated array draws only the
 // asked rows, and a scan draws a row and scans it while it is in cache.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -31,6 +32,13 @@ struct GeneratorSpec {
   static std::optional<GeneratorSpec> of(const Expr& e);
   /** Elements index, index + 1, ..., index + n - 1 (row-major, global) into out (of dtype). */
   void draw(std::int64_t index, std::int64_t n, void* out) const;
+  /**
+   * The box [start, start + size) of the generated array in row-major order, drawn a piece of at
+   * most kPiece elements at a time (a piece stays in the core's cache): f(data, n) per piece.
+   */
+  static constexpr std::int64_t kPiece = 4096;
+  void draw_box(const std::vector<std::int64_t>& start, const std::vector<std::int64_t>& size,
+                const std::function<void(const void*, std::int64_t)>& f) const;
   /** Row-major strides of shape, in elements. */
   std::vector<std::int64_t> strides() const;
 };

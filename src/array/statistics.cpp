@@ -14,6 +14,9 @@
 
 #include "algorithm_params.hpp"
 #include "chunk_map.hpp"
+#include "expr.hpp"
+#include "generator_reads.hpp"
+#include "io_chunks.hpp"
 #include "sort_semantics.hpp"
 #include "tessera/array/sort.hpp"
 #include "tessera/core/error.hpp"
@@ -25,6 +28,8 @@ namespace tessera {
 using namespace detail;
 
 namespace {
+
+constexpr const char* kCountGeneratedOp = "tessera.array.count_generated";
 
 // ---- host ops -------------------------------------------------------------------------------------
 
@@ -85,79 +90,167 @@ Value quantile_op(const OpContext&, std::span<const Value> args) {
   return Value(std::move(out));
 }
 
+// Counts go to four interleaved tables (kTables x bins), added up at the end: consecutive
+// elements in one bin would otherwise wait on each other's increment (a store, then a load of the
+// same address).
+constexpr int kTables = 4;
+
+template <class T, class Bin>
+void count_span(const T* v, std::int64_t n, std::int64_t bins, const Bin& bin_of, std::int64_t* t) {
+  std::int64_t i = 0;
+  for (; i + kTables <= n; i += kTables)
+    for (int k = 0; k < kTables; ++k) {
+      const std::int64_t b = bin_of(v[i + k]);
+      if (b >= 0) ++t[k * bins + b];
+    }
+  for (; i < n; ++i) {
+    const std::int64_t b = bin_of(v[i]);
+    if (b >= 0) ++t[b];
+  }
+}
+
+/** The (1, bins) int64 counts of the tables count_span filled. */
+Block counts_of_tables(const std::vector<std::int64_t>& tables, std::int64_t bins) {
+  Block out(DType::Int64, {1, bins});
+  std::int64_t* o = out.data<std::int64_t>();
+  std::fill(o, o + bins, 0);
+  for (int k = 0; k < kTables; ++k)
+    for (std::int64_t b = 0; b < bins; ++b) o[b] += tables[static_cast<std::size_t>(k * bins + b)];
+  return out;
+}
+
 template <class Bin>
 Value count_into_bins(std::span<const Value> args, bool weighted, std::int64_t bins, Bin&& bin_of) {
   const Block& x = args[1].block();
   const Block* w = weighted ? &args[2].block() : nullptr;
   if (w && w->size() != x.size()) throw ShapeError("histogram: weights of another size than the data");
-  Block out(weighted ? DType::Float64 : DType::Int64, {1, bins});
+  if (!weighted) {
+    std::vector<std::int64_t> tables(static_cast<std::size_t>(kTables * bins), 0);
+    dispatch_dtype(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      count_span(static_cast<const T*>(x.raw()), x.size(), bins, bin_of, tables.data());
+    });
+    return Value(counts_of_tables(tables, bins));
+  }
+  Block out(DType::Float64, {1, bins});
   std::memset(out.raw(), 0, out.nbytes());
-  const auto wv = w ? w->to_doubles() : std::vector<double>{};
+  const auto wv = w->to_doubles();
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* v = static_cast<const T*>(x.raw());
-    const std::int64_t n = x.size();
-    if (weighted) {
-      double* o = out.data<double>();
-      for (std::int64_t i = 0; i < n; ++i) {
-        const std::int64_t b = bin_of(v[i]);
-        if (b >= 0) o[b] += wv[static_cast<std::size_t>(i)];
-      }
-      return;
-    }
-    // Counts go to four interleaved tables, added up at the end: consecutive elements in one bin
-    // would otherwise wait on each other's increment (a store, then a load of the same address).
-    constexpr int kTables = 4;
-    std::vector<std::int64_t> tables(static_cast<std::size_t>(kTables * bins), 0);
-    std::int64_t* t = tables.data();
-    std::int64_t i = 0;
-    for (; i + kTables <= n; i += kTables)
-      for (int k = 0; k < kTables; ++k) {
-        const std::int64_t b = bin_of(v[i + k]);
-        if (b >= 0) ++t[k * bins + b];
-      }
-    for (; i < n; ++i) {
+    double* o = out.data<double>();
+    for (std::int64_t i = 0; i < x.size(); ++i) {
       const std::int64_t b = bin_of(v[i]);
-      if (b >= 0) ++t[b];
+      if (b >= 0) o[b] += wv[static_cast<std::size_t>(i)];
     }
-    std::int64_t* o = out.data<std::int64_t>();
-    for (int k = 0; k < kTables; ++k)
-      for (std::int64_t b = 0; b < bins; ++b) o[b] += t[k * bins + b];
   });
   return Value(std::move(out));
 }
+
+/** A histogram's bin rule with what it reads held by value (in registers in the loops, where a
+ *  reference to the parameters would be loaded again after every count stored). */
+struct HistogramBin {
+  const double* edges;
+  std::int64_t ne;
+  double norm;
+  template <class V>
+  std::int64_t operator()(V v) const {
+    return norm > 0 ? sorting::histogram_bin_uniform(edges, ne, norm, static_cast<double>(v))
+                    : sorting::histogram_bin(edges, ne, static_cast<double>(v));
+  }
+};
+
+struct BincountBin {
+  std::int64_t length;
+  template <class V>
+  std::int64_t operator()(V v) const {
+    const auto i = static_cast<std::int64_t>(v);
+    if (i < 0) throw Error("bincount: the input must not hold negative values");
+    if (i >= length) throw Error("bincount: a value beyond the computed length (the input changed?)");
+    return i;
+  }
+};
 
 Value histogram_op(const OpContext&, std::span<const Value> args) {
   if (args.size() < 2) throw Error("histogram: expected parameters and blocks");
   const auto p = from_value<HistogramParams>(args[0]);
   const auto ne = static_cast<std::int64_t>(p.edges.size());
-  // The lambdas hold copies of what they read, so the loop keeps them in registers (through a
-  // reference to p they would be loaded again after every count stored).
-  const double* edges = p.edges.data();
-  const double norm = p.norm;
-  if (norm > 0)
-    return count_into_bins(args, p.weighted, ne - 1, [edges, ne, norm](auto v) {
-      return sorting::histogram_bin_uniform(edges, ne, norm, static_cast<double>(v));
-    });
-  return count_into_bins(args, p.weighted, ne - 1,
-                         [edges, ne](auto v) { return sorting::histogram_bin(edges, ne, static_cast<double>(v)); });
+  const HistogramBin bin{p.edges.data(), ne, p.norm};
+  // The uniform rule's test of norm is the same for every element: the compiler hoists it.
+  return count_into_bins(args, p.weighted, ne - 1, bin);
 }
 
 Value bincount_op(const OpContext&, std::span<const Value> args) {
   if (args.size() < 2) throw Error("bincount: expected parameters and blocks");
   const auto p = from_value<BincountParams>(args[0]);
-  return count_into_bins(args, p.weighted, p.length, [&](auto v) {
-    const auto i = static_cast<std::int64_t>(v);
-    if (i < 0) throw Error("bincount: the input must not hold negative values");
-    if (i >= p.length) throw Error("bincount: a value beyond the computed length (the input changed?)");
-    return i;
+  return count_into_bins(args, p.weighted, p.length, BincountBin{p.length});
+}
+
+/**
+ * Unweighted counts of a generated chunk (random, arange), drawn a piece at a time and counted
+ * while the piece is in cache, instead of made whole by one task and read back from memory by
+ * another: at 20000 x 20000 that write and read cost as much as the counting.
+ */
+struct CountGeneratedParams {
+  bool bincount = false;
+  HistogramParams histogram;
+  std::int64_t length = 0;  // bincount's
+  GeneratorSpec spec;
+  std::vector<std::int64_t> start, size;  // the chunk's box in the generated array
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(bincount, histogram, length, spec, start, size);
+  }
+};
+
+Value count_generated_op(const OpContext&, std::span<const Value> args) {
+  if (args.size() != 1) throw Error("count_generated: expected the parameters only");
+  const auto p = from_value<CountGeneratedParams>(args[0]);
+  const auto ne = static_cast<std::int64_t>(p.histogram.edges.size());
+  const std::int64_t bins = p.bincount ? p.length : ne - 1;
+  if (bins < 0 || p.start.size() != p.spec.shape.size() || p.size.size() != p.spec.shape.size())
+    throw ShapeError("count_generated: inconsistent parameters");
+  std::vector<std::int64_t> tables(static_cast<std::size_t>(kTables * bins), 0);
+  const HistogramBin hbin{p.histogram.edges.data(), ne, p.histogram.norm};
+  const BincountBin bbin{p.length};
+  p.spec.draw_box(p.start, p.size, [&](const void* piece, std::int64_t n) {
+    if (p.spec.dtype == DType::Float64) {
+      const auto* v = static_cast<const double*>(piece);
+      if (p.bincount) count_span(v, n, bins, bbin, tables.data());
+      else count_span(v, n, bins, hbin, tables.data());
+    } else {
+      const auto* v = static_cast<const std::int64_t*>(piece);
+      if (p.bincount) count_span(v, n, bins, bbin, tables.data());
+      else count_span(v, n, bins, hbin, tables.data());
+    }
   });
+  return Value(counts_of_tables(tables, bins));
+}
+
+/** Per-chunk counts of x when it is a generator (unweighted): count_generated tasks; else nullopt. */
+std::optional<Array> count_generated(const Array& x, const CountGeneratedParams& base, std::int64_t bins,
+                                     const char* name) {
+  const auto spec = GeneratorSpec::of(expr_of(x));
+  if (!spec) return std::nullopt;
+  std::vector<Value> params;
+  for (auto& box : io::chunk_boxes(x.chunks())) {
+    CountGeneratedParams p = base;
+    p.spec = *spec;
+    p.start = std::move(box.start);
+    p.size = std::move(box.shape);
+    params.emplace_back(to_object(p, "CountGeneratedParams"));
+  }
+  const std::size_t n = params.size();
+  Chunks chunks{std::vector<std::int64_t>(n, 1), {bins}};
+  return chunk_map(kCountGeneratedOp, DType::Int64, std::move(chunks), {}, std::move(params),
+                   std::vector<std::vector<ChunkRead>>(n), name);
 }
 
 const bool registered = [] {
   register_op(kQuantileOp, quantile_op);
   register_op(kHistogramOp, histogram_op);
   register_op(kBincountOp, bincount_op);
+  register_op(kCountGeneratedOp, count_generated_op);
   return true;
 }();
 
@@ -244,7 +337,13 @@ Histogram histogram_impl(const Array& x, std::vector<double> edges, const std::o
   p.edges = edges;
   p.weighted = weights.has_value();
   p.norm = norm;
-  const Array partial = chunk_map(kHistogramOp, weights ? DType::Float64 : DType::Int64, chunks, inputs,
+  std::optional<Array> generated;
+  if (!weights) {
+    CountGeneratedParams g;
+    g.histogram = p;
+    generated = count_generated(x, g, nb, "histogram");
+  }
+  const Array partial = generated ? *generated : chunk_map(kHistogramOp, weights ? DType::Float64 : DType::Int64, chunks, inputs,
                                   {Value(to_object(p, "HistogramParams"))}, std::move(reads), "histogram");
   Array counts = partial.sum({.axes = {0}});
   const Array edge_array = from_vector(edges, {nb + 1}, {-1});
@@ -471,7 +570,15 @@ Array bincount(const Array& x, const std::optional<Array>& weights, std::int64_t
   if (is_floating(x.dtype())) throw DTypeError("bincount: cannot cast array data from float to int64 according to the rule 'safe'");
   if (minlength < 0) throw Error("bincount: minlength must be non-negative");
   std::int64_t length = minlength;
-  if (x.size() > 0) {
+  // Integers drawn from [low, high) with 0 <= low and high <= minlength: every value is below
+  // minlength, so the length is minlength without a pass over the data to find the largest.
+  const Expr& xe = expr_of(x);
+  const bool bounded_by_minlength = [&] {
+    if (xe.kind != ExprKind::Generator) return false;
+    const auto& g = static_cast<const GeneratorExpr&>(xe);
+    return g.gen == GenKind::Integers && g.i0 >= 0 && g.i1 > g.i0 && g.i1 <= minlength;
+  }();
+  if (x.size() > 0 && !bounded_by_minlength) {
     const Block mx = x.astype(DType::Int64).max().compute(executor);
     const std::int64_t top = mx.data<std::int64_t>()[0];
     if (top < 0) throw Error("bincount: the input must not hold negative values");
@@ -492,7 +599,14 @@ Array bincount(const Array& x, const std::optional<Array>& weights, std::int64_t
   BincountParams p;
   p.length = length;
   p.weighted = weights.has_value();
-  const Array partial = chunk_map(kBincountOp, weights ? DType::Float64 : DType::Int64, chunks, inputs,
+  std::optional<Array> generated;
+  if (!weights) {
+    CountGeneratedParams g;
+    g.bincount = true;
+    g.length = length;
+    generated = count_generated(x, g, length, "bincount");
+  }
+  const Array partial = generated ? *generated : chunk_map(kBincountOp, weights ? DType::Float64 : DType::Int64, chunks, inputs,
                                   {Value(to_object(p, "BincountParams"))}, std::move(reads), "bincount");
   return partial.sum({.axes = {0}});
 }

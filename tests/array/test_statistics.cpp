@@ -194,3 +194,60 @@ TEST(ArrayStatistics, BincountWithMinlengthAndWeights) {
   EXPECT_THROW(bincount(from_vector(std::vector<std::int64_t>{-1, -2}, {2}, {1})), Error);
   EXPECT_THROW(bincount(to_array(w, {2})), DTypeError);
 }
+
+namespace {
+
+/** An executor that fails the test if anything is computed with it. */
+struct RefusingExecutor : Executor {
+  std::vector<Value> get(const Graph&, const std::vector<Key>&) override {
+    ADD_FAILURE() << "computed eagerly";
+    throw Error("refusing executor");
+  }
+  std::string name() const override { return "refusing"; }
+};
+
+int ops_named(const Array& a, const std::string& op) {
+  int n = 0;
+  const Graph g = a.to_graph(nullptr);
+  for (const auto& [key, t] : g.tasks()) n += t.op == op;
+  return n;
+}
+
+}  // namespace
+
+TEST(ArrayStatistics, CountsOfAGeneratedArrayAreDrawnWhereTheyAreCounted) {
+  // A generator's chunks are drawn in pieces by the counting tasks (count_generated); the counts
+  // equal those of the same values made into blocks first (x + 0 is not a generator).
+  for (const ChunkSpec& c : {ChunkSpec{-1}, ChunkSpec{700, 333}, ChunkSpec{64}}) {
+    const Array x = random::uniform(7, -0.2, 1.2, {1000, 900}, c);
+    const Array h = histogram(x, 37, {0.0, 1.0}).counts;
+    EXPECT_EQ(ops_named(h, "tessera.array.count_generated"), static_cast<int>(x.num_chunks()));
+    EXPECT_EQ(ops_named(histogram(x + 0.0, 37, {0.0, 1.0}).counts, "tessera.array.count_generated"), 0);
+    const Block got = h.compute(), want = histogram(x + 0.0, 37, {0.0, 1.0}).counts.compute();
+    EXPECT_EQ(got.to_doubles(), want.to_doubles());
+    const Block uneven = histogram(x, std::vector<double>{-1, 0, 0.1, 0.5, 2}).counts.compute();
+    EXPECT_EQ(uneven.to_doubles(), histogram(x + 0.0, std::vector<double>{-1, 0, 0.1, 0.5, 2}).counts.compute().to_doubles());
+  }
+  const Array i = random::integers(3, 0, 50, {100000}, {30000});
+  const Array counts = bincount(i, std::nullopt, 50);
+  EXPECT_EQ(ops_named(counts, "tessera.array.count_generated"), 4);
+  const Block got = counts.compute(), want = bincount(i + std::int64_t{0}, std::nullopt, 50).compute();
+  EXPECT_EQ(got.to_doubles(), want.to_doubles());
+  double total = 0;
+  for (double v : got.to_doubles()) total += v;
+  EXPECT_EQ(total, 100000.0);
+}
+
+TEST(ArrayStatistics, BincountOfBoundedIntegersNeedsNoPassForItsLength) {
+  RefusingExecutor refuse;
+  // integers in [2, 9) with minlength 9: every value is below 9, nothing is computed to know it.
+  const Array x = random::integers(5, 2, 9, {5000}, {1000});
+  const Array b = bincount(x, std::nullopt, 9, refuse);
+  EXPECT_EQ(b.shape(), (Shape{9}));
+  const auto v = b.compute().to_doubles();
+  EXPECT_EQ(v[0] + v[1], 0.0);
+  for (int k = 2; k < 9; ++k) EXPECT_GT(v[static_cast<std::size_t>(k)], 0.0);
+  // A minlength below the range's top: the largest value is computed (length max + 1).
+  const Array y = random::integers(5, 0, 20, {5000}, {1000});
+  EXPECT_EQ(bincount(y, std::nullopt, 5).shape(), (Shape{20}));
+}

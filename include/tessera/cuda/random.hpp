@@ -95,13 +95,14 @@ TESSERA_CUDA_RANDOM_FN double uniform_at(std::uint64_t key, double low, double h
   return low + (high - low) * (one_to_two((i & 1u) ? hi : lo) - 1.0);
 }
 
-/** Element i of integers(low, high): low + ((x1:x0) * (high - low)) >> 64. */
+/** Element i of integers(low, high): low + (w * (high - low)) >> 64, w the low (even i) or high
+ *  (odd i) word of Philox call i >> 1 (as uniforms: one call per pair of elements). */
 TESSERA_CUDA_RANDOM_FN std::int64_t integers_at(std::uint64_t key, std::int64_t low, std::int64_t high,
                                                 std::uint64_t i) {
   std::uint64_t lo, hi;
-  philox_bits(key, 3u, i, lo, hi);
+  philox_bits(key, 3u, i >> 1, lo, hi);
   const auto range = static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low);
-  return static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + mul_hi(lo, range));
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + mul_hi((i & 1u) ? hi : lo, range));
 }
 
 }  // namespace tessera::cuda::device

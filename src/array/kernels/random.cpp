@@ -200,19 +200,36 @@ void uniform_block(std::uint64_t key, double low, double high, std::int64_t star
   }
 }
 
+// Element i of integers(low, high) is the low (even i) or high (odd i) word of Philox call i >> 1
+// (as uniforms): one call per pair of contiguous elements, as the device's integers_at.
 void integers_block(std::uint64_t key, std::int64_t low, std::int64_t high, std::int64_t start, std::int64_t delta,
                     int n, std::int64_t* out) {
-  alignas(64) std::uint64_t counters[kLanes];
-  alignas(64) std::uint64_t lo[kLanes];
-  alignas(64) std::uint64_t hi[kLanes];
-  for (int j = 0; j < n; ++j) counters[j] = static_cast<std::uint64_t>(start + delta * j);
-  philox_block(key, 3u, counters, n, lo, hi);
+  alignas(64) std::uint64_t counters[kLanes + 1];
+  alignas(64) std::uint64_t lo[kLanes + 1];
+  alignas(64) std::uint64_t hi[kLanes + 1];
+  alignas(64) std::uint64_t bits[2 * kLanes + 2];
+  const std::uint64_t* word = bits;
+  if (delta == 1) {
+    const std::uint64_t first = static_cast<std::uint64_t>(start) >> 1;
+    const int pairs = static_cast<int>(((static_cast<std::uint64_t>(start) + n - 1) >> 1) - first + 1);
+    for (int k = 0; k < pairs; ++k) counters[k] = first + k;
+    philox_block(key, 3u, counters, pairs, lo, hi);
+    for (int k = 0; k < pairs; ++k) {
+      bits[2 * k] = lo[k];
+      bits[2 * k + 1] = hi[k];
+    }
+    word = bits + (start & 1);
+  } else {
+    for (int j = 0; j < n; ++j) counters[j] = static_cast<std::uint64_t>(start + delta * j) >> 1;
+    philox_block(key, 3u, counters, n, lo, hi);
+    for (int j = 0; j < n; ++j) bits[j] = (static_cast<std::uint64_t>(start + delta * j) & 1u) != 0 ? hi[j] : lo[j];
+  }
   // In unsigned arithmetic (as the device's integers_at): the range of the whole int64 span
   // (endpoint=true up to INT64_MAX) does not fit a signed difference.
   const auto range = static_cast<unsigned __int128>(static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low));
   for (int j = 0; j < n; ++j)
     out[j] = static_cast<std::int64_t>(static_cast<std::uint64_t>(low) +
-                                       static_cast<std::uint64_t>((static_cast<unsigned __int128>(lo[j]) * range) >> 64));
+                                       static_cast<std::uint64_t>((static_cast<unsigned __int128>(word[j]) * range) >> 64));
 }
 
 }  // namespace
