@@ -413,13 +413,39 @@ class Reducer {
       }
       case ReduceKind::ArgMin: case ReduceKind::ArgMax: {
         const bool is_min = kind_ == ReduceKind::ArgMin;
-        for (std::int64_t j = 0; j < n; ++j) {
-          const double v = static_cast<double>(x[j]);
-          if (better(is_min, v, static_cast<double>(a[0]), a[1] < 0)) {
-            a[0] = static_cast<A>(v);
-            a[1] = static_cast<A>(arg0 + j * arg_step);
+        auto fold = [&](std::int64_t from, std::int64_t to) {
+          for (std::int64_t j = from; j < to; ++j) {
+            const double v = static_cast<double>(x[j]);
+            if (better(is_min, v, static_cast<double>(a[0]), a[1] < 0)) {
+              a[0] = static_cast<A>(v);
+              a[1] = static_cast<A>(arg0 + j * arg_step);
+            }
           }
+        };
+        // Blocks of kBlock elements none of which beats the current best (nor is NaN) are passed
+        // over after one vectorised test; the element-by-element rule runs on the others only.
+        constexpr std::int64_t kBlock = 16;
+        std::int64_t j = 0;
+        for (; j + kBlock <= n; j += kBlock) {
+          const double cur = static_cast<double>(a[0]);
+          if (a[1] >= 0) {
+            if (cur != cur) return;  // a NaN already won (NumPy returns the first NaN)
+            bool any = false;
+            if (is_min)
+              for (std::int64_t k = 0; k < kBlock; ++k) {
+                const double v = static_cast<double>(x[j + k]);
+                any |= (v < cur) | (v != v);
+              }
+            else
+              for (std::int64_t k = 0; k < kBlock; ++k) {
+                const double v = static_cast<double>(x[j + k]);
+                any |= (v > cur) | (v != v);
+              }
+            if (!any) continue;
+          }
+          fold(j, j + kBlock);
         }
+        fold(j, n);
         break;
       }
     }

@@ -82,6 +82,16 @@ CASES.append(case("reduce", [I], reduce("sum"), {"op": "sum", "axis": [1]}, name
 for op, f in (("argmin", np.argmin), ("argmax", np.argmax)):
     CASES.append(case("reduce", [A], lambda x, op, f=f: np.asarray(f(x)), {"op": op}))
     CASES.append(case("reduce", [A], lambda x, op, axis, f=f: f(x, axis=axis[0]), {"op": op, "axis": [1]}))
+# Long rows (blocks of 16 passed over at once), ties (the first wins) and NaN (the first NaN wins).
+WIDE_ARG = np.round(rand(5, 70, salt=47) * 2)
+WIDE_ARG[1, 33] = np.nan
+WIDE_ARG[3, 5] = WIDE_ARG[3, 60] = np.nan
+WIDE_ARG[4, 69] = np.nan
+for op, f in (("argmin", np.argmin), ("argmax", np.argmax)):
+    for x, tag in ((WIDE_ARG, "nan"), (np.nan_to_num(WIDE_ARG), "ties")):
+        CASES.append(case("reduce", [x], lambda x, op, f=f: np.asarray(f(x)), {"op": op}, name=f"reduce[wide {tag}][{op}]"))
+        CASES.append(case("reduce", [x], lambda x, op, axis, f=f: f(x, axis=axis[0]), {"op": op, "axis": [1]},
+                          name=f"reduce[wide {tag}][{op}, axis 1]"))
 CASES.append(case("transpose", [A], lambda x: x.T))
 CASES.append(case("transpose", [T3], lambda x, axes: np.transpose(x, axes), {"axes": [1, 2, 0]}))
 CASES.append(case("slice2d", [A], lambda x, **p: x[1:6:2, ::-1], {"start0": 1, "stop0": 6, "step0": 2, "step1": -1}, api="getitem"))
