@@ -445,6 +445,91 @@ double run_limit(const std::string& w, std::int64_t n, int threads) {
     for (double v : z) total += v * v;
     return total;
   }
+  if (w == "median_axis0") {
+    // The whole array in memory (rows drawn in parallel), then each column copied out and its
+    // middle found with nth_element.
+    std::vector<double> x(static_cast<std::size_t>(n * n));
+    parallel_rows<int>(n, threads, 0, [&](std::int64_t r, int&) {
+      tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, r * n, 1, n, x.data() + r * n);
+    });
+    // Columns in bands of 64, copied out a row segment at a time (contiguous reads).
+    constexpr std::int64_t kBand = 64;
+    thread_local std::vector<double> cols;
+    auto states = parallel_rows<double>((n + kBand - 1) / kBand, threads, 0.0, [&](std::int64_t b, double& acc) {
+      const std::int64_t c0 = b * kBand, w = std::min(kBand, n - c0);
+      cols.resize(static_cast<std::size_t>(w * n));
+      for (std::int64_t r = 0; r < n; ++r)
+        for (std::int64_t k = 0; k < w; ++k) cols[static_cast<std::size_t>(k * n + r)] = x[static_cast<std::size_t>(r * n + c0 + k)];
+      for (std::int64_t k = 0; k < w; ++k) {
+        const auto first = cols.begin() + k * n, mid = first + n / 2;
+        std::nth_element(first, mid, first + n);
+        acc += n % 2 ? *mid : (*mid + *std::max_element(first, mid)) / 2;
+      }
+    });
+    double total = 0;
+    for (double v : states) total += v;
+    return total;
+  }
+  if (w == "nanmean_all") {
+    // Elements below 0.1 are NaN and left out: a sum and a count.
+    struct SumCount {
+      double sum = 0, count = 0;
+    };
+    thread_local std::vector<double> row;
+    auto states = parallel_rows<SumCount>(n, threads, SumCount{}, [&](std::int64_t r, SumCount& s) {
+      row.resize(n);
+      tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, r * n, 1, n, row.data());
+      for (double x : row) {
+        const bool kept = !(x < 0.1);
+        s.sum += kept ? x : 0.0;
+        s.count += kept ? 1.0 : 0.0;
+      }
+    });
+    double sum = 0, count = 0;
+    for (auto& s : states) {
+      sum += s.sum;
+      count += s.count;
+    }
+    return sum / count;
+  }
+  if (w == "argmax_axis1") {
+    thread_local std::vector<double> row;
+    auto states = parallel_rows<double>(n, threads, 0.0, [&](std::int64_t r, double& acc) {
+      row.resize(n);
+      tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, r * n, 1, n, row.data());
+      acc += static_cast<double>(std::max_element(row.begin(), row.end()) - row.begin());
+    });
+    double total = 0;
+    for (double v : states) total += v;
+    return total;
+  }
+  if (w == "diff_sum") {
+    thread_local std::vector<double> row;
+    auto states = parallel_rows<double>(n, threads, 0.0, [&](std::int64_t r, double& acc) {
+      row.resize(n);
+      tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, r * n, 1, n, row.data());
+      double s = 0;
+      for (std::int64_t j = 0; j + 1 < n; ++j) s += row[j + 1] - row[j];
+      acc += s;
+    });
+    double total = 0;
+    for (double v : states) total += v;
+    return total;
+  }
+  if (w == "bincount_ints") {
+    // n * n integers in [0, 1000), drawn n at a time and counted.
+    const auto kIntegers = static_cast<std::uint8_t>(tessera::detail::GenKind::Integers);
+    thread_local std::vector<std::int64_t> piece;
+    auto states = parallel_rows<std::vector<std::int64_t>>(n, threads, std::vector<std::int64_t>(1000, 0),
+                                                           [&](std::int64_t r, std::vector<std::int64_t>& counts) {
+                                                             piece.resize(n);
+                                                             tessera::detail::generate_i64(kIntegers, kLimitKey, 0, 1000, 0, 0, r * n, 1, n, piece.data());
+                                                             for (auto v : piece) ++counts[static_cast<std::size_t>(v)];
+                                                           });
+    double total = 0;
+    for (auto& c : states) total += static_cast<double>(std::accumulate(c.begin(), c.end(), std::int64_t{0}));
+    return total;
+  }
   throw std::invalid_argument("no limit for workload " + w);
 }
 

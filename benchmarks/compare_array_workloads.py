@@ -37,7 +37,8 @@ sys.path.insert(0, str(ROOT / "tests" / "dataframe"))
 import tessera_pyenv  # noqa: E402
 WORKLOADS = ["transpose_sum", "trig_chain", "matmul_sum", "matmul_sq_sum", "mean_axis0", "std_all", "rechunk_sum",
              "slice_sum", "elementwise_exp", "cumsum_sum", "tensordot_sum", "fancy_index_sum", "mask_sum",
-             "histogram_counts", "topk_rows", "var_axis1"]
+             "histogram_counts", "topk_rows", "var_axis1", "median_axis0", "nanmean_all", "argmax_axis1", "diff_sum",
+             "bincount_ints"]
 # n, chunk: the defaults of both programs, defined once beside the Dask side (its module
 # imports Dask only when it runs).
 sys.path.insert(0, str(ROOT / "benchmarks" / "dask"))
@@ -59,6 +60,11 @@ EXPRESSIONS = {
     "histogram_counts": "histogram(x, bins=100, range=(0, 1)) counts, x uniform(0, 1)",
     "topk_rows": "topk(x, 10, axis=1), x uniform(0, 1)",
     "var_axis1": "x.var(axis=1), x uniform(0, 1)",
+    "median_axis0": "median(x, axis=0), x uniform(0, 1)",
+    "nanmean_all": "nanmean(where(x < 0.1, nan, x)), x uniform(0, 1)",
+    "argmax_axis1": "x.argmax(axis=1), x uniform(0, 1)",
+    "diff_sum": "diff(x, axis=1).sum(), x uniform(0, 1)",
+    "bincount_ints": "bincount(i, minlength=1000), i n*n integers in [0, 1000), chunks of c*c",
 }
 
 
@@ -123,6 +129,16 @@ def expected(workload, n):
         # Population variance of a row of n uniforms: mean (n - 1) / (12 n); its variance is
         # about (mu4 - sigma^4) / n with mu4 = 1/80, sigma^4 = 1/144.
         return (n - 1) / 12, math.sqrt(n * (1 / 80 - 1 / 144) / n)
+    if workload == "median_axis0":  # the median of n uniforms: mean 1/2, variance about 1/(4n)
+        return n / 2, 0.5
+    if workload == "nanmean_all":  # the mean of the uniforms >= 0.1: of U(0.1, 1)
+        return 0.55, math.sqrt(0.9 ** 2 / 12 / (0.9 * n * n))
+    if workload == "argmax_axis1":  # each row's argmax is uniform on 0..n-1
+        return n * (n - 1) / 2, math.sqrt(n * (n * n - 1) / 12)
+    if workload == "diff_sum":  # telescopes to sum(x[:, -1] - x[:, 0])
+        return 0.0, math.sqrt(n * 2 / 12)
+    if workload == "bincount_ints":  # every draw is counted once
+        return n * n, 0.0
     raise ValueError(workload)
 
 
