@@ -27,7 +27,7 @@ const char* ew_name(EwOp op) {
 
 int partial_components(std::uint8_t kind) {
   switch (static_cast<ReduceKind>(kind)) {
-    case ReduceKind::Mean: return 2;                       // sum, count
+    case ReduceKind::Mean: case ReduceKind::NanMean: return 2;  // sum, count
     case ReduceKind::Var: case ReduceKind::Std: return 3;  // count, mean, M2
     case ReduceKind::ArgMin: case ReduceKind::ArgMax: return 2;  // value, index
     default: return 1;
@@ -109,7 +109,7 @@ void combine_into(ReduceKind kind, A* acc, const A* x, std::int64_t slots, int c
       case ReduceKind::All: a[0] = a[0] && b[0]; break;
       case ReduceKind::Min: if (b[0] < a[0] || b[0] != b[0]) a[0] = b[0]; break;
       case ReduceKind::Max: if (b[0] > a[0] || b[0] != b[0]) a[0] = b[0]; break;
-      case ReduceKind::Mean: a[0] += b[0]; a[1] += b[1]; break;
+      case ReduceKind::Mean: case ReduceKind::NanMean: a[0] += b[0]; a[1] += b[1]; break;
       case ReduceKind::Var: case ReduceKind::Std: {
         const double na = static_cast<double>(a[0]), nb = static_cast<double>(b[0]);
         if (nb == 0) break;
@@ -169,7 +169,7 @@ Value reduce_combine(const OpContext&, std::span<const Value> args) {
     auto get = [&](int c) { return f64 ? acc.data<double>()[s * comps + c] : static_cast<double>(acc.data<std::int64_t>()[s * comps + c]); };
     double v = get(0);
     switch (kind) {
-      case ReduceKind::Mean: v = get(0) / get(1); break;
+      case ReduceKind::Mean: case ReduceKind::NanMean: v = get(0) / get(1); break;
       case ReduceKind::Var: v = get(2) / (get(0) - p.ddof); break;
       case ReduceKind::Std: v = std::sqrt(get(2) / (get(0) - p.ddof)); break;
       case ReduceKind::ArgMin: case ReduceKind::ArgMax: v = get(1); break;
@@ -178,7 +178,8 @@ Value reduce_combine(const OpContext&, std::span<const Value> args) {
     values[s] = v;
     ivalues[s] = f64 ? static_cast<std::int64_t>(v) : acc.data<std::int64_t>()[s * comps];
   }
-  const bool exact_int = !f64 && kind != ReduceKind::Mean && kind != ReduceKind::Var && kind != ReduceKind::Std;
+  const bool exact_int = !f64 && kind != ReduceKind::Mean && kind != ReduceKind::NanMean && kind != ReduceKind::Var &&
+                         kind != ReduceKind::Std;
   dispatch_dtype(p.out_dtype, [&](auto tag) {
     using T = decltype(tag);
     T* o = static_cast<T*>(out.raw());

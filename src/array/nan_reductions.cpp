@@ -9,6 +9,11 @@
 
 namespace tessera {
 
+namespace detail {
+/** The one-pass mean of the non-NaN elements (reductions.cpp, ReduceKind::NanMean; host only). */
+Array nan_mean_reduction(const Array& x, ReduceOptions o);
+}  // namespace detail
+
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -65,7 +70,10 @@ Array nanmax(const Array& x, ReduceOptions o) {
 
 Array nanmean(const Array& x, ReduceOptions o) {
   if (!is_floating(x.dtype())) return x.mean(o);
-  // 0 / 0 is NaN for an all-NaN slice, NumPy's result.
+  // On the host one pass keeps the sum and the count of the non-NaN elements; the device
+  // evaluator has no such reduction, so there it is a sum and a count. 0 / 0 is NaN for an
+  // all-NaN slice, NumPy's result, either way.
+  if (x.target() == Target::Host) return detail::nan_mean_reduction(x, o);
   return as_float_of(nansum(x, o) / nan_count(x, o), x.dtype());
 }
 

@@ -48,7 +48,9 @@ constexpr bool is_binary(EwOp op) {
 }
 const char* ew_name(EwOp op);
 
-enum class ReduceKind : std::uint8_t { Sum, Prod, Min, Max, Mean, Var, Std, Any, All, ArgMin, ArgMax };
+// NanMean: the mean of the non-NaN elements (sum and count of those), one pass; host programs
+// only (the device evaluator stops at ArgMax; nanmean of device arrays takes two reductions).
+enum class ReduceKind : std::uint8_t { Sum, Prod, Min, Max, Mean, Var, Std, Any, All, ArgMin, ArgMax, NanMean };
 
 
 /** Register types: every value is computed as double or int64 (bool as 0/1). */

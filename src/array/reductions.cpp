@@ -73,7 +73,7 @@ Array reduce(const Array& in, ReduceKind kind, ReduceOptions o, const char* name
       // NumPy: integers narrower than int64 sum as int64, unsigned ones as uint64.
       t = is_floating(e.dtype) ? e.dtype : is_unsigned(e.dtype) ? DType::UInt64 : DType::Int64;
       break;
-    case ReduceKind::Mean: case ReduceKind::Var: case ReduceKind::Std:
+    case ReduceKind::Mean: case ReduceKind::NanMean: case ReduceKind::Var: case ReduceKind::Std:
       t = (e.dtype == DType::Float32 || e.dtype == DType::Float16) ? e.dtype : DType::Float64;
       break;
     case ReduceKind::Any: case ReduceKind::All: t = DType::Bool; break;
@@ -98,6 +98,10 @@ Array reduce(const Array& in, ReduceKind kind, ReduceOptions o, const char* name
   return Array(out);
 }
 }  // namespace
+
+namespace detail {
+Array nan_mean_reduction(const Array& x, ReduceOptions o) { return reduce(x, ReduceKind::NanMean, o, "nanmean"); }
+}  // namespace detail
 
 Array Array::sum(ReduceOptions o) const { return reduce(*this, ReduceKind::Sum, o, "sum"); }
 Array Array::prod(ReduceOptions o) const { return reduce(*this, ReduceKind::Prod, o, "prod"); }

@@ -69,7 +69,7 @@ Block random_partial(detail::ReduceKind kind, DType dtype, const Shape& shape, s
         break;
       case K::Any: q[0] = unit(gen) < 0.1 ? 1 : 0; f[0] = static_cast<double>(q[0]); break;
       case K::All: q[0] = unit(gen) < 0.97 ? 1 : 0; f[0] = static_cast<double>(q[0]); break;
-      case K::Mean:
+      case K::Mean: case K::NanMean:  // (NanMean: host programs only, not in the device's kinds)
         f[1] = static_cast<double>(gen() % 10);  // count (0 sometimes)
         f[0] = maybe_nan(f[1] * normal(gen));     // sum
         break;
@@ -103,7 +103,7 @@ std::vector<DType> out_dtypes(detail::ReduceKind kind, DType partial) {
       return partial == DType::Float64 ? std::vector<DType>{DType::Float64, DType::Float32}
                                        : std::vector<DType>{DType::Int64, DType::Int32, DType::Float64};
     case K::Any: case K::All: return {DType::Bool, DType::Int64};
-    case K::Mean: case K::Var: case K::Std: return {DType::Float64, DType::Float32};
+    case K::Mean: case K::NanMean: case K::Var: case K::Std: return {DType::Float64, DType::Float32};
     case K::ArgMin: case K::ArgMax: return {DType::Int64};
   }
   return {};

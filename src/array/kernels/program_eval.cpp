@@ -361,7 +361,8 @@ class Reducer {
     for (std::int64_t s = 0; s < slots; ++s) {
       T* a = acc + s * comps;
       switch (kind) {
-        case ReduceKind::Sum: case ReduceKind::Mean: case ReduceKind::Var: case ReduceKind::Std: case ReduceKind::Any:
+        case ReduceKind::Sum: case ReduceKind::Mean: case ReduceKind::NanMean: case ReduceKind::Var: case ReduceKind::Std:
+        case ReduceKind::Any:
           for (int c = 0; c < comps; ++c) a[c] = 0;
           break;
         case ReduceKind::Prod: case ReduceKind::All: a[0] = 1; break;
@@ -399,6 +400,17 @@ class Reducer {
         for (std::int64_t j = 0; j < n; ++j) s += x[j];
         a[0] += s;
         a[1] += static_cast<A>(n);
+        break;
+      }
+      case ReduceKind::NanMean: {
+        A s = 0, c = 0;
+        for (std::int64_t j = 0; j < n; ++j) {
+          const bool kept = x[j] == x[j];
+          s += kept ? static_cast<A>(x[j]) : A(0);
+          c += kept ? A(1) : A(0);
+        }
+        a[0] += s;
+        a[1] += c;
         break;
       }
       case ReduceKind::Var: case ReduceKind::Std: {
