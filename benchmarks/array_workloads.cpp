@@ -30,6 +30,10 @@
 //   argmax_axis1     x.argmax(axis=1),                          x uniform(0, 1)   [20000, 2000]
 //   diff_sum         diff(x, axis=1).sum(),                     x uniform(0, 1)   [20000, 2000]
 //   bincount_ints    bincount(i, minlength=1000), i n*n integers in [0, 1000) in chunks of c*c [10000, 1000]
+//   standardize_sum  ((x - x.mean(axis=0)) / x.std(axis=0)).sum(),  x uniform(0, 1) [20000, 2000]
+//   einsum_rowdot    einsum('ij,ij->i', x, y).sum(),        x, y uniform(0, 1)   [20000, 2000]
+//   roll_sum         roll(x, 7, axis=1)[:, :n/2].sum(),         x uniform(0, 1)   [20000, 2000]
+//   concat_mean      concatenate([x, y]).mean(axis=1),      x, y uniform(0, 1)   [20000, 2000]
 // "value" is the scalar result, or the sum of the vector for mean_axis0 and rechunk_sum.
 //
 // --impl limit runs the workload's limit on this machine instead: a hand-written loop that does
@@ -211,6 +215,34 @@ const std::map<std::string, Workload>& workloads() {
           random::RandomState rs(0);
           auto i = rs.integers(0, 1000, {n * n}, {c * c});
           return bincount(i, std::nullopt, 1000);
+        }}},
+      {"standardize_sum",
+       {20000, 2000,
+        [](std::int64_t n, std::int64_t c) {
+          auto x = random::uniform(0, 0.0, 1.0, {n, n}, {c, c});
+          return ((x - x.mean({.axes = {0}})) / x.std({.axes = {0}})).sum();
+        }}},
+      {"einsum_rowdot",
+       {20000, 2000,
+        [](std::int64_t n, std::int64_t c) {
+          random::RandomState rs(0);
+          auto x = rs.uniform(0.0, 1.0, {n, n}, {c, c});
+          auto y = rs.uniform(0.0, 1.0, {n, n}, {c, c});
+          return einsum("ij,ij->i", {x, y}).sum();
+        }}},
+      {"roll_sum",
+       {20000, 2000,
+        [](std::int64_t n, std::int64_t c) {
+          auto x = random::uniform(0, 0.0, 1.0, {n, n}, {c, c});
+          return roll(x, 7, 1)[{tessera::all(), slice(0, n / 2)}].sum();
+        }}},
+      {"concat_mean",
+       {20000, 2000,
+        [](std::int64_t n, std::int64_t c) {
+          random::RandomState rs(0);
+          auto x = rs.uniform(0.0, 1.0, {n, n}, {c, c});
+          auto y = rs.uniform(0.0, 1.0, {n, n}, {c, c});
+          return concatenate({x, y}, 0).mean({.axes = {1}});
         }}},
   };
   return all;

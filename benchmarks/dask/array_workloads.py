@@ -49,6 +49,10 @@ DEFAULTS = {
     "argmax_axis1": (20000, 2000),
     "diff_sum": (20000, 2000),
     "bincount_ints": (10000, 1000),
+    "standardize_sum": (20000, 2000),
+    "einsum_rowdot": (20000, 2000),
+    "roll_sum": (20000, 2000),
+    "concat_mean": (20000, 2000),
 }
 
 
@@ -126,6 +130,20 @@ def build(name, n, c):
     if name == "bincount_ints":
         i = rng.integers(0, 1000, size=n * n, chunks=c * c)
         return da.bincount(i, minlength=1000)
+    if name == "standardize_sum":
+        x = rng.uniform(0, 1, size=(n, n), chunks=(c, c))
+        return ((x - x.mean(axis=0)) / x.std(axis=0)).sum()
+    if name == "einsum_rowdot":
+        x = rng.uniform(0, 1, size=(n, n), chunks=(c, c))
+        y = rng.uniform(0, 1, size=(n, n), chunks=(c, c))
+        return da.einsum("ij,ij->i", x, y).sum()
+    if name == "roll_sum":
+        x = rng.uniform(0, 1, size=(n, n), chunks=(c, c))
+        return da.roll(x, 7, axis=1)[:, : n // 2].sum()
+    if name == "concat_mean":
+        x = rng.uniform(0, 1, size=(n, n), chunks=(c, c))
+        y = rng.uniform(0, 1, size=(n, n), chunks=(c, c))
+        return da.concatenate([x, y]).mean(axis=1)
     raise ValueError(name)
 
 

@@ -6,6 +6,7 @@
 // generators (evaluated only at the elements the chunk needs) or chunks of materialised
 // expressions, read through strided views. A reduction puts its first step into the same task.
 #include <algorithm>
+#include <optional>
 #include <cstring>
 #include <map>
 #include <tuple>
@@ -151,8 +152,40 @@ class ProgramBuilder {
       case ExprKind::Generator: return compile_generator(static_cast<const GeneratorExpr&>(*e), m);
       case ExprKind::Elementwise: return compile_elementwise(static_cast<const ElementwiseExpr&>(*e), m);
       case ExprKind::View: return compile_view(static_cast<const ViewExpr&>(*e), m);
+      case ExprKind::Concatenate:
+        if (auto r = compile_concatenated(static_cast<const ConcatenateExpr&>(*e), m)) return *r;
+        return compile_input(e, m);
       default: return compile_input(e, m);
     }
+  }
+
+  // A concatenation read within one of its inputs (its chunks are its inputs' chunks, so a
+  // program over one of its chunks always is): that input, shifted along the axis, fused like a
+  // view; the inputs are then not made into blocks first. nullopt when the region spans inputs
+  // or a length is unknown: the concatenation is read from its chunks.
+  std::optional<int> compile_concatenated(const ConcatenateExpr& c, const AffineMap& m) {
+    const int ax = c.axis;
+    std::int64_t lo = m.offset[ax], hi = m.offset[ax];
+    if (m.src[ax] >= 0) {
+      const int s = m.src[ax];
+      if (shape_[s] <= 0) return std::nullopt;
+      const std::int64_t x0 = m.offset[ax] + m.stride[ax] * off_[s];
+      const std::int64_t x1 = x0 + m.stride[ax] * (shape_[s] - 1);
+      lo = std::min(x0, x1);
+      hi = std::max(x0, x1);
+    }
+    std::int64_t start = 0;
+    for (const auto& in : c.inputs) {
+      const std::int64_t len = in->shape[ax];
+      if (len < 0) return std::nullopt;
+      if (lo >= start && hi < start + len) {
+        AffineMap shifted = m;
+        shifted.offset[ax] -= start;
+        return compile(in.get(), shifted);
+      }
+      start += len;
+    }
+    return std::nullopt;
   }
 
   int emit(Instr in) {

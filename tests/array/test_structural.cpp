@@ -319,3 +319,49 @@ TEST(ArrayStructural, MapBlocksWithOutputChunks) {
 }
 
 }  // namespace
+
+TEST(ArrayStructural, ConcatenatedGeneratorsFuseIntoTheirReaders) {
+  // Each chunk of a concatenation is a chunk of one input: a program over it reads that input
+  // shifted, so generators are drawn inside the reading task, not made into blocks first.
+  const Array x = random::uniform(1, 0.0, 1.0, {6, 8}, {3, 4});
+  const Array y = random::uniform(2, 0.0, 1.0, {4, 8}, {2, 4});
+  const Array c = concatenate({x, y}, 0);
+  const Block xb = compute_sync(x), yb = compute_sync(y);
+  const Ref want_c = make_ref(DType::Float64, {10, 8}, [&](auto& i) {
+    return i[0] < 6 ? xb.to_doubles()[static_cast<std::size_t>(i[0] * 8 + i[1])]
+                    : yb.to_doubles()[static_cast<std::size_t>((i[0] - 6) * 8 + i[1])];
+  });
+  const Array total = (c * 2.0).sum({.axes = {1}});
+  {
+    const Graph g = total.to_graph(nullptr);
+    int blockwise = 0;
+    for (const auto& [key, t] : g.tasks()) blockwise += t.op == "tessera.array.blockwise";
+    EXPECT_EQ(blockwise, 8);  // one fused task per chunk of the concatenation (4 x 2), no generation tasks
+  }
+  const Ref want_total = make_ref(DType::Float64, {10}, [&](auto& i) {
+    double s = 0;
+    for (std::int64_t j = 0; j < 8; ++j) s += 2.0 * want_c.at({i[0], j});
+    return s;
+  });
+  for (const auto& e : executors()) {
+    EXPECT_TRUE(block_matches(total.compute(*e.ex), want_total)) << e.name;
+    EXPECT_TRUE(block_matches(c.compute(*e.ex), want_c)) << e.name;
+    // Transposed, and a slice whose chunks cross from x into y (read from the assembled chunks).
+    EXPECT_TRUE(block_matches((c.T() + 1.0).compute(*e.ex),
+                              make_ref(DType::Float64, {8, 10}, [&](auto& i) { return want_c.at({i[1], i[0]}) + 1.0; })))
+        << e.name;
+    EXPECT_TRUE(block_matches((c[{slice(4, 9)}].rechunk({5, 8}) * 3.0).compute(*e.ex),
+                              make_ref(DType::Float64, {5, 8}, [&](auto& i) { return 3.0 * want_c.at({i[0] + 4, i[1]}); })))
+        << e.name;
+  }
+  // Along the last axis, with a reversed read.
+  const Array z = random::uniform(3, 0.0, 1.0, {6, 5}, {3, 5});
+  const Array cz = concatenate({x, z}, 1);
+  const Block zb = compute_sync(z);
+  const Ref want_cz = make_ref(DType::Float64, {6, 13}, [&](auto& i) {
+    return i[1] < 8 ? xb.to_doubles()[static_cast<std::size_t>(i[0] * 8 + i[1])]
+                    : zb.to_doubles()[static_cast<std::size_t>(i[0] * 5 + i[1] - 8)];
+  });
+  EXPECT_TRUE(block_matches(compute_sync(cz[{all(), step(-1)}] - 0.5),
+                            make_ref(DType::Float64, {6, 13}, [&](auto& i) { return want_cz.at({i[0], 12 - i[1]}) - 0.5; })));
+}
