@@ -485,10 +485,43 @@ class Reducer {
     }
   }
 
-  // Folds x[j] into slot j for j < n (last axis kept).
+  // Folds x[j] into slot j for j < n (last axis kept). The common kinds have loops of their own
+  // (the same arithmetic as fold_into_one of one element, without a call and a switch per
+  // element; they vectorise): reductions along a leading axis spend their time here.
   template <typename T, typename A>
   void fold_elementwise(const T* x, std::int64_t n, A* a, std::int64_t arg0, std::int64_t arg_step) const {
-    for (std::int64_t j = 0; j < n; ++j) fold_into_one(x + j, 1, a + j * comps_, arg0 + j * arg_step, 0);
+    switch (kind_) {
+      case ReduceKind::Sum:
+        for (std::int64_t j = 0; j < n; ++j) a[j] += static_cast<A>(x[j]);
+        return;
+      case ReduceKind::Mean:
+        for (std::int64_t j = 0; j < n; ++j) {
+          a[2 * j] += static_cast<A>(x[j]);
+          a[2 * j + 1] += A(1);
+        }
+        return;
+      case ReduceKind::Min:
+        for (std::int64_t j = 0; j < n; ++j)
+          if (x[j] < a[j] || x[j] != x[j]) a[j] = static_cast<A>(x[j]);
+        return;
+      case ReduceKind::Max:
+        for (std::int64_t j = 0; j < n; ++j)
+          if (x[j] > a[j] || x[j] != x[j]) a[j] = static_cast<A>(x[j]);
+        return;
+      case ReduceKind::Var: case ReduceKind::Std:
+        // merge_moments of one element (count 1, mean x, M2 0), as Welford's update.
+        for (std::int64_t j = 0; j < n; ++j) {
+          A* s = a + 3 * j;
+          const double na = static_cast<double>(s[0]), total = na + 1;
+          const double delta = static_cast<double>(x[j]) - static_cast<double>(s[1]);
+          s[1] = static_cast<A>(static_cast<double>(s[1]) + delta / total);
+          s[2] = static_cast<A>(static_cast<double>(s[2]) + delta * delta * na / total);
+          s[0] = static_cast<A>(total);
+        }
+        return;
+      default:
+        for (std::int64_t j = 0; j < n; ++j) fold_into_one(x + j, 1, a + j * comps_, arg0 + j * arg_step, 0);
+    }
   }
 
   static bool better(bool is_min, double v, double cur, bool empty) {
