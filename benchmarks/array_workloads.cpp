@@ -562,6 +562,84 @@ double run_limit(const std::string& w, std::int64_t n, int threads) {
     for (auto& c : states) total += static_cast<double>(std::accumulate(c.begin(), c.end(), std::int64_t{0}));
     return total;
   }
+  if (w == "standardize_sum") {
+    // Two passes: each column's sum and sum of squares, then (x - mean) / std summed.
+    thread_local std::vector<double> row;
+    struct Columns {
+      std::vector<double> sum, sumsq;
+    };
+    auto states = parallel_rows<Columns>(n, threads, Columns{std::vector<double>(n, 0.0), std::vector<double>(n, 0.0)},
+                                         [&](std::int64_t r, Columns& c) {
+                                           row.resize(n);
+                                           tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, r * n, 1, n, row.data());
+                                           for (std::int64_t j = 0; j < n; ++j) {
+                                             c.sum[j] += row[j];
+                                             c.sumsq[j] += row[j] * row[j];
+                                           }
+                                         });
+    std::vector<double> mean(n), inv_std(n);
+    for (std::int64_t j = 0; j < n; ++j) {
+      double s = 0, ss = 0;
+      for (auto& c : states) {
+        s += c.sum[j];
+        ss += c.sumsq[j];
+      }
+      mean[j] = s / static_cast<double>(n);
+      inv_std[j] = 1.0 / std::sqrt(ss / static_cast<double>(n) - mean[j] * mean[j]);
+    }
+    auto sums = parallel_rows<double>(n, threads, 0.0, [&](std::int64_t r, double& acc) {
+      row.resize(n);
+      tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, r * n, 1, n, row.data());
+      for (std::int64_t j = 0; j < n; ++j) acc += (row[j] - mean[j]) * inv_std[j];
+    });
+    double total = 0;
+    for (double v : sums) total += v;
+    return total;
+  }
+  if (w == "einsum_rowdot") {
+    thread_local std::vector<double> a, b;
+    auto states = parallel_rows<double>(n, threads, 0.0, [&](std::int64_t r, double& acc) {
+      a.resize(n);
+      b.resize(n);
+      tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, r * n, 1, n, a.data());
+      tessera::detail::generate_f64(kUniform, kLimitKey + 1, 0, 1, r * n, 1, n, b.data());
+      double s = 0;
+      for (std::int64_t j = 0; j < n; ++j) s += a[j] * b[j];
+      acc += s;
+    });
+    double total = 0;
+    for (double v : states) total += v;
+    return total;
+  }
+  if (w == "roll_sum") {
+    // roll(x, 7, axis=1)[:, :n/2] holds x's last 7 columns and its first n/2 - 7: only those drawn.
+    thread_local std::vector<double> row;
+    const std::int64_t half = n / 2, tail = std::min<std::int64_t>(7, half);
+    auto states = parallel_rows<double>(n, threads, 0.0, [&](std::int64_t r, double& acc) {
+      row.resize(half);
+      tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, r * n + n - tail, 1, tail, row.data());
+      tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, r * n, 1, half - tail, row.data() + tail);
+      for (double v : row) acc += v;
+    });
+    double total = 0;
+    for (double v : states) total += v;
+    return total;
+  }
+  if (w == "concat_mean") {
+    // The 2n rows of x then y, each row's mean, summed.
+    thread_local std::vector<double> row;
+    auto states = parallel_rows<double>(2 * n, threads, 0.0, [&](std::int64_t r, double& acc) {
+      row.resize(n);
+      const bool second = r >= n;
+      tessera::detail::generate_f64(kUniform, kLimitKey + (second ? 1 : 0), 0, 1, (second ? r - n : r) * n, 1, n, row.data());
+      double s = 0;
+      for (double v : row) s += v;
+      acc += s / static_cast<double>(n);
+    });
+    double total = 0;
+    for (double v : states) total += v;
+    return total;
+  }
   throw std::invalid_argument("no limit for workload " + w);
 }
 

@@ -38,7 +38,7 @@ import tessera_pyenv  # noqa: E402
 WORKLOADS = ["transpose_sum", "trig_chain", "matmul_sum", "matmul_sq_sum", "mean_axis0", "std_all", "rechunk_sum",
              "slice_sum", "elementwise_exp", "cumsum_sum", "tensordot_sum", "fancy_index_sum", "mask_sum",
              "histogram_counts", "topk_rows", "var_axis1", "median_axis0", "nanmean_all", "argmax_axis1", "diff_sum",
-             "bincount_ints"]
+             "bincount_ints", "standardize_sum", "einsum_rowdot", "roll_sum", "concat_mean"]
 # n, chunk: the defaults of both programs, defined once beside the Dask side (its module
 # imports Dask only when it runs).
 sys.path.insert(0, str(ROOT / "benchmarks" / "dask"))
@@ -65,6 +65,10 @@ EXPRESSIONS = {
     "argmax_axis1": "x.argmax(axis=1), x uniform(0, 1)",
     "diff_sum": "diff(x, axis=1).sum(), x uniform(0, 1)",
     "bincount_ints": "bincount(i, minlength=1000), i n*n integers in [0, 1000), chunks of c*c",
+    "standardize_sum": "((x - x.mean(axis=0)) / x.std(axis=0)).sum(), x uniform(0, 1)",
+    "einsum_rowdot": "einsum('ij,ij->i', x, y).sum(), x, y uniform(0, 1)",
+    "roll_sum": "roll(x, 7, axis=1)[:, :n/2].sum(), x uniform(0, 1)",
+    "concat_mean": "concatenate([x, y]).mean(axis=1), x, y uniform(0, 1)",
 }
 
 
@@ -139,6 +143,14 @@ def expected(workload, n):
         return 0.0, math.sqrt(n * 2 / 12)
     if workload == "bincount_ints":  # every draw is counted once
         return n * n, 0.0
+    if workload == "standardize_sum":  # every standardised column sums to 0, up to rounding
+        return 0.0, 1e-6 * n
+    if workload == "einsum_rowdot":  # n^2 products x y: mean 1/4, variance 1/9 - 1/16
+        return n * n / 4, n * math.sqrt(7 / 144)
+    if workload == "roll_sum":  # n rows of n/2 uniforms
+        return n * (n // 2) / 2, math.sqrt(n * (n // 2) / 12)
+    if workload == "concat_mean":  # 2n row means of n uniforms
+        return n, math.sqrt(2 * n / (12 * n))
     raise ValueError(workload)
 
 
