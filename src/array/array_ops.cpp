@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "wrapping.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/ops/registry.hpp"
 #include "tessera/ops/serialize.hpp"
@@ -104,8 +105,8 @@ void combine_into(ReduceKind kind, A* acc, const A* x, std::int64_t slots, int c
     A* a = acc + s * comps;
     const A* b = x + s * comps;
     switch (kind) {
-      case ReduceKind::Sum: case ReduceKind::Any: a[0] = kind == ReduceKind::Any ? (a[0] || b[0]) : a[0] + b[0]; break;
-      case ReduceKind::Prod: a[0] *= b[0]; break;
+      case ReduceKind::Sum: case ReduceKind::Any: a[0] = kind == ReduceKind::Any ? (a[0] || b[0]) : wrapping_add(a[0], b[0]); break;
+      case ReduceKind::Prod: a[0] = wrapping_mul(a[0], b[0]); break;
       case ReduceKind::All: a[0] = a[0] && b[0]; break;
       case ReduceKind::Min: if (b[0] < a[0] || b[0] != b[0]) a[0] = b[0]; break;
       case ReduceKind::Max: if (b[0] > a[0] || b[0] != b[0]) a[0] = b[0]; break;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "wrapping.hpp"
 #include "linalg_tasks.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/ops/registry.hpp"
@@ -37,8 +38,8 @@ void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T al
   } else {
     for (std::int64_t i = 0; i < m; ++i)
       for (std::int64_t p = 0; p < k; ++p) {
-        const T x = static_cast<T>(alpha * (ta ? a[p * m + i] : a[i * k + p]));
-        for (std::int64_t j = 0; j < n; ++j) c[i * n + j] = static_cast<T>(c[i * n + j] + x * (tb ? b[j * k + p] : b[p * n + j]));
+        const T x = wrapping_mul<T>(alpha, ta ? a[p * m + i] : a[i * k + p]);
+        for (std::int64_t j = 0; j < n; ++j) c[i * n + j] = wrapping_mul_add<T>(c[i * n + j], x, tb ? b[j * k + p] : b[p * n + j]);
       }
   }
 }

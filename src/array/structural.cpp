@@ -12,6 +12,7 @@
 
 #include "array_ops.hpp"
 #include "expr.hpp"
+#include "wrapping.hpp"
 #include "generator.hpp"
 #include "linalg_tasks.hpp"
 #include "tessera/core/error.hpp"
@@ -449,7 +450,8 @@ void gemm_acc(const Block& a, const Block& b, Block& c) {
     for (std::int64_t i = 0; i < m; ++i)
       for (std::int64_t p = 0; p < k; ++p) {
         const T x = A[i * k + p];
-        for (std::int64_t j = 0; j < n; ++j) C[i * n + j] = static_cast<T>(C[i * n + j] + x * B[p * n + j]);
+        // Integers wrap as NumPy's do, without signed overflow (wrapping.hpp).
+        for (std::int64_t j = 0; j < n; ++j) C[i * n + j] = wrapping_mul_add<T>(C[i * n + j], x, B[p * n + j]);
       }
   }
 }

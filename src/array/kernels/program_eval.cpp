@@ -12,6 +12,7 @@
 #include <string>
 #include <type_traits>
 
+#include "../wrapping.hpp"
 #include "../element_semantics.hpp"
 #include "../program.hpp"
 #include "isa.hpp"
@@ -382,24 +383,26 @@ class Reducer {
   // sums more accurately than one.
   template <typename A, typename T>
   static A sum4(const T* x, std::int64_t n) {
-    A s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    // Integer sums wrap as NumPy's do: they are kept in uint64, where that is defined.
+    using S = std::conditional_t<wraps_v<A>, std::uint64_t, A>;
+    S s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     std::int64_t j = 0;
     for (; j + 4 <= n; j += 4) {
-      s0 += static_cast<A>(x[j]);
-      s1 += static_cast<A>(x[j + 1]);
-      s2 += static_cast<A>(x[j + 2]);
-      s3 += static_cast<A>(x[j + 3]);
+      s0 += static_cast<S>(static_cast<A>(x[j]));
+      s1 += static_cast<S>(static_cast<A>(x[j + 1]));
+      s2 += static_cast<S>(static_cast<A>(x[j + 2]));
+      s3 += static_cast<S>(static_cast<A>(x[j + 3]));
     }
-    for (; j < n; ++j) s0 += static_cast<A>(x[j]);
-    return (s0 + s1) + (s2 + s3);
+    for (; j < n; ++j) s0 += static_cast<S>(static_cast<A>(x[j]));
+    return static_cast<A>((s0 + s1) + (s2 + s3));
   }
 
   // Folds x[0..n) into one slot (last axis reduced).
   template <typename T, typename A>
   void fold_into_one(const T* x, std::int64_t n, A* a, std::int64_t arg0, std::int64_t arg_step) const {
     switch (kind_) {
-      case ReduceKind::Sum: a[0] += sum4<A>(x, n); break;
-      case ReduceKind::Prod: for (std::int64_t j = 0; j < n; ++j) a[0] *= x[j]; break;
+      case ReduceKind::Sum: a[0] = wrapping_add(a[0], sum4<A>(x, n)); break;
+      case ReduceKind::Prod: for (std::int64_t j = 0; j < n; ++j) a[0] = wrapping_mul(a[0], static_cast<A>(x[j])); break;
       case ReduceKind::Min: for (std::int64_t j = 0; j < n; ++j) if (x[j] < a[0] || x[j] != x[j]) a[0] = x[j]; break;
       case ReduceKind::Max: for (std::int64_t j = 0; j < n; ++j) if (x[j] > a[0] || x[j] != x[j]) a[0] = x[j]; break;
       case ReduceKind::Any: for (std::int64_t j = 0; j < n; ++j) a[0] = a[0] || (x[j] != 0); break;
@@ -492,7 +495,7 @@ class Reducer {
   void fold_elementwise(const T* x, std::int64_t n, A* a, std::int64_t arg0, std::int64_t arg_step) const {
     switch (kind_) {
       case ReduceKind::Sum:
-        for (std::int64_t j = 0; j < n; ++j) a[j] += static_cast<A>(x[j]);
+        for (std::int64_t j = 0; j < n; ++j) a[j] = wrapping_add(a[j], static_cast<A>(x[j]));
         return;
       case ReduceKind::Mean:
         for (std::int64_t j = 0; j < n; ++j) {
