@@ -269,20 +269,36 @@ std::vector<State> parallel_rows(std::int64_t rows, int threads, const State& in
   return states;
 }
 
-/** Sums f(x) over every element of an n x n array drawn from `gen`, one row at a time. */
+/** Sums per_row(r) over rows [0, rows) on `threads` threads. */
 template <typename F>
-double limit_sum(std::uint8_t gen, double p0, double p1, std::int64_t n, int threads, F f) {
-  thread_local std::vector<double> row;
-  auto states = parallel_rows<double>(n, threads, 0.0, [&](std::int64_t r, double& acc) {
-    row.resize(n);
-    tessera::detail::generate_f64(gen, kLimitKey, p0, p1, r * n, 1, n, row.data());
-    double s = 0;
-    for (std::int64_t j = 0; j < n; ++j) s += f(row[j]);
-    acc += s;
-  });
+double sum_rows(std::int64_t rows, int threads, F per_row) {
+  auto states = parallel_rows<double>(rows, threads, 0.0, [&](std::int64_t r, double& acc) { acc += per_row(r); });
   double total = 0;
   for (double v : states) total += v;
   return total;
+}
+
+/**
+ * Elements index, ..., index + n - 1 of a generator (`gen`, key kLimitKey + key_offset) into a
+ * buffer of the calling thread; `slot` picks one of two buffers, for two rows at once.
+ */
+const std::vector<double>& drawn(std::int64_t index, std::int64_t n, std::uint64_t key_offset = 0, int slot = 0,
+                                 std::uint8_t gen = kUniform, double p0 = 0, double p1 = 1) {
+  thread_local std::vector<double> buffers[2];
+  auto& row = buffers[slot];
+  row.resize(static_cast<std::size_t>(n));
+  tessera::detail::generate_f64(gen, kLimitKey + key_offset, p0, p1, index, 1, n, row.data());
+  return row;
+}
+
+/** Sums f(x) over every element of an n x n array drawn from `gen`, one row at a time. */
+template <typename F>
+double limit_sum(std::uint8_t gen, double p0, double p1, std::int64_t n, int threads, F f) {
+  return sum_rows(n, threads, [&](std::int64_t r) {
+    double s = 0;
+    for (double x : drawn(r * n, n, 0, 0, gen, p0, p1)) s += f(x);
+    return s;
+  });
 }
 
 double run_limit(const std::string& w, std::int64_t n, int threads) {
@@ -304,16 +320,11 @@ double run_limit(const std::string& w, std::int64_t n, int threads) {
   }
   if (w == "slice_sum") {
     // x[::3, 100:-100]: only the kept elements are drawn.
-    thread_local std::vector<double> row;
     const std::int64_t kept = std::max<std::int64_t>(0, n - 200);
-    auto states = parallel_rows<double>((n + 2) / 3, threads, 0.0, [&](std::int64_t r, double& acc) {
-      row.resize(kept);
-      tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, 3 * r * n + 100, 1, kept, row.data());
-      for (double x : row) acc += x;
+    return sum_rows((n + 2) / 3, threads, [&](std::int64_t r) {
+      const auto& row = drawn(3 * r * n + 100, kept);
+      return std::accumulate(row.begin(), row.end(), 0.0);
     });
-    double total = 0;
-    for (double v : states) total += v;
-    return total;
   }
   if (w == "mean_axis0") {
     thread_local std::vector<double> row;
@@ -354,33 +365,22 @@ double run_limit(const std::string& w, std::int64_t n, int threads) {
   }
   if (w == "cumsum_sum") {
     // The running sum of each row, summed as it goes: one pass, nothing stored.
-    thread_local std::vector<double> row;
-    auto states = parallel_rows<double>(n, threads, 0.0, [&](std::int64_t r, double& acc) {
-      row.resize(n);
-      tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, r * n, 1, n, row.data());
+    return sum_rows(n, threads, [&](std::int64_t r) {
       double prefix = 0, s = 0;
-      for (double x : row) {
+      for (double x : drawn(r * n, n)) {
         prefix += x;
         s += prefix;
       }
-      acc += s;
+      return s;
     });
-    double total = 0;
-    for (double v : states) total += v;
-    return total;
   }
   if (w == "fancy_index_sum") {
     // Only the kept rows are drawn.
     const auto idx = fancy_rows(n);
-    thread_local std::vector<double> row;
-    auto states = parallel_rows<double>(static_cast<std::int64_t>(idx.size()), threads, 0.0, [&](std::int64_t r, double& acc) {
-      row.resize(n);
-      tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, idx[static_cast<std::size_t>(r)] * n, 1, n, row.data());
-      for (double x : row) acc += x;
+    return sum_rows(static_cast<std::int64_t>(idx.size()), threads, [&](std::int64_t r) {
+      const auto& row = drawn(idx[static_cast<std::size_t>(r)] * n, n);
+      return std::accumulate(row.begin(), row.end(), 0.0);
     });
-    double total = 0;
-    for (double v : states) total += v;
-    return total;
   }
   if (w == "tensordot_sum" || w == "matmul_sum") {
     // The sum of a product needs only the operands' sums (src/array/product_sums.cpp): for
@@ -417,12 +417,9 @@ double run_limit(const std::string& w, std::int64_t n, int threads) {
   if (w == "mask_sum") return limit_sum(kUniform, 0, 1, n, threads, [](double x) { return x > 0.5 ? x : 0.0; });
   if (w == "histogram_counts") {
     // 100 equal bins over [0, 1): a bin index per element, counted per thread.
-    thread_local std::vector<double> row;
     auto states = parallel_rows<std::vector<std::int64_t>>(n, threads, std::vector<std::int64_t>(100, 0),
                                                            [&](std::int64_t r, std::vector<std::int64_t>& counts) {
-                                                             row.resize(n);
-                                                             tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, r * n, 1, n, row.data());
-                                                             for (double x : row)
+                                                             for (double x : drawn(r * n, n))
                                                                if (x >= 0 && x <= 1) ++counts[std::min<std::int64_t>(99, static_cast<std::int64_t>(x * 100))];
                                                            });
     double total = 0;
@@ -431,41 +428,29 @@ double run_limit(const std::string& w, std::int64_t n, int threads) {
   }
   if (w == "topk_rows") {
     // The 10 largest of each row: a sorted list of 10, each element compared with its smallest.
-    thread_local std::vector<double> row;
-    auto states = parallel_rows<double>(n, threads, 0.0, [&](std::int64_t r, double& acc) {
-      row.resize(n);
-      tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, r * n, 1, n, row.data());
+    return sum_rows(n, threads, [&](std::int64_t r) {
       double top[10];
       std::int64_t kept = 0;
-      for (double x : row) {
+      for (double x : drawn(r * n, n)) {
         if (kept == 10 && x <= top[9]) continue;
         std::int64_t i = kept < 10 ? kept++ : 9;
         for (; i > 0 && top[i - 1] < x; --i) top[i] = top[i - 1];
         top[i] = x;
       }
-      for (std::int64_t i = 0; i < kept; ++i) acc += top[i];
+      return std::accumulate(top, top + kept, 0.0);
     });
-    double total = 0;
-    for (double v : states) total += v;
-    return total;
   }
   if (w == "var_axis1") {
     // Each row's sum and sum of squares in one pass, its population variance from them.
-    thread_local std::vector<double> row;
-    auto states = parallel_rows<double>(n, threads, 0.0, [&](std::int64_t r, double& acc) {
-      row.resize(n);
-      tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, r * n, 1, n, row.data());
+    return sum_rows(n, threads, [&](std::int64_t r) {
       double s = 0, ss = 0;
-      for (double x : row) {
+      for (double x : drawn(r * n, n)) {
         s += x;
         ss += x * x;
       }
       const double mean = s / static_cast<double>(n);
-      acc += ss / static_cast<double>(n) - mean * mean;
+      return ss / static_cast<double>(n) - mean * mean;
     });
-    double total = 0;
-    for (double v : states) total += v;
-    return total;
   }
   if (w == "matmul_sq_sum") {
     // OpenBLAS on the whole arrays in memory, then the squares summed.
@@ -507,11 +492,8 @@ double run_limit(const std::string& w, std::int64_t n, int threads) {
     struct SumCount {
       double sum = 0, count = 0;
     };
-    thread_local std::vector<double> row;
     auto states = parallel_rows<SumCount>(n, threads, SumCount{}, [&](std::int64_t r, SumCount& s) {
-      row.resize(n);
-      tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, r * n, 1, n, row.data());
-      for (double x : row) {
+      for (double x : drawn(r * n, n)) {
         const bool kept = !(x < 0.1);
         s.sum += kept ? x : 0.0;
         s.count += kept ? 1.0 : 0.0;
@@ -524,30 +506,18 @@ double run_limit(const std::string& w, std::int64_t n, int threads) {
     }
     return sum / count;
   }
-  if (w == "argmax_axis1") {
-    thread_local std::vector<double> row;
-    auto states = parallel_rows<double>(n, threads, 0.0, [&](std::int64_t r, double& acc) {
-      row.resize(n);
-      tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, r * n, 1, n, row.data());
-      acc += static_cast<double>(std::max_element(row.begin(), row.end()) - row.begin());
+  if (w == "argmax_axis1")
+    return sum_rows(n, threads, [&](std::int64_t r) {
+      const auto& row = drawn(r * n, n);
+      return static_cast<double>(std::max_element(row.begin(), row.end()) - row.begin());
     });
-    double total = 0;
-    for (double v : states) total += v;
-    return total;
-  }
-  if (w == "diff_sum") {
-    thread_local std::vector<double> row;
-    auto states = parallel_rows<double>(n, threads, 0.0, [&](std::int64_t r, double& acc) {
-      row.resize(n);
-      tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, r * n, 1, n, row.data());
+  if (w == "diff_sum")
+    return sum_rows(n, threads, [&](std::int64_t r) {
+      const auto& row = drawn(r * n, n);
       double s = 0;
       for (std::int64_t j = 0; j + 1 < n; ++j) s += row[j + 1] - row[j];
-      acc += s;
+      return s;
     });
-    double total = 0;
-    for (double v : states) total += v;
-    return total;
-  }
   if (w == "bincount_ints") {
     // n * n integers in [0, 1000), drawn n at a time and counted.
     const auto kIntegers = static_cast<std::uint8_t>(tessera::detail::GenKind::Integers);
@@ -564,14 +534,12 @@ double run_limit(const std::string& w, std::int64_t n, int threads) {
   }
   if (w == "standardize_sum") {
     // Two passes: each column's sum and sum of squares, then (x - mean) / std summed.
-    thread_local std::vector<double> row;
     struct Columns {
       std::vector<double> sum, sumsq;
     };
     auto states = parallel_rows<Columns>(n, threads, Columns{std::vector<double>(n, 0.0), std::vector<double>(n, 0.0)},
                                          [&](std::int64_t r, Columns& c) {
-                                           row.resize(n);
-                                           tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, r * n, 1, n, row.data());
+                                           const auto& row = drawn(r * n, n);
                                            for (std::int64_t j = 0; j < n; ++j) {
                                              c.sum[j] += row[j];
                                              c.sumsq[j] += row[j] * row[j];
@@ -587,58 +555,36 @@ double run_limit(const std::string& w, std::int64_t n, int threads) {
       mean[j] = s / static_cast<double>(n);
       inv_std[j] = 1.0 / std::sqrt(ss / static_cast<double>(n) - mean[j] * mean[j]);
     }
-    auto sums = parallel_rows<double>(n, threads, 0.0, [&](std::int64_t r, double& acc) {
-      row.resize(n);
-      tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, r * n, 1, n, row.data());
-      for (std::int64_t j = 0; j < n; ++j) acc += (row[j] - mean[j]) * inv_std[j];
+    return sum_rows(n, threads, [&](std::int64_t r) {
+      const auto& row = drawn(r * n, n);
+      double s = 0;
+      for (std::int64_t j = 0; j < n; ++j) s += (row[j] - mean[j]) * inv_std[j];
+      return s;
     });
-    double total = 0;
-    for (double v : sums) total += v;
-    return total;
   }
   if (w == "einsum_rowdot") {
-    thread_local std::vector<double> a, b;
-    auto states = parallel_rows<double>(n, threads, 0.0, [&](std::int64_t r, double& acc) {
-      a.resize(n);
-      b.resize(n);
-      tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, r * n, 1, n, a.data());
-      tessera::detail::generate_f64(kUniform, kLimitKey + 1, 0, 1, r * n, 1, n, b.data());
-      double s = 0;
-      for (std::int64_t j = 0; j < n; ++j) s += a[j] * b[j];
-      acc += s;
+    return sum_rows(n, threads, [&](std::int64_t r) {
+      const auto& a = drawn(r * n, n, 0, 0);
+      const auto& b = drawn(r * n, n, 1, 1);
+      return std::inner_product(a.begin(), a.end(), b.begin(), 0.0);
     });
-    double total = 0;
-    for (double v : states) total += v;
-    return total;
   }
   if (w == "roll_sum") {
     // roll(x, 7, axis=1)[:, :n/2] holds x's last 7 columns and its first n/2 - 7: only those drawn.
-    thread_local std::vector<double> row;
     const std::int64_t half = n / 2, tail = std::min<std::int64_t>(7, half);
-    auto states = parallel_rows<double>(n, threads, 0.0, [&](std::int64_t r, double& acc) {
-      row.resize(half);
-      tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, r * n + n - tail, 1, tail, row.data());
-      tessera::detail::generate_f64(kUniform, kLimitKey, 0, 1, r * n, 1, half - tail, row.data() + tail);
-      for (double v : row) acc += v;
+    return sum_rows(n, threads, [&](std::int64_t r) {
+      const auto& last = drawn(r * n + n - tail, tail, 0, 0);
+      const auto& first = drawn(r * n, half - tail, 0, 1);
+      return std::accumulate(last.begin(), last.end(), 0.0) + std::accumulate(first.begin(), first.end(), 0.0);
     });
-    double total = 0;
-    for (double v : states) total += v;
-    return total;
   }
   if (w == "concat_mean") {
     // The 2n rows of x then y, each row's mean, summed.
-    thread_local std::vector<double> row;
-    auto states = parallel_rows<double>(2 * n, threads, 0.0, [&](std::int64_t r, double& acc) {
-      row.resize(n);
+    return sum_rows(2 * n, threads, [&](std::int64_t r) {
       const bool second = r >= n;
-      tessera::detail::generate_f64(kUniform, kLimitKey + (second ? 1 : 0), 0, 1, (second ? r - n : r) * n, 1, n, row.data());
-      double s = 0;
-      for (double v : row) s += v;
-      acc += s / static_cast<double>(n);
+      const auto& row = drawn((second ? r - n : r) * n, n, second ? 1 : 0);
+      return std::accumulate(row.begin(), row.end(), 0.0) / static_cast<double>(n);
     });
-    double total = 0;
-    for (double v : states) total += v;
-    return total;
   }
   throw std::invalid_argument("no limit for workload " + w);
 }
