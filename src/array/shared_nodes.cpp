@@ -8,7 +8,7 @@
 // times (strided reads for a transpose). The model compares the two with per-element costs in
 // nanoseconds of one core, fitted on the reference machine (2 cores, AVX-512) to (x + x.T).sum()
 // at 8000 x 8000 in 2000 x 2000 chunks with x uniform, normal and exp(uniform), each run fused
-// and shared (docs/benchmarks.md, "Shared sub-expressions"): fused wins for uniform (0.28 s
+// and shared (docs/benchmarks-history.md, "Second round"): fused wins for uniform (0.28 s
 // against 0.35 s) and normal (0.31 against 0.33), sharing for exp(uniform) (0.50 against 0.85).
 #include <algorithm>
 #include <map>

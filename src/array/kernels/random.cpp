@@ -53,7 +53,8 @@ constexpr double kHalfPi = 1.5707963267948966192313216916398;
 // 32 bits of a lane are ever read: by the next multiply, by the three-way XOR, and at the end).
 // Four groups of eight run side by side to cover the multiply's latency, and the whole ten
 // rounds stay in registers. Measured against the round-at-a-time loop over arrays it replaced
-// (which kept every word in memory between rounds): docs/benchmarks.md, "Philox".
+// (which kept every word in memory between rounds): docs/benchmarks-history.md, "Philox in
+// registers".
 struct PhiloxLanes {
   __m512i a0, a1, a2, a3;
 };
