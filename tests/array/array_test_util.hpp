@@ -85,7 +85,7 @@ inline Ref sample(DType t, Shape s, int salt = 0) {
       case DType::Int64: return static_cast<double>(h % 23 - 11);
       case DType::Float32: return static_cast<double>(static_cast<float>((h - 48) * 0.37));
       case DType::Float64: return (h - 48) * 0.37 + 0.001 * (h % 7);
-      default: break;  // the other dtypes have their own tests (test_dtypes.cpp)
+      default: break;  // the other dtypes have their own tests (dtypes_test.cpp)
     }
     return 0.0;
   });

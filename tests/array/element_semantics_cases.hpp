@@ -2,7 +2,7 @@
 // NumPy's results for every binary element-wise operation on edge values of every dtype pair
 // (element_semantics_tables.inc, written by gen_element_semantics_tables.py with numpy 2.4.6),
 // and how to build the operands and check a result against them. Used by
-// test_element_semantics.cpp (host evaluator) and tests/cuda/blockwise_test.cpp (the device
+// element_semantics_test.cpp (host evaluator) and tests/cuda/blockwise_test.cpp (the device
 // kernels and their host emulation).
 #include <gtest/gtest.h>
 

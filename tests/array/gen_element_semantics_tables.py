@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Writes element_semantics_tables.inc: NumPy's results for every binary operation on edge values
-of every dtype pair, which test_element_semantics.cpp and the device emulation test check.
+of every dtype pair, which element_semantics_test.cpp and the device emulation test check.
 
     python3 tests/array/gen_element_semantics_tables.py > tests/array/element_semantics_tables.inc
     python3 tests/array/gen_element_semantics_tables.py more > tests/array/element_semantics_more_tables.inc
 
-The second writes the same for the functions added later (MORE_OPS), which test_elementwise_more.cpp
+The second writes the same for the functions added later (MORE_OPS), which elementwise_more_test.cpp
 checks.
 
 Needs numpy 2.x; the tests themselves need no Python (the generated file is committed).

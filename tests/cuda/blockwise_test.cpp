@@ -643,7 +643,7 @@ BLOCKWISE_TEST(IntegerOps) {
 }
 
 // Every binary operation on edge values of every dtype pair against numpy's results (the tables
-// tests/array/test_element_semantics.cpp checks the host evaluator with): the device kernels share
+// tests/array/element_semantics_test.cpp checks the host evaluator with): the device kernels share
 // element_semantics.hpp with the host, so both must give numpy's values.
 BLOCKWISE_TEST(ElementSemanticsMatchNumpy) {
   namespace ec = tessera_test::elem_cases;

@@ -1,6 +1,6 @@
 #pragma once
-// Shared by the dataframe algorithm tests (host: tests/dataframe/test_device_algorithms.cpp,
-// GPU: tests/cuda/test_frame_ops.cpp): random tables held as plain C++ values, their
+// Shared by the dataframe algorithm tests (host: tests/dataframe/device_algorithms_test.cpp,
+// GPU: tests/cuda/frame_ops_test.cpp): random tables held as plain C++ values, their
 // DeviceFrames (host memory), a plain C++ groupby reference, and comparisons.
 #include <gtest/gtest.h>
 

@@ -56,10 +56,10 @@ TEST(ArrayErrors, IndexErrors) {
 TEST(ArrayErrors, DTypeErrors) {
   Array f = m34();
   Array b = f > 0.0;
-  // NumPy takes the truth of numbers in logical operations and where (test_elementwise.cpp).
+  // NumPy takes the truth of numbers in logical operations and where (elementwise_test.cpp).
   EXPECT_NO_THROW(f && b);
   EXPECT_NO_THROW(where(f, f, f));
-  // NumPy's TypeErrors for bools, and its errors for integer powers (test_element_semantics.cpp).
+  // NumPy's TypeErrors for bools, and its errors for integer powers (element_semantics_test.cpp).
   EXPECT_THROW(b - b, DTypeError);
   EXPECT_THROW(-b, DTypeError);
   EXPECT_THROW(power(f.astype(DType::Int64), -2), DTypeError);

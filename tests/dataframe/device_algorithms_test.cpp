@@ -2,7 +2,7 @@
 // against plain C++ references on random frames: filter, element-wise binary operations, and
 // groupby (one-shot and as a partial -> combine -> finalize tree over several partitions, with
 // nulls, NaN, empty and one-row partitions, several keys and string keys whose dictionaries
-// differ between partitions). tests/cuda/test_frame_ops.cpp runs the same frames on a GPU.
+// differ between partitions). tests/cuda/frame_ops_test.cpp runs the same frames on a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -372,7 +372,7 @@ TEST(RandomDistributions, SameSeedSameValuesForAnyChunkingAndExecutor) {
   for (const auto& d : all_distributions()) {
     SCOPED_TRACE(d.name);
     // Distributions of random_semantics.hpp are bit-identical everywhere; lognormal is exp of
-    // normal, whose paired and strided kernels agree to an ulp or two (test_random_paths.cpp).
+    // normal, whose paired and strided kernels agree to an ulp or two (random_paths_test.cpp).
     const bool ulps = std::strcmp(d.name, "lognormal") == 0;
     const Block want = d.make(77, shape, {-1}).compute(local_executor("sync"));
     const auto w = want.to_doubles();

@@ -4,7 +4,7 @@
 // On the device (to_device()) the chunks' tasks run the device variant: its host half
 // (random_rows_on_device) with a stand-in kernel, a host loop over the rows calling the same
 // draw_row as the CUDA kernel (cuda/random_rows.cu), gives the host's rows bit for bit under the
-// fake device runtime; tests/cuda/test_random_rows_device.cpp runs the real kernel on a GPU.
+// fake device runtime; tests/cuda/random_rows_device_test.cpp runs the real kernel on a GPU.
 // First: random_semantics.hpp's unqualified log, sqrt, ... must be declared before tessera's.
 #include "array/random_vector.hpp"
 
@@ -244,7 +244,7 @@ TEST(RandomVector, DeviceTasksRunTheDeviceVariant) {
   // and give the host's rows for any chunking.
   if (OpRegistry::global().get("tessera.array.blockwise").device)
     GTEST_SKIP() << "the CUDA back end is loaded: its kernel would run on fake memory; "
-                    "tests/cuda/test_random_rows_device.cpp checks it on a GPU";
+                    "tests/cuda/random_rows_device_test.cpp checks it on a GPU";
   // The stand-in kernel behind the real host half (the back end, when it loads, registers its
   // own over it).
   register_device_op(detail::kRandomRowsOp, [](const OpContext& ctx, std::span<const Value> args) {

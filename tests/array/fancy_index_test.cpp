@@ -417,7 +417,7 @@ Value fake_gather_elements(const OpContext& ctx, std::span<const Value> args) {
 
 TEST(FancyIndex, ManyShortRunsGoToTheElementGatherKernel) {
   if (OpRegistry::global().get("tessera.array.blockwise").device)
-    GTEST_SKIP() << "the CUDA back end is loaded: tests/cuda/test_gather_device.cpp checks its kernel";
+    GTEST_SKIP() << "the CUDA back end is loaded: tests/cuda/gather_device_test.cpp checks its kernel";
   // A stand-in for the kernel (the back end, when it loads, registers the real one over it).
   register_device_op(detail::kGatherElementsOp, fake_gather_elements);
   ScopedFakeDevice gpu;

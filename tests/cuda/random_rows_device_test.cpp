@@ -3,7 +3,7 @@
 // row, and give the host's counts for several chunkings and both methods. Counts are compared
 // exactly, as the blockwise tests compare the integer distributions: CUDA's log and lgamma could
 // move a rejection decision only within an ulp of its threshold (docs/array-random-io.md).
-// Skips without a GPU; tests/array/test_random_vector.cpp runs the same host half with a stand-in
+// Skips without a GPU; tests/array/random_vector_test.cpp runs the same host half with a stand-in
 // kernel on any machine.
 #include <gtest/gtest.h>
 
