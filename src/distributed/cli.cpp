@@ -128,21 +128,41 @@ CLI::Validator duration_check() {
 CLI::Validator positive_duration_check() {
   return parsed_by([](const std::string& v) { distributed::parse_positive_duration(v, ""); }, "DURATION>0");
 }
-// Thread and process counts: CLI11 has read the integer already, so only its sign is left.
+// Thread and process counts: CLI11 has read the integer already, so only its range is left.
+long long whole_number(const std::string& v) {
+  long long n = 0;
+  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || ptr != v.data() + v.size()) throw Error("'" + v + "' is not a whole number");
+  return n;
+}
 CLI::Validator at_least_one() {
   return parsed_by(
       [](const std::string& v) {
-        long long n = 0;
-        auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-        if (ec != std::errc() || ptr != v.data() + v.size()) throw Error("'" + v + "' is not a whole number");
-        if (n < 1) throw Error("must be at least 1, got " + v);
+        if (whole_number(v) < 1) throw Error("must be at least 1, got " + v);
       },
       "INT>=1");
 }
+// --nthreads: 1 to kMaxWorkerThreads (options_check.hpp says why that bound).
+CLI::Validator thread_count_check() {
+  return parsed_by(
+      [](const std::string& v) {
+        const long long n = whole_number(v);
+        if (n < 1) throw Error("must be at least 1, got " + v);
+        if (n > distributed::kMaxWorkerThreads)
+          throw Error("at most " + std::to_string(distributed::kMaxWorkerThreads) + " threads per worker, got " + v +
+                      " (use --nworkers for more processes)");
+      },
+      "1-" + std::to_string(distributed::kMaxWorkerThreads));
+}
 // Total memory 0 here: only the form is checked (the cap to the machine's memory comes later).
-// (--device-memory-limit is checked first thing after parsing, with exit status 1 as before.)
 CLI::Validator memory_limit_check() {
   return parsed_by([](const std::string& v) { distributed::parse_memory_limit(v, 0); }, "BYTES");
+}
+CLI::Validator device_memory_limit_check() {
+  return parsed_by([](const std::string& v) { distributed::parse_device_memory_limit(v, 0); }, "BYTES");
+}
+CLI::Validator resources_check() {
+  return parsed_by([](const std::string& v) { distributed::parse_resources(v); }, "\"NAME=NUMBER ...\"");
 }
 
 // A worker's default threads when nworkers share this machine.
@@ -465,12 +485,12 @@ int worker_main(int argc, char** argv) {
   comm::Security security;
   app.add_option("scheduler", scheduler, "Scheduler address, e.g. tcp://127.0.0.1:8786");
   app.add_option("--scheduler-file", scheduler_file, "Read the scheduler's address from this file");
-  app.add_option("--nthreads", nthreads, "Threads running tasks, at least 1 (default: cores / nworkers)")
-      ->check(at_least_one());
+  app.add_option("--nthreads", nthreads, "Threads running tasks, 1 to 4096 (default: cores / nworkers)")
+      ->check(thread_count_check());
   app.add_option("--nworkers", nworkers, "Worker processes to start, at least 1")
       ->check(at_least_one())
       ->capture_default_str();
-  app.add_option("--resources", resources, "Abstract resources, e.g. \"GPU=2 MEM=10e9\"");
+  app.add_option("--resources", resources, "Abstract resources, e.g. \"GPU=2 MEM=10e9\"")->check(resources_check());
   app.add_option("--memory-limit", memory_limit,
                  "Bytes of results held in memory before spilling: auto, 0 (none), 4GB, 0.5 (of RAM)")
       ->check(memory_limit_check())
@@ -489,7 +509,8 @@ int worker_main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--device-memory-limit", device_memory_limit,
                  "Bytes of results kept on the GPU before moving to host memory: auto (0.8 of the device), "
-                 "0 (none), 10GB, 0.5 (of the device)");
+                 "0 (none), 10GB, 0.5 (of the device)")
+      ->check(device_memory_limit_check());
   add_worker_dashboard_flags(app, dashboard, no_dashboard);
   add_shared_flags(app, preloads, token, log_level);
   add_tls_flags(app, security);
@@ -512,7 +533,6 @@ int worker_main(int argc, char** argv) {
   }
   try {
     apply_cpu_affinity_env();
-    if (!device_memory_limit.empty()) check_device_memory_limit(device_memory_limit);
     // Before waiting for a scheduler file or starting children: a bad directory is known now.
     if (!local_directory.empty()) check_spill_directory(local_directory);
     const double death_timeout_s = parse_duration(death_timeout, "--death-timeout");
@@ -650,10 +670,11 @@ int cuda_worker_main(int argc, char** argv) {
   comm::Security security;
   app.add_option("scheduler", scheduler, "Scheduler address, e.g. tcp://127.0.0.1:8786");
   app.add_option("--scheduler-file", scheduler_file, "Read the scheduler's address from this file");
-  app.add_option("--nthreads", nthreads, "Threads running tasks in each worker, at least 1")
-      ->check(at_least_one())
+  app.add_option("--nthreads", nthreads, "Threads running tasks in each worker, 1 to 4096")
+      ->check(thread_count_check())
       ->capture_default_str();
-  app.add_option("--resources", resources, "Resources of each worker besides GPU=1, e.g. \"MEM=10e9\" (GPU=2 replaces GPU=1)");
+  app.add_option("--resources", resources, "Resources of each worker besides GPU=1, e.g. \"MEM=10e9\" (GPU=2 replaces GPU=1)")
+      ->check(resources_check());
   app.add_option("--memory-limit", memory_limit,
                  "Host bytes of results per worker before spilling to disk: auto (memory / GPUs), 0 (none), 4GB, "
                  "0.5 (of RAM)")
@@ -662,6 +683,7 @@ int cuda_worker_main(int argc, char** argv) {
   app.add_option("--device-memory-limit", device_memory_limit,
                  "Bytes of results kept on each GPU before moving to host memory: 0.8 (of the device), auto, 0 "
                  "(none), 10GB")
+      ->check(device_memory_limit_check())
       ->capture_default_str();
   app.add_option("--name", name, "Prefix of the worker names, <name>-gpu<device> (default: the host name)");
   app.add_option("--local-directory", local_directory, "Directory for spilled data (default: system temp)");
@@ -693,10 +715,8 @@ int cuda_worker_main(int argc, char** argv) {
   try {
     if (scheduler.empty() && scheduler_file.empty())
       throw Error("give the scheduler address (tcp://host:port) or --scheduler-file");
-    if (nthreads < 1) throw Error("--nthreads must be at least 1");
     // Each worker checks them again; a mistake is told here once, before any GPU is looked at.
     const comm::Security checked = check_tls_flags(security, protocol == "tls" || scheduler.rfind("tls://", 0) == 0);
-    check_device_memory_limit(device_memory_limit);
     if (!local_directory.empty()) check_spill_directory(local_directory);
     // Discovery goes through NVML, never the CUDA runtime: this process must not hold a CUDA
     // context (the workers are exec'd with their own CUDA_VISIBLE_DEVICES).

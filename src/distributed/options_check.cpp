@@ -65,6 +65,9 @@ WorkerOptions checked_options(WorkerOptions options) {
       checked_security(options.security, is_tls(options.scheduler_address) || is_tls(options.listen_address), "worker");
   require_positive(options.heartbeat_interval, "heartbeat_interval (--heartbeat-interval)");
   require_not_negative(options.death_timeout, "death_timeout (--death-timeout)");
+  if (options.nthreads > kMaxWorkerThreads)
+    throw Error("nthreads (--nthreads) must be at most " + std::to_string(kMaxWorkerThreads) + ", got " +
+                std::to_string(options.nthreads));
   if (!options.local_directory.empty() || options.memory_limit > 0) check_spill_directory(options.local_directory);
   return options;
 }

@@ -12,6 +12,7 @@
 #include <iomanip>
 #include <mutex>
 #include <sstream>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 
@@ -902,9 +903,17 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
       std::lock_guard l(cmu);
       if (!closing) {
         running_now.resize(static_cast<std::size_t>(std::max(1, opt.nthreads)));
-        for (int i = 0; i < std::max(1, opt.nthreads); ++i) threads.emplace_back([this, i] { exec_loop(i); });
-        heartbeat = std::thread([this] { heartbeat_loop(); });
-        flusher = std::thread([this] { flush_loop(); });
+        try {
+          for (int i = 0; i < std::max(1, opt.nthreads); ++i) threads.emplace_back([this, i] { exec_loop(i); });
+          heartbeat = std::thread([this] { heartbeat_loop(); });
+          flusher = std::thread([this] { flush_loop(); });
+        } catch (const std::system_error& e) {
+          // EAGAIN alone ("Resource temporarily unavailable") does not say what ran out.
+          throw Error("worker: cannot start thread " + std::to_string(threads.size() + 1) + " of " +
+                      std::to_string(opt.nthreads) + " (--nthreads): " + e.what() +
+                      " (the system's limit on threads, ulimit -u or kernel.threads-max, or memory for their "
+                      "stacks)");
+        }
       }
     }
     std::string gpu_text = "no GPU";

@@ -377,9 +377,9 @@ TEST(CudaWorkerBinary, NoGpuExitsWithStatus1AndSaysWhy) {
   std::tie(st, text) = run({"tcp://127.0.0.1:9", "--token", "x"}, {{"CUDA_VISIBLE_DEVICES", "0,,1"}}, false);
   EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 1) << tessera_test::describe_status(st);
   EXPECT_NE(text.find("invalid CUDA_VISIBLE_DEVICES \"0,,1\""), std::string::npos) << text;
-  // A bad flag value, before any worker starts.
+  // A bad flag value, before any worker starts: 105, as every bad flag value (issue 29).
   std::tie(st, text) = run({"tcp://127.0.0.1:9", "--device-memory-limit", "lots"}, {{"CUDA_VISIBLE_DEVICES", "0"}}, false);
-  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 1) << tessera_test::describe_status(st);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 105) << tessera_test::describe_status(st);
   EXPECT_NE(text.find("--device-memory-limit"), std::string::npos) << text;
   EXPECT_TRUE(processes_with("tcp://127.0.0.1:9").empty()) << "no worker may have been started";
 }

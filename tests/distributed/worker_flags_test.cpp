@@ -1,0 +1,108 @@
+// Issue 29: worker flag values that cannot work are refused at start, with exit status 105
+// (CLI11's ValidationError, as every other bad flag value: docs/security.md) and a message that
+// names the flag, before the worker waits for a scheduler or starts a thread. Real binaries.
+#include <sys/wait.h>
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cluster_fixture.hpp"
+#include "distributed/options_check.hpp"
+#include "tessera/distributed/worker.hpp"
+
+namespace {
+
+using tessera_test::child_env;
+using tessera_test::Children;
+using tessera_test::read_text;
+
+constexpr int kBadFlagExit = 105;  // CLI::ExitCodes::ValidationError
+
+struct Binaries {
+  std::string worker, cuda_worker;
+  bool found = false;
+  Binaries() {
+    auto bin = tessera_test::build_bin_dir();
+    worker = (bin / "tessera-worker").string();
+    cuda_worker = (bin / "tessera-cuda-worker").string();
+    found = std::filesystem::exists(worker) && std::filesystem::exists(cuda_worker);
+  }
+};
+
+struct Exit {
+  int status = -1;  // the wait status; -1: still running after the timeout (then killed)
+  std::string log;  // stderr
+  double seconds = 0;
+};
+
+// Runs a binary with stderr to a file and waits up to timeout_s for it to exit.
+Exit run_binary(const std::string& binary, const std::vector<std::string>& args, double timeout_s = 10) {
+  tessera_test::TempDir dir;
+  const std::string log = (dir.path() / "stderr").string();
+  Children kids;  // kills it if it is still running
+  std::vector<std::string> cmd{"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>'" + log + "'", binary};
+  cmd.insert(cmd.end(), args.begin(), args.end());
+  const auto start = tessera_test::Clock::now();
+  pid_t pid = kids.spawn(cmd, child_env());
+  Exit e;
+  if (auto st = kids.wait_exit(pid, timeout_s)) e.status = *st;
+  e.seconds = tessera_test::seconds_since(start);
+  e.log = read_text(log);
+  return e;
+}
+
+std::string describe(const Exit& e) {
+  return e.status == -1 ? std::string("still running") : tessera_test::describe_status(e.status);
+}
+
+struct Case {
+  std::vector<std::string> args;
+  std::string expect;  // in the log
+};
+
+// Each case against both worker binaries: the worker would wait --death-timeout (60 s) for a
+// scheduler file that never appears, so a refusal must come long before.
+void expect_refused(const Binaries& bins, const std::vector<Case>& cases) {
+  tessera_test::TempDir dir;
+  const std::string never = (dir.path() / "never.json").string();
+  for (const std::string& binary : {bins.worker, bins.cuda_worker}) {
+    for (const auto& c : cases) {
+      std::vector<std::string> args = c.args;
+      args.insert(args.end(), {"--scheduler-file", never});
+      Exit e = run_binary(binary, args, 8);
+      std::string what = std::filesystem::path(binary).filename().string();
+      for (const auto& a : c.args) what += " " + a;
+      EXPECT_TRUE(e.status != -1 && WIFEXITED(e.status) && WEXITSTATUS(e.status) == kBadFlagExit)
+          << what << ": " << describe(e) << ", expected exit " << kBadFlagExit << "\n" << e.log;
+      EXPECT_LT(e.seconds, 5) << what << " did not stop before starting";
+      EXPECT_NE(e.log.find(c.expect), std::string::npos) << what << ": expected '" << c.expect << "' in\n" << e.log;
+    }
+  }
+}
+
+}  // namespace
+
+TEST(WorkerFlags, TooManyThreadsAndBadResourcesOrDeviceLimitsExit105) {
+  Binaries bins;
+  if (!bins.found) GTEST_SKIP() << "tessera-worker / tessera-cuda-worker not built next to the tests";
+  expect_refused(bins, {
+                           {{"--nthreads", "100000"}, "--nthreads: at most 4096"},
+                           {{"--resources", "GPU=abc"}, "--resources: invalid resources \"GPU=abc\""},
+                           {{"--resources", "GPU"}, "--resources: invalid resources \"GPU\""},
+                           {{"--device-memory-limit", "abc"}, "--device-memory-limit: invalid device memory limit"},
+                       });
+}
+
+TEST(WorkerFlags, WorkerOptionsRefuseMoreThreadsThanTheBound) {
+  tessera::distributed::WorkerOptions wo;
+  wo.scheduler_address = "tcp://127.0.0.1:1";
+  wo.nthreads = tessera::distributed::kMaxWorkerThreads + 1;
+  try {
+    tessera::distributed::Worker w(wo);
+    ADD_FAILURE() << "a worker with " << wo.nthreads << " threads started";
+  } catch (const tessera::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("nthreads (--nthreads) must be at most 4096"), std::string::npos) << e.what();
+  }
+}
