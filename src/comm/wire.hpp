@@ -20,7 +20,8 @@ namespace tessera::comm::wire {
 // 7: Heartbeat's usage (and a worker's in scheduler-info) carries the GPU's PCIe and NVLink
 //    throughput (NVML).
 // 8: the nanny's own connection: register-nanny, kill-worker, worker-killed.
-inline constexpr std::uint32_t kProtocolVersion = 8;
+// 9: the nanny's worker-given-up (its worker's waiting tasks err, issue 29).
+inline constexpr std::uint32_t kProtocolVersion = 9;
 inline constexpr std::uint32_t kMessageMagic = 0x4D525354;  ///< "TSRM" little-endian
 inline constexpr std::uint32_t kHelloMagic = 0x48525354;    ///< "TSRH" little-endian
 inline constexpr std::size_t kPreambleFixedBytes = 24;      ///< before the frame lengths

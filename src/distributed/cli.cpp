@@ -158,6 +158,16 @@ CLI::Validator thread_count_check() {
 CLI::Validator memory_limit_check() {
   return parsed_by([](const std::string& v) { distributed::parse_memory_limit(v, 0); }, "BYTES");
 }
+// After parsing, when the number of workers sharing --memory-limit is known: each one's share
+// must be 0 (none) or at least kMinWorkerMemoryLimit. A ValidationError: exit 105, as a bad form.
+void check_memory_limit_share(const std::string& text, int nworkers) {
+  try {
+    distributed::check_worker_memory_limit(distributed::parse_memory_limit(text, distributed::system_memory(), nworkers),
+                                           text, nworkers);
+  } catch (const Error& e) {
+    throw CLI::ValidationError("--memory-limit", e.what());
+  }
+}
 CLI::Validator device_memory_limit_check() {
   return parsed_by([](const std::string& v) { distributed::parse_device_memory_limit(v, 0); }, "BYTES");
 }
@@ -399,14 +409,21 @@ std::vector<std::string> child_command(int argc, char** argv, bool worker_mode_f
 // start stops those already started.
 // With `link`, the nanny also keeps a connection of its own to the scheduler, through which a
 // worker too hung to restart when asked is killed and started again (docs/nanny.md).
-int run_worker_processes(const NannyOptions& options, std::vector<NannyChild> children,
+// The link also tells the scheduler of a worker the nanny gave up, so that the tasks that needed
+// it err instead of waiting for ever.
+int run_worker_processes(NannyOptions options, std::vector<NannyChild> children,
                          const NannyLinkOptions* link = nullptr) {
+  std::unique_ptr<NannyLink> to_scheduler;  // set before run(), reset before the nanny ends
+  options.on_given_up = [&to_scheduler](const GivenUpWorker& w) {
+    if (to_scheduler) to_scheduler->report_given_up(w);
+  };
   Nanny nanny(options, std::move(children));
   SignalWatcher signals([&](int sig) { nanny.stop(sig); });
-  std::unique_ptr<NannyLink> to_scheduler;  // ends before the nanny
   if (link && options.restart)
     to_scheduler = std::make_unique<NannyLink>(*link, [&nanny](int pid) { return nanny.kill_for_restart(pid); });
-  return nanny.run();
+  const int code = nanny.run();
+  to_scheduler.reset();  // its kill callback uses the nanny
+  return code;
 }
 
 NannyOptions nanny_options(const std::string& program, double memory_terminate_fraction) {
@@ -532,6 +549,7 @@ int worker_main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
+    check_memory_limit_share(memory_limit, nworkers);
     apply_cpu_affinity_env();
     // Before waiting for a scheduler file or starting children: a bad directory is known now.
     if (!local_directory.empty()) check_spill_directory(local_directory);
@@ -581,6 +599,8 @@ int worker_main(int argc, char** argv) {
     if (DeviceRuntime* rt = device_runtime(); rt && rt->device_count() > 0)
       wo.device_memory_limit =
           parse_device_memory_limit(device_memory_limit.empty() ? "auto" : device_memory_limit, rt->info(0).total_memory);
+    // Libraries loaded and the GPU probed: what this process holds now it holds at rest.
+    check_memory_at_rest(wo.memory_limit);
     // As for the scheduler: a signal while connecting closes the worker once it exists.
     std::mutex mu;
     std::shared_ptr<Worker> worker;
@@ -653,6 +673,8 @@ int worker_main(int argc, char** argv) {
     }
     logging::info("tessera-worker: closed ({})", reason);
     return code;
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);  // a flag value found bad after parsing: 105, as one found while parsing
   } catch (const std::exception& e) {
     logging::error("tessera-worker: {}", e.what());
     return 1;
@@ -717,6 +739,7 @@ int cuda_worker_main(int argc, char** argv) {
       throw Error("give the scheduler address (tcp://host:port) or --scheduler-file");
     // Each worker checks them again; a mistake is told here once, before any GPU is looked at.
     const comm::Security checked = check_tls_flags(security, protocol == "tls" || scheduler.rfind("tls://", 0) == 0);
+    check_memory_limit_share(memory_limit, 1);  // bytes and fractions are each worker's; "auto" is below
     if (!local_directory.empty()) check_spill_directory(local_directory);
     // Discovery goes through NVML, never the CUDA runtime: this process must not hold a CUDA
     // context (the workers are exec'd with their own CUDA_VISIBLE_DEVICES).
@@ -726,6 +749,7 @@ int cuda_worker_main(int argc, char** argv) {
     const std::vector<std::string> devices = gpu_worker_devices(visible, found);
     const int n = static_cast<int>(devices.size());
     const std::string res_text = gpu_worker_resources(resources);  // GPU=1 unless --resources names GPU
+    check_memory_limit_share(memory_limit, n);
     const std::size_t limit = parse_memory_limit(memory_limit, system_memory(), n);
     if (name.empty()) {
       name = host_name();
@@ -760,6 +784,8 @@ int cuda_worker_main(int argc, char** argv) {
     const NannyLinkOptions link{scheduler, scheduler_file, token_or_env(token), checked};
     return run_worker_processes(nanny_options("tessera-cuda-worker", memory_terminate_fraction), std::move(children),
                                 &link);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
   } catch (const std::exception& e) {
     logging::error("tessera-cuda-worker: {}", e.what());
     return 1;

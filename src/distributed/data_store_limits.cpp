@@ -89,6 +89,10 @@ std::size_t parse_limit(const std::string& text, std::size_t total_memory, int n
     if (!mult) throw fail("unknown unit '" + unit + "'");
     if (unit.empty() && *value <= 1.0) {
       limit = fraction_of(*value, total_memory);  // a fraction of the machine's memory
+    } else if ((unit.empty() || unit == "b") && *value != std::floor(*value)) {
+      // Dask's parse_bytes reads "1.5" as 1 byte; no one means that.
+      throw fail("a number of bytes must be whole, and a fraction of memory at most 1 (did you mean " + number +
+                 "GB?)");
     } else {
       const double bytes = std::floor(*value * *mult);
       if (bytes >= 0x1p64) throw fail("too large");
@@ -112,6 +116,17 @@ std::size_t parse_memory_limit(const std::string& text, std::size_t total_memory
 
 std::size_t parse_device_memory_limit(const std::string& text, std::size_t total_device_memory) {
   return parse_limit(text, total_device_memory, 1, true);
+}
+
+void check_worker_memory_limit(std::size_t limit, const std::string& text, int nworkers) {
+  if (limit == 0 || limit >= kMinWorkerMemoryLimit) return;
+  constexpr std::size_t MiB = std::size_t{1} << 20;
+  const std::string share =
+      nworkers > 1 ? " is " + std::to_string(limit) + " bytes for each of " + std::to_string(nworkers) + " workers,"
+                   : " is " + std::to_string(limit) + " bytes,";
+  throw Error("memory limit \"" + text + "\"" + share + " below the " + std::to_string(kMinWorkerMemoryLimit / MiB) +
+              " MiB a worker needs to run (an idle worker holds tens of MB; its nanny would kill it and give up): give "
+              "at least " + std::to_string(kMinWorkerMemoryLimit / MiB) + "MiB per worker, or 0 for no limit");
 }
 
 namespace {

@@ -17,7 +17,9 @@ namespace tessera::distributed {
  * "1"): that fraction of total_memory (as Dask: of the whole machine); a byte count with an
  * optional decimal (kB, MB, GB, TB, PB, k, M, G, T, P, B) or binary (KiB, MiB, GiB, TiB, PiB,
  * Ki, ...) unit, case-insensitive, spaces ignored: "4GB", "4 GB", "4GiB", "512MiB", "10e9",
- * "1kB". Fractional byte counts are rounded down.
+ * "1kB". Fractional byte counts with a unit are rounded down ("1.5kB" = 1500); a unitless
+ * number above 1 that is not whole ("1.5") is refused: it is neither a fraction nor bytes
+ * (it used to mean 1 byte).
  * As Dask, a limit above total_memory is capped to it (with a warning) when total_memory > 0.
  * Throws tessera::Error quoting the input on anything else (negative, non-finite, garbage).
  */
@@ -33,6 +35,30 @@ std::size_t parse_memory_limit(const std::string& text, std::size_t total_memory
  * Throws tessera::Error quoting the input on anything else.
  */
 std::size_t parse_device_memory_limit(const std::string& text, std::size_t total_device_memory);
+
+/**
+ * @brief The smallest --memory-limit a worker process is started with, other than 0 (none).
+ *
+ * How it was chosen: the resident set (VmRSS in /proc/PID/status) of an idle process of this
+ * program, measured on the Release build (2026-12, x86-64 Linux) after it had registered and
+ * before any task: about 43 MB for tessera-worker's nanny, which is the same program with
+ * libtessera loaded but not the CUDA libraries, and about 237 MB for the worker of a build with
+ * CUDA on a machine without a GPU (cuBLAS and the CUDA runtime mapped: 84 MB anonymous, 120 MB
+ * of libraries). 128 MiB is three times the first: below it a worker without CUDA has next to
+ * no room for results before its nanny's terminate threshold (0.95 of the limit) kills it, and
+ * `--memory-limit 10MB` had the nanny restart the worker 11 times a minute and give up. A build
+ * with CUDA needs more than this floor; the worker itself checks its resident memory at start
+ * against what its nanny allows (check_memory_at_rest, nanny.hpp), so no figure for every build
+ * has to be written here.
+ */
+inline constexpr std::size_t kMinWorkerMemoryLimit = std::size_t{128} << 20;
+
+/**
+ * @brief Throws tessera::Error when a worker's memory limit (bytes, per worker) is above 0 and
+ * below kMinWorkerMemoryLimit; the message quotes `text` (the flag's value) and, with several
+ * workers sharing it (`nworkers`), says each one's share.
+ */
+void check_worker_memory_limit(std::size_t limit, const std::string& text, int nworkers = 1);
 
 /** @brief The default device memory limit: 0.8 of the device (dask-cuda's default). */
 inline constexpr double kDefaultDeviceMemoryFraction = 0.8;

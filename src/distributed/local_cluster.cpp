@@ -382,6 +382,15 @@ LocalCluster::LocalCluster(LocalClusterOptions options) : impl_(std::make_unique
   }
   // Checked before anything starts; "auto" is this machine's share per worker, as in Dask.
   m.memory_limit = parse_memory_limit(m.opt.memory_limit, system_memory(), std::max(1, m.opt.n_workers));
+  // Worker processes refuse a limit they cannot live under (tessera-worker exits 105): said here
+  // first. Workers in this process share its memory; their limit bounds only their results.
+  if (m.opt.processes) {
+    try {
+      check_worker_memory_limit(m.memory_limit, m.opt.memory_limit, std::max(1, m.opt.n_workers));
+    } catch (const Error& e) {
+      throw Error(std::string("LocalCluster: ") + e.what());
+    }
+  }
   try {
     if (m.opt.scheduler_process) {
       if (!m.opt.processes) throw Error("LocalCluster: scheduler_process needs processes = true");

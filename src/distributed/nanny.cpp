@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "../core/logging.hpp"
+#include "tessera/core/error.hpp"
 #include "util.hpp"
 
 namespace tessera::distributed {
@@ -46,6 +47,24 @@ void tell_nanny_ready() {
   const char byte = 1;
   [[maybe_unused]] auto n = ::write(fd, &byte, 1);
   ::close(fd);
+}
+
+void check_memory_at_rest(std::size_t memory_limit) {
+  const char* v = std::getenv(kNannyKillBytesEnv);
+  if (!v || !*v) return;
+  const std::size_t kill_at = static_cast<std::size_t>(std::strtoull(v, nullptr, 10));
+  ::unsetenv(kNannyKillBytesEnv);  // not passed on to anything this process starts
+  if (memory_limit == 0) return;
+  const std::size_t rss = process_rss(::getpid());
+  if (kill_at == 0 || rss < kill_at) return;
+  auto mb = [](double bytes) { return std::to_string(static_cast<long long>(std::ceil(bytes / 1e6))); };
+  // A limit at which the resting size is half of what the nanny allows: as much again for tasks.
+  const double enough = 2.0 * static_cast<double>(rss) * static_cast<double>(memory_limit) / static_cast<double>(kill_at);
+  throw Error("this worker holds " + mb(static_cast<double>(rss)) +
+              " MB at rest (libraries loaded, no task run) and its nanny kills it past " +
+              mb(static_cast<double>(kill_at)) + " MB (--memory-terminate-fraction of --memory-limit " +
+              std::to_string(memory_limit) + " bytes): it would be killed as soon as it registered; give at least " +
+              "--memory-limit " + mb(enough) + "MB, or 0 for no limit");
 }
 
 int nanny_pid() {
@@ -133,6 +152,9 @@ void Nanny::start(Slot& s) {
   auto env = c.env;
   env["TESSERA_PARENT_PID"] = std::to_string(::getpid());  // the child dies with us, even of SIGKILL
   if (opt_.restart) env[kNannyPidEnv] = std::to_string(::getpid());  // restart() may ask it to restart
+  if (c.memory_limit > 0 && opt_.memory_terminate_fraction > 0)  // the worker checks it at start
+    env[kNannyKillBytesEnv] = std::to_string(
+        static_cast<std::size_t>(opt_.memory_terminate_fraction * static_cast<double>(c.memory_limit)));
   int fds[2] = {-1, -1};
   if (::pipe2(fds, O_CLOEXEC) == 0) {
     // Only the write end crosses exec; the read end polls without blocking.
@@ -298,6 +320,15 @@ int Nanny::run() {
                        opt_.program, c.name, old, why, recent);
         s.done = true;
         failed = true;
+        if (opt_.on_given_up) {
+          GivenUpWorker g{c.name, old,
+                          "it was restarted " + std::to_string(recent) + " times in the last minute; it last " + why};
+          try {
+            opt_.on_given_up(g);
+          } catch (const std::exception& e) {
+            logging::warn("{}: could not report that worker {} was given up: {}", opt_.program, c.name, e.what());
+          }
+        }
         continue;
       }
       const double delay = std::min(opt_.max_backoff, opt_.first_backoff * std::pow(2.0, recent));

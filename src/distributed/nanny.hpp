@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -48,6 +49,28 @@ inline constexpr const char* kNannyReadyFdEnv = "TESSERA_NANNY_READY_FD";
 /** @brief Tells the nanny (if this process has one) that the worker registered; once. */
 void tell_nanny_ready();
 
+/**
+ * @brief The variable a nanny with a memory terminate threshold sets for each child: the
+ * resident bytes past which it kills that child (--memory-terminate-fraction of its limit).
+ */
+inline constexpr const char* kNannyKillBytesEnv = "TESSERA_NANNY_KILL_BYTES";
+
+/**
+ * @brief Called by a worker process (its --memory-limit in bytes) before it registers: throws
+ * tessera::Error when this
+ * process's resident memory at rest (libraries loaded, no task run) already passes its nanny's
+ * kill threshold (kNannyKillBytesEnv), which would kill it as soon as it registered, over and
+ * over. Failing before registering is a failure to start, which the nanny does not restart.
+ */
+void check_memory_at_rest(std::size_t memory_limit);
+
+/** @brief A child the nanny stopped restarting: it died past the cap of restarts a minute. */
+struct GivenUpWorker {
+  std::string name;
+  pid_t pid = 0;       ///< of its last life
+  std::string reason;  ///< "it was restarted 10 times in the last minute; it last died of SIGKILL (...)"
+};
+
 /** @brief One supervised process. */
 struct NannyChild {
   std::string name;  ///< for the log ("worker-0")
@@ -65,6 +88,9 @@ struct NannyOptions {
   double memory_terminate_fraction = 0.95; ///< of a child's memory_limit; 0: never
   double memory_poll_interval = 0.2;       ///< seconds between /proc reads
   double stop_grace = 5;                   ///< seconds from the passed-on signal to SIGKILL
+  /// Called on run()'s thread when a child is given up (the nanny's link tells the scheduler,
+  /// whose tasks that needed it then err with the reason instead of waiting for ever).
+  std::function<void(const GivenUpWorker&)> on_given_up;
 };
 
 /** @brief The resident set size of a process from /proc/PID/statm; 0 when it cannot be read. */

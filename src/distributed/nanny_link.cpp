@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <future>
 
 #include "../core/logging.hpp"
 #include "tessera/distributed/scheduler.hpp"
@@ -38,6 +39,29 @@ NannyLink::~NannyLink() {
   shared_->cv.notify_all();
   if (c) c->close();
   thread_.join();
+}
+
+void NannyLink::report_given_up(const GivenUpWorker& worker) {
+  std::shared_ptr<comm::Comm> c;
+  {
+    std::lock_guard lock(shared_->mu);
+    if (shared_->connected) c = shared_->comm;
+  }
+  if (!c) {
+    logging::warn("nanny: not connected to the scheduler; it is not told that worker {} was given up", worker.name);
+    return;
+  }
+  comm::Message m(wire::kWorkerGivenUp);
+  m.set("name", worker.name);
+  m.set("pid", static_cast<int>(worker.pid));
+  m.set("reason", worker.reason);
+  auto sent = c->send(std::move(m));
+  if (sent.wait_for(std::chrono::seconds(2)) != std::future_status::ready) return;
+  try {
+    sent.get();
+  } catch (const std::exception& e) {
+    logging::warn("nanny: could not tell the scheduler that worker {} was given up: {}", worker.name, e.what());
+  }
 }
 
 void NannyLink::run() {

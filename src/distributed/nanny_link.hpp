@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "nanny.hpp"
 #include "tessera/comm/comm.hpp"
 
 namespace tessera::distributed {
@@ -33,6 +34,13 @@ class NannyLink {
   ~NannyLink();
   NannyLink(const NannyLink&) = delete;
   NannyLink& operator=(const NannyLink&) = delete;
+
+  /**
+   * @brief Tells the scheduler that the nanny gave up restarting a worker (`worker-given-up`),
+   * so that the tasks only that worker could run err with the reason; waits up to 2 s for the
+   * message to be written (the nanny may exit right after). Nothing is sent while not connected.
+   */
+  void report_given_up(const GivenUpWorker& worker);
 
  private:
   struct Shared;

@@ -96,6 +96,15 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
   // Nannies' own connections (docs/nanny.md), by nanny_key(host, pid): a worker that does not
   // leave for a restart is killed through its nanny.
   std::unordered_map<std::string, std::shared_ptr<Conn>> nannies;
+  // The last registrations of departed workers that had a nanny, newest last, at most
+  // kDepartedKept: a nanny's worker-given-up comes after the worker's connection closed, and
+  // says only its pid; what the worker could run decides which waiting tasks needed it.
+  struct Departed {
+    std::string nanny_key;
+    wire::WorkerHello hello;
+  };
+  std::deque<Departed> departed;
+  static constexpr std::size_t kDepartedKept = 256;
   std::vector<Conn*> dirty;
   std::vector<SchedulerAction> actions;
   std::vector<std::shared_ptr<comm::Comm>> closing;  // retired workers, told to close after the batch
@@ -735,6 +744,8 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
         logging::info("scheduler: nanny {} killed worker pid {} for the restart", c.id, m.get<int>("pid"));
       else
         logging::warn("scheduler: nanny {} has no worker pid {} to kill", c.id, m.get<int>("pid"));
+    } else if (op == wire::kWorkerGivenUp && c.role == Conn::Role::Nanny) {
+      worker_given_up(c, m.get<std::string>("name"), m.get<int>("pid"), m.get<std::string>("reason"));
     } else if (op == wire::kRegisterClient && c.role == Conn::Role::Unknown) {
       std::string name = m.get<std::string>("client");
       if (name.empty() || clients.count(name)) name += "-" + random_hex(16);
@@ -781,6 +792,38 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
     }
   }
 
+  // A nanny gave up restarting its worker `pid` (docs/nanny.md): the tasks that only it could
+  // run err with the reason (WorkerGivenUp) instead of waiting for a worker that will not come.
+  void worker_given_up(Conn& nanny, const std::string& name, int pid, const std::string& reason) {
+    std::optional<wire::WorkerHello> last;
+    auto of_this_nanny = [&](const Conn& w) {
+      return w.hello.pid == pid && w.nanny_pid > 0 && nanny_key(w.hello.host, w.nanny_pid) == nanny.id;
+    };
+    // Its connection normally closed before its nanny saw it die; if not yet, it is dead anyway.
+    for (auto it = workers.begin(); it != workers.end(); ++it) {
+      Conn& w = *it->second;
+      if (!of_this_nanny(w)) continue;
+      last = w.hello;
+      close_after_dispatch.push_back(w.comm);
+      w.role = Conn::Role::Unknown;  // its close must not remove it again
+      const std::string address = it->first;
+      workers.erase(it);
+      handle(RemoveWorker{address, "its nanny gave it up", false, now()});
+      break;
+    }
+    for (auto d = departed.rbegin(); !last && d != departed.rend(); ++d)
+      if (d->nanny_key == nanny.id && d->hello.pid == pid) last = d->hello;
+    if (!last) {
+      logging::warn("scheduler: nanny {} gave up worker {} (pid {}), which never registered here: {}", nanny.id, name,
+                    pid, reason);
+      return;
+    }
+    const std::string why = "worker " + last->add.address + " (" + name + ", pid " + std::to_string(pid) + " on " +
+                            last->host + ") was given up by its nanny: " + reason;
+    logging::warn("scheduler: {}", why);
+    handle(WorkerGivenUp{last->add, why, now()});
+  }
+
   // A registration for a live worker's address that does not prove it is that worker: the
   // peer is told why (a worker that gets this exits with the message) and closed. Logged at
   // most once a second (a peer may cause this at will), with the count of those left out.
@@ -809,6 +852,10 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
       if (auto it = workers.find(conn->id); it != workers.end() && it->second == conn) {
         workers.erase(it);
         handle(RemoveWorker{conn->id, conn->leaving ? "worker closed" : why, conn->leaving, now()});
+        if (conn->nanny_pid > 0) {
+          departed.push_back({nanny_key(conn->hello.host, conn->nanny_pid), conn->hello});
+          if (departed.size() > kDepartedKept) departed.pop_front();
+        }
       }
     } else if (conn->role == Conn::Role::Client) {
       if (auto it = clients.find(conn->id); it != clients.end() && it->second == conn) {

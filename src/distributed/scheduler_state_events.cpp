@@ -62,6 +62,46 @@ void SchedulerStateImpl::retry_no_worker() {
   for (Id id : no_worker) recommend(id, TaskStatus::Processing);
 }
 
+// The tasks left waiting for a worker that this one could have run: no live worker can (that
+// is what no-worker means) and this one is not coming back, so they err now with the nanny's
+// reason instead of waiting for ever. Tasks that were running on it when it died were counted
+// against it (remove_worker) and are among them unless KilledWorker already failed them.
+void SchedulerStateImpl::on(WorkerGivenUp& e) {
+  now = std::max(now, e.now);
+  // Its capabilities as a record the checks can read; never stored, so the ids are only looked
+  // up (an op or resource no task names cannot matter).
+  WorkerRec gone;
+  gone.address = e.worker.address;
+  gone.name = e.worker.name.empty() ? e.worker.address : e.worker.name;
+  gone.nthreads = std::max(1, e.worker.nthreads);
+  gone.alive = true;
+  for (const auto& [r, amount] : e.worker.resources) {
+    auto it = res_ids.find(r);
+    if (it == res_ids.end()) continue;
+    const auto rid = static_cast<std::size_t>(it->second);
+    if (gone.res_total.size() <= rid) gone.res_total.resize(rid + 1, 0);
+    gone.res_total[rid] = amount;
+  }
+  for (const auto& op : e.worker.ops) {
+    auto it = op_ids.find(op);
+    if (it == op_ids.end()) continue;
+    const auto oid = static_cast<std::size_t>(it->second);
+    if (gone.ops.size() <= oid) gone.ops.resize(oid + 1, 0);
+    gone.ops[oid] = 1;
+  }
+  log("worker", "worker " + gone.address + " given up: " + e.reason);
+  const std::vector<Id> waiting(no_worker.begin(), no_worker.end());
+  for (Id id : waiting) {
+    TaskRec& t = tasks[id];
+    if (!can_run(t, gone, t.restricted && !t.loose)) continue;
+    t.exception = "task " + t.key + " has no worker: " + e.reason;
+    t.traceback.clear();
+    t.blame = t.key;
+    log("task", t.exception);
+    recommend(id, TaskStatus::Erred, id);
+  }
+}
+
 void SchedulerStateImpl::on(RemoveWorker& e) {
   now = std::max(now, e.now);
   Id wid = find_worker(e.address);

@@ -387,6 +387,7 @@ class SchedulerStateImpl {
   void on(ReleaseKeys& e);
   void on(CancelKeys& e);
   void on(RetryKeys& e);
+  void on(WorkerGivenUp& e);
   void retry_no_worker();
 
   // ---- retirement and adaptive scaling (scheduler_state_retire.cpp) ------------------------------

@@ -180,6 +180,8 @@ inline constexpr const char* kNannyField = "nanny";
 inline constexpr const char* kRegisterNanny = "register-nanny";  // nanny -> scheduler: pid, host
 inline constexpr const char* kKillWorker = "kill-worker";        // scheduler -> nanny: pid (SIGKILL, start again)
 inline constexpr const char* kWorkerKilled = "worker-killed";    // nanny -> scheduler: pid, killed
+// nanny -> scheduler: name, pid (its last life), reason; the nanny stopped restarting it.
+inline constexpr const char* kWorkerGivenUp = "worker-given-up";
 
 /** @brief The most task-stream entries one request is answered with (a client asks again for more). */
 inline constexpr std::size_t kMaxTaskStreamPage = 100000;

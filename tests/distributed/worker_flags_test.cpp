@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "cluster_fixture.hpp"
+#include "distributed/data_store_limits.hpp"
 #include "distributed/options_check.hpp"
 #include "tessera/distributed/worker.hpp"
 
@@ -64,10 +65,12 @@ struct Case {
 
 // Each case against both worker binaries: the worker would wait --death-timeout (60 s) for a
 // scheduler file that never appears, so a refusal must come long before.
-void expect_refused(const Binaries& bins, const std::vector<Case>& cases) {
+void expect_refused(const Binaries& bins, const std::vector<Case>& cases, bool cuda_worker_too = true) {
   tessera_test::TempDir dir;
   const std::string never = (dir.path() / "never.json").string();
-  for (const std::string& binary : {bins.worker, bins.cuda_worker}) {
+  std::vector<std::string> binaries{bins.worker};
+  if (cuda_worker_too) binaries.push_back(bins.cuda_worker);
+  for (const std::string& binary : binaries) {
     for (const auto& c : cases) {
       std::vector<std::string> args = c.args;
       args.insert(args.end(), {"--scheduler-file", never});
@@ -105,4 +108,55 @@ TEST(WorkerFlags, WorkerOptionsRefuseMoreThreadsThanTheBound) {
   } catch (const tessera::Error& e) {
     EXPECT_NE(std::string(e.what()).find("nthreads (--nthreads) must be at most 4096"), std::string::npos) << e.what();
   }
+}
+
+// ---- memory limits a worker cannot live under (issue 29, item 8) ------------------------------------
+
+TEST(WorkerFlags, MemoryLimitsBelowWhatAWorkerNeedsOrNotBytesExit105) {
+  Binaries bins;
+  if (!bins.found) GTEST_SKIP() << "tessera-worker / tessera-cuda-worker not built next to the tests";
+  std::vector<Case> cases = {
+      {{"--memory-limit", "10MB"}, "--memory-limit: memory limit \"10MB\" is 10000000 bytes, below the 128 MiB"},
+      {{"--memory-limit", "1.5"}, "--memory-limit: invalid memory limit \"1.5\": a number of bytes must be whole"},
+      {{"--memory-limit", "1000"}, "below the 128 MiB a worker needs"},
+  };
+  expect_refused(bins, cases);
+  // "auto" is this machine's memory shared by the workers: too many of them leave each too little
+  // (refused before any is started).
+  if (tessera::distributed::system_memory() / 4096 < tessera::distributed::kMinWorkerMemoryLimit)
+    expect_refused(bins, {{{"--memory-limit", "auto", "--nworkers", "4096"}, "for each of 4096 workers"}},
+                   /*cuda_worker_too=*/false);
+}
+
+TEST(WorkerFlags, DasksFractionOfMemoryStaysAFraction) {
+  const std::size_t total = std::size_t{16} << 30;
+  EXPECT_EQ(tessera::distributed::parse_memory_limit("0.5", total), total / 2);
+  EXPECT_EQ(tessera::distributed::parse_memory_limit("1", total), total);
+  EXPECT_EQ(tessera::distributed::parse_memory_limit("1.5GB", total), 1'500'000'000u);
+  EXPECT_EQ(tessera::distributed::parse_memory_limit("2e9", total), 2'000'000'000u);
+  EXPECT_THROW(tessera::distributed::parse_memory_limit("1.5", total), tessera::Error);
+  EXPECT_THROW(tessera::distributed::parse_memory_limit("2.5B", total), tessera::Error);
+}
+
+TEST(WorkerFlags, AWorkerItsNannyWouldKillAtRestRefusesToStartAndIsNotRestarted) {
+  // A limit above the floor whose terminate threshold an idle worker already passes (here by a
+  // tiny --memory-terminate-fraction; in life, a build whose libraries hold more than the
+  // floor): the worker says so before it registers, so its nanny does not restart it.
+  Binaries bins;
+  if (!bins.found) GTEST_SKIP() << "tessera-worker not built next to the tests";
+  tessera_test::TempDir dir;
+  const std::string sfile = (dir.path() / "s.json").string(), token = "rest-token";
+  Children kids;
+  tessera_test::spawn_scheduler(kids, (tessera_test::build_bin_dir() / "tessera-scheduler").string(), sfile, token);
+  ASSERT_TRUE(tessera_test::wait_until([&] { return std::filesystem::exists(sfile); }, 10));
+  Exit e = run_binary(bins.worker,
+                      {"--scheduler-file", sfile, "--token", token, "--nthreads", "1", "--memory-limit", "1GB",
+                       "--memory-terminate-fraction", "0.01", "--log-level", "info"},
+                      20);
+  EXPECT_TRUE(e.status != -1 && WIFEXITED(e.status) && WEXITSTATUS(e.status) == 1) << describe(e) << "\n" << e.log;
+  EXPECT_LT(e.seconds, 10) << e.log;
+  EXPECT_NE(e.log.find("at rest (libraries loaded, no task run) and its nanny kills it past 10 MB"), std::string::npos)
+      << e.log;
+  EXPECT_NE(e.log.find("before it registered; not restarted"), std::string::npos) << e.log;
+  EXPECT_EQ(e.log.find("restarting it in"), std::string::npos) << e.log;
 }

@@ -204,10 +204,23 @@ struct RetireWorkers {
   Time now = 0;
 };
 
+/**
+ * @brief A worker's nanny stopped restarting it: it died again past the nanny's cap of restarts
+ * a minute, so it will not come back (docs/nanny.md). `worker` is its last registration (the
+ * worker is already removed). Each task waiting for a worker (no-worker) that it could have run
+ * errs with `reason`: no live worker can run it, and the one that could is gone for good.
+ */
+struct WorkerGivenUp {
+  AddWorker worker;
+  std::string reason;
+  Time now = 0;
+};
+
 using SchedulerEvent =
     std::variant<AddWorker, RemoveWorker, Heartbeat, WorkerStatusChange, Tick, AddClient,
                  RemoveClient, UpdateGraph, TaskFinished, TaskErred, AddKeys, RemoveKeys,
-                 MissingData, ReleaseKeys, CancelKeys, StealResponse, RetryKeys, RetireWorkers>;
+                 MissingData, ReleaseKeys, CancelKeys, StealResponse, RetryKeys, RetireWorkers,
+                 WorkerGivenUp>;
 
 // ---- Scheduler outputs (ComputeTask, FreeKeys, StealRequest are also worker inputs) -----------
 
