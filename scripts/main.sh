@@ -140,8 +140,18 @@ bash scripts/setup.sh
 if [[ "${TESSERA_SKIP_BUILD:-0}" == "1" ]]; then
   echo "main: TESSERA_SKIP_BUILD=1, running what $BUILD_DIR holds"
 else
-  bash scripts/build.sh "$@"
+  # Only what the steps below run (the tessera_main_job target: the binaries and examples), not
+  # the test suite: on a fresh machine that is most of the compile time. The CUDA back end and
+  # the seed benchmark only where run_gpu will use them. TESSERA_BUILD_TARGETS=all builds all.
+  if [[ -z "${TESSERA_BUILD_TARGETS:-}" ]]; then
+    TESSERA_BUILD_TARGETS="tessera_main_job"
+    [[ "$(gpu_count)" -gt 0 ]] && TESSERA_BUILD_TARGETS="tessera_main_job_gpu"
+  fi
+  [[ "$TESSERA_BUILD_TARGETS" == "all" ]] && TESSERA_BUILD_TARGETS=""
+  TESSERA_BUILD_TARGETS="$TESSERA_BUILD_TARGETS" bash scripts/build.sh "$@"
 fi
+main_start=$SECONDS
 run_local
 run_cluster
 run_gpu
+echo "main: the runs took $((SECONDS - main_start)) s (${SECONDS} s since the start)"
