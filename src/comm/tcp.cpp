@@ -756,8 +756,9 @@ class TcpSetup : public std::enable_shared_from_this<TcpSetup> {
     });
   }
 
-  // Hellos first (nonces, no secret), then, with a token, each side's proof of it (wire.hpp);
-  // a side goes on only after checking the other's proof. See docs/protocol.md.
+  // Hellos first (nonces, no secret), then, with a token, the connector's proof of it and, once
+  // the listener has checked that, the listener's (prove()); a side goes on only after checking
+  // the other's proof. See docs/protocol.md.
   void handshake(const std::string& our_address) {
     try {
       ours_ = make_hello(options_, our_address);
@@ -796,32 +797,63 @@ class TcpSetup : public std::enable_shared_from_this<TcpSetup> {
     });
   }
 
-  // Sends our proof of the token, then reads and checks the peer's.
+  // The token proofs, connector first (docs/protocol.md): the connector sends its proof and
+  // then checks the listener's; the listener checks the connector's and only then computes and
+  // sends its own. A listener that answered first handed every stranger an HMAC of the token
+  // over known bytes, against which token guesses can be tested offline (issue 29).
   void prove(wire::Hello theirs) {
     theirs_ = std::move(theirs);
     std::vector<std::uint8_t> their_hello(in_fixed_.begin(), in_fixed_.end());
     their_hello.insert(their_hello.end(), in_body_.begin(), in_body_.end());
-    const auto& connector_hello = connector_ ? out_ : their_hello;
-    const auto& listener_hello = connector_ ? their_hello : out_;
-    const auto their_role = connector_ ? wire::Role::listener : wire::Role::connector;
+    connector_hello_ = connector_ ? out_ : their_hello;
+    listener_hello_ = connector_ ? std::move(their_hello) : out_;
     try {
-      proof_out_ = wire::handshake_proof(options_.token, connector_ ? wire::Role::connector : wire::Role::listener,
-                                         connector_hello, listener_hello);
-      expected_ = wire::handshake_proof(options_.token, their_role, connector_hello, listener_hello);
+      expected_ = wire::handshake_proof(options_.token, connector_ ? wire::Role::listener : wire::Role::connector,
+                                        connector_hello_, listener_hello_);
     } catch (const CommError& e) {
       return refuse(e.what());
     }
     proof_in_.assign(wire::kProofBytes, 0);
-    write_all(asio::buffer(proof_out_), [self = shared_from_this()](error_code ec, std::size_t) {
+    if (connector_) return send_proof([self = shared_from_this()] { self->read_proof(); });
+    read_proof();
+  }
+
+  // Ours, under our role; then `next`.
+  template <typename Next>
+  void send_proof(Next next) {
+    try {
+      proof_out_ = wire::handshake_proof(options_.token, connector_ ? wire::Role::connector : wire::Role::listener,
+                                         connector_hello_, listener_hello_);
+    } catch (const CommError& e) {
+      return refuse(e.what());
+    }
+    write_all(asio::buffer(proof_out_), [self = shared_from_this(), next = std::move(next)](error_code ec, std::size_t) {
       if (self->done_) return;
       if (ec) return self->io_failed("sending", ec, "token proof");
-      self->read_all(asio::buffer(self->proof_in_), [self](error_code ec, std::size_t) {
-        if (self->done_) return;
-        if (ec) return self->io_failed("reading", ec, "token proof");
-        if (!wire::proofs_equal(self->proof_in_, self->expected_))
-          return self->refuse("handshake token mismatch (the peer proved another shared secret)");
-        self->succeed(std::move(self->theirs_));
-      });
+      next();
+    });
+  }
+
+  // The peer's, checked in constant time; a listener answers with its own only after that.
+  void read_proof() {
+    read_all(asio::buffer(proof_in_), [self = shared_from_this()](error_code ec, std::size_t) {
+      if (self->done_) return;
+      if (ec) return self->io_failed("reading", ec, "token proof");
+      if (!wire::proofs_equal(self->proof_in_, self->expected_)) {
+        if (self->connector_) {
+          const std::vector<std::uint8_t> refused(wire::kProofRefused, wire::kProofRefused + wire::kProofBytes);
+          return self->refuse(wire::proofs_equal(self->proof_in_, refused)
+                                  ? "handshake token mismatch (the peer refused our proof: it holds another shared "
+                                    "secret)"
+                                  : "handshake token mismatch (the peer proved another shared secret)");
+        }
+        // The connector learns why, and nothing that depends on the token.
+        return self->write_all(asio::buffer(wire::kProofRefused, wire::kProofBytes), [self](error_code, std::size_t) {
+          self->refuse("handshake token mismatch (the peer proved another shared secret)");
+        });
+      }
+      if (self->connector_) return self->succeed(std::move(self->theirs_));
+      self->send_proof([self] { self->succeed(std::move(self->theirs_)); });
     });
   }
 
@@ -899,6 +931,7 @@ class TcpSetup : public std::enable_shared_from_this<TcpSetup> {
   std::unique_ptr<ConnSlot> slot_;  // accepted: the listener's slot, handed on to the comm
   wire::Hello ours_, theirs_;
   std::vector<std::uint8_t> out_;
+  std::vector<std::uint8_t> connector_hello_, listener_hello_;  // as sent, for the proofs
   std::vector<std::uint8_t> proof_out_, proof_in_, expected_;
   std::array<std::uint8_t, wire::kHelloFixedBytes> in_fixed_{};
   std::vector<std::uint8_t> in_body_;

@@ -20,7 +20,9 @@ namespace tessera::comm::wire {
 // 7: Heartbeat's usage (and a worker's in scheduler-info) carries the GPU's PCIe and NVLink
 //    throughput (NVML).
 // 8: the nanny's own connection: register-nanny, kill-worker, worker-killed.
-// 9: the nanny's worker-given-up (its worker's waiting tasks err, issue 29).
+// 9: the nanny's worker-given-up (its worker's waiting tasks err, issue 29); the connector
+//    proves its token first and the listener sends its proof only once it checked that one
+//    (a stranger got an HMAC of the token to test guesses against offline).
 inline constexpr std::uint32_t kProtocolVersion = 9;
 inline constexpr std::uint32_t kMessageMagic = 0x4D525354;  ///< "TSRM" little-endian
 inline constexpr std::uint32_t kHelloMagic = 0x48525354;    ///< "TSRH" little-endian
@@ -30,6 +32,12 @@ inline constexpr std::size_t kMaxHelloBody = 64 * 1024;
 inline constexpr std::size_t kNonceBytes = 32;
 inline constexpr std::size_t kProofBytes = 32;          ///< HMAC-SHA256
 inline constexpr std::uint32_t kHelloProves = 1;        ///< hello flag: a token proof follows
+/**
+ * What a listener sends instead of its proof when the connector's was wrong, then closes: the
+ * same kProofBytes for every connection and token, so it tells the connector why (its token is
+ * not the listener's) and nothing a guess of the token could be tested against.
+ */
+inline constexpr char kProofRefused[kProofBytes + 1] = "tessera: token proof refused\0\0\0";
 
 /** @brief The fixed part of a message preamble. */
 struct Preamble {

@@ -23,6 +23,8 @@
 #include "../core/logging.hpp"
 #include "cli_values.hpp"
 #include "options_check.hpp"
+#include "scheduler_file.hpp"
+#include "token.hpp"
 #include "data_store_limits.hpp"
 #include "nanny.hpp"
 #include "nanny_link.hpp"
@@ -62,7 +64,9 @@ void add_shared_flags(CLI::App& app, std::vector<std::string>& preloads, std::st
   app.add_option("--preload", preloads, "Shared library to load at start, e.g. task functions (repeatable)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app.add_option("--token", token, "Shared secret peers must present (default: $TESSERA_TOKEN)");
+  app.add_option("--token", token,
+                 "Shared secret peers must present (default: $TESSERA_TOKEN); tessera-scheduler: auto makes one "
+                 "(written to --scheduler-file, which workers and clients without a token read)");
   app.add_option("--log-level", log_level, "trace, debug, info, warning, error (default: $TESSERA_LOG_LEVEL or info)");
 }
 
@@ -338,6 +342,17 @@ int scheduler_main(int argc, char** argv) {
   try {
     token = token_or_env(token);
     SchedulerOptions so;
+    if (token == kAutoToken) {
+      // 128 bits from the OS random source. With a scheduler file, it goes there (mode 0600),
+      // where workers and clients given the file find it; else it is printed once, to stderr.
+      token = generate_token();
+      so.token_in_scheduler_file = !scheduler_file.empty();
+      if (scheduler_file.empty())
+        std::cerr << "tessera-scheduler token (--token auto): " << token
+                  << " (give it to workers and clients as TESSERA_TOKEN)" << std::endl;
+    } else if (auto weak = weak_token_warning(token); !weak.empty()) {
+      logging::warn("tessera-scheduler: {}", weak);
+    }
     so.security = check_tls_flags(security, protocol == "tls");
     preload(preloads);
     so.address = protocol + "://" + host + ":" + std::to_string(port);
@@ -558,7 +573,11 @@ int worker_main(int argc, char** argv) {
     // A tls:// scheduler: this worker listens on tls:// too (its peers fetch from it over TLS).
     if (is_tls(scheduler) && listen_address.empty()) protocol = "tls";
     security = check_tls_flags(security, protocol == "tls" || is_tls(scheduler) || is_tls(listen_address));
-    NannyLinkOptions link{scheduler, scheduler_file, token_or_env(token), security};
+    token = given_token(token);
+    NannyLinkOptions link{scheduler, scheduler_file, token, security};
+    // Once, by the process started from the command line (a nanny's children have a parent pid).
+    if (!std::getenv("TESSERA_PARENT_PID"))
+      if (auto weak = weak_token_warning(token); !weak.empty()) logging::warn("tessera-worker: {}", weak);
     if (nworkers > 1)
       return run_nworkers(argc, argv, nworkers, name, nthreads, memory_limit, nanny, memory_terminate_fraction, link);
     if (nworkers < 1) throw Error("--nworkers must be at least 1");
@@ -566,11 +585,14 @@ int worker_main(int argc, char** argv) {
       throw Error("give the scheduler address (tcp://host:port) or --scheduler-file");
     if (nanny) return run_under_nanny(argc, argv, name, memory_limit, memory_terminate_fraction, link);
     if (scheduler.empty()) scheduler = read_scheduler_file(scheduler_file, death_timeout_s);
+    // No token of its own: the one a scheduler started with --token auto wrote into its file,
+    // read again whenever the file is (a scheduler started again makes a new one).
+    const bool token_from_file = token.empty() && !scheduler_file.empty();
+    if (token_from_file) token = scheduler_file_token(scheduler_file);
     if (is_tls(scheduler) && listen_address.empty() && protocol != "tls") {
       protocol = "tls";  // learnt from the scheduler file
       security = check_tls_flags(security, true);
     }
-    token = token_or_env(token);
     preload(preloads);
     WorkerOptions wo;
     wo.scheduler_address = scheduler;
@@ -655,6 +677,7 @@ int worker_main(int argc, char** argv) {
             // A scheduler started again writes its (perhaps new) address there.
             try {
               wo.scheduler_address = read_scheduler_file(scheduler_file, 0);
+              if (token_from_file) wo.token = token = scheduler_file_token(scheduler_file);
             } catch (const std::exception&) {
             }
           }
@@ -781,7 +804,8 @@ int cuda_worker_main(int argc, char** argv) {
       children.push_back(std::move(c));
     }
     // Its link to the scheduler: a GPU worker too hung to restart is killed (docs/nanny.md).
-    const NannyLinkOptions link{scheduler, scheduler_file, token_or_env(token), checked};
+    const NannyLinkOptions link{scheduler, scheduler_file, given_token(token), checked};
+    if (auto weak = weak_token_warning(given_token(token)); !weak.empty()) logging::warn("tessera-cuda-worker: {}", weak);
     return run_worker_processes(nanny_options("tessera-cuda-worker", memory_terminate_fraction), std::move(children),
                                 &link);
   } catch (const CLI::ParseError& e) {

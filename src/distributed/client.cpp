@@ -11,6 +11,8 @@
 
 #include "../core/logging.hpp"
 #include "client_impl.hpp"
+#include "scheduler_file.hpp"
+#include "token.hpp"
 #include "tessera/distributed/local_cluster.hpp"
 #include "tessera/distributed/progress.hpp"
 #include "util.hpp"
@@ -285,6 +287,8 @@ Client::Client(std::shared_ptr<LocalCluster> cluster, ClientOptions options)
 
 std::unique_ptr<Client> Client::from_scheduler_file(const std::string& path, ClientOptions options) {
   std::string addr = read_scheduler_file(path, options.timeout);
+  // No token of our own: the one a scheduler started with --token auto wrote there, if any.
+  if (given_token(options.token).empty()) options.token = scheduler_file_token(path);
   return std::make_unique<Client>(addr, std::move(options));
 }
 

@@ -8,6 +8,7 @@
 #include <future>
 
 #include "../core/logging.hpp"
+#include "scheduler_file.hpp"
 #include "tessera/distributed/scheduler.hpp"
 #include "util.hpp"
 #include "wire.hpp"
@@ -79,6 +80,8 @@ void NannyLink::run() {
       if (address.empty()) address = read_scheduler_file(opt_.scheduler_file, 0);
       comm::CommOptions co;
       co.token = opt_.token;
+      // No token given: a scheduler started with --token auto wrote it into its file.
+      if (co.token.empty() && !opt_.scheduler_file.empty()) co.token = scheduler_file_token(opt_.scheduler_file);
       co.security = opt_.security;
       co.name = "nanny";
       co.max_header_bytes = kClusterMaxHeaderBytes;

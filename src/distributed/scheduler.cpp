@@ -1,10 +1,13 @@
 #include "tessera/distributed/scheduler.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
@@ -63,21 +66,28 @@ struct Conn {
 };
 
 // As Dask's: "services" lists the dashboard's port, so a script finds it next to the address.
+// With `token` (tessera-scheduler --token auto) the file holds the cluster's secret: it is created
+// readable by its owner only, before anything is written in it.
 void write_scheduler_file(const std::string& path, const std::string& address, const std::string& id,
-                          int dashboard_port) {
+                          int dashboard_port, const std::string& token) {
   namespace fs = std::filesystem;
   fs::path p(path);
   if (p.has_parent_path()) fs::create_directories(p.parent_path());
   fs::path tmp = p;
   tmp += ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp);
-    if (!out) throw Error("cannot write scheduler file " + path);
-    out << "{\n  \"type\": \"Scheduler\",\n  \"id\": \"" << id << "\",\n  \"address\": \"" << address
-        << "\",\n  \"pid\": " << ::getpid();
-    if (dashboard_port > 0) out << ",\n  \"services\": {\"dashboard\": " << dashboard_port << "}";
-    out << "\n}\n";
-  }
+  std::ostringstream out;
+  out << "{\n  \"type\": \"Scheduler\",\n  \"id\": \"" << id << "\",\n  \"address\": \"" << address
+      << "\",\n  \"pid\": " << ::getpid();
+  if (dashboard_port > 0) out << ",\n  \"services\": {\"dashboard\": " << dashboard_port << "}";
+  if (!token.empty()) out << ",\n  \"token\": \"" << token << "\"";  // hex digits: nothing to escape
+  out << "\n}\n";
+  const std::string text = out.str();
+  ::unlink(tmp.c_str());  // a stale one keeps its mode; O_EXCL makes sure this one is ours
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, token.empty() ? 0644 : 0600);
+  if (fd < 0) throw Error("cannot write scheduler file " + path + ": " + std::strerror(errno));
+  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  if (!written) throw Error("cannot write scheduler file " + path);
   fs::rename(tmp, p);  // atomic: readers never see half a file
 }
 
@@ -1028,7 +1038,8 @@ Scheduler::Scheduler(SchedulerOptions options)
   }
   if (!impl_->opt.scheduler_file.empty())
     write_scheduler_file(impl_->opt.scheduler_file, impl_->address, impl_->id,
-                         impl_->dashboard ? impl_->dashboard->port() : 0);
+                         impl_->dashboard ? impl_->dashboard->port() : 0,
+                         impl_->opt.token_in_scheduler_file ? impl_->opt.token : std::string());
   impl_->ticker = std::thread([self = impl_.get()] { self->tick_loop(); });
   logging::info("scheduler: listening at {}", impl_->address);
 }

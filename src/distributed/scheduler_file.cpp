@@ -27,6 +27,21 @@ std::string scheduler_address_from_text(const std::string& text, const std::stri
   throw Error("scheduler file " + path + " has no \"address\" entry");
 }
 
+std::string scheduler_token_from_text(const std::string& text) {
+  const auto json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!json.is_object()) return {};
+  auto it = json.find("token");
+  return it != json.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::string scheduler_file_token(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return {};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return scheduler_token_from_text(ss.str());
+}
+
 std::string read_scheduler_file(const std::string& path, double timeout_s) {
   using Clock = std::chrono::steady_clock;
   auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);

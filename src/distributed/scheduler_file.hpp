@@ -14,4 +14,13 @@ namespace tessera::distributed {
  */
 std::string scheduler_address_from_text(const std::string& text, const std::string& path);
 
+/** @brief The "token" entry of a scheduler file's text ("" when it has none, or is not JSON). */
+std::string scheduler_token_from_text(const std::string& text);
+
+/**
+ * @brief The token a scheduler started with `--token auto` wrote into its scheduler file ("" when
+ * the file has none or cannot be read now): for workers and clients given the file and no token.
+ */
+std::string scheduler_file_token(const std::string& path);
+
 }  // namespace tessera::distributed

@@ -168,7 +168,8 @@ TEST(HandshakeAuth, WrongOrMissingTokenIsRefusedWithAClearErrorAndTheRightOneWor
   EchoServer server("tcp://127.0.0.1:0", with_token(kToken, 2000ms));
   {
     const auto error = what([&] { connect(server.address(), with_token(kToken + "-not")); });
-    EXPECT_NE(error.find("handshake token mismatch (the peer proved another shared secret)"), std::string::npos)
+    EXPECT_NE(error.find("handshake token mismatch (the peer refused our proof: it holds another shared secret)"),
+              std::string::npos)
         << error;
     EXPECT_NE(server.wait_refusal().find("token mismatch"), std::string::npos);
   }
@@ -188,20 +189,108 @@ TEST(HandshakeAuth, WrongOrMissingTokenIsRefusedWithAClearErrorAndTheRightOneWor
   EXPECT_EQ(open_server.accepted(), 0);
 }
 
-TEST(HandshakeAuth, TheListenersOwnProofSentBackIsRefused) {
-  // Reflection: a peer without the token echoes the proof the listener sent. The roles in the
-  // MAC make the listener expect another value.
-  EchoServer server("tcp://127.0.0.1:0", with_token(kToken, 2000ms));
-  Peek raw(server.port());
-  raw.write(hello_with_proof_flag());
-  ASSERT_TRUE(raw.read_exact(wire::kHelloFixedBytes));
-  std::uint32_t version = 0;
-  const auto n = wire::decode_hello_fixed(raw.received().data(), version);
-  ASSERT_TRUE(raw.read_exact(n));
-  ASSERT_TRUE(raw.read_exact(wire::kProofBytes));
-  const std::vector<std::uint8_t> proof(raw.received().end() - wire::kProofBytes, raw.received().end());
-  raw.write(proof);
-  EXPECT_TRUE(raw.read_until_closed(2000ms));
-  EXPECT_NE(server.wait_refusal().find("token mismatch"), std::string::npos);
+TEST(HandshakeAuth, AStrangerReceivesNoProofToTestGuessesAgainst) {
+  // Issue 29: the listener sent its own proof, an HMAC of the token over both hellos, before
+  // checking the connector's, so anyone who connected could test token guesses offline (a
+  // ten-character dictionary token fell in under a second). The connector proves first now: a
+  // peer that does not know the token gets the listener's hello (a nonce, its name and
+  // address) and then the close, whatever it sends. The peer answers in the listener's own
+  // protocol version, so that no version check stops the handshake before the proofs.
+  EchoServer server("tcp://127.0.0.1:0", with_token(kToken, 300ms));
+  auto stranger = [&](const char* what, bool send_hello, bool send_proof) {
+    SCOPED_TRACE(what);
+    Peek raw(server.port());
+    ASSERT_TRUE(raw.read_exact(wire::kHelloFixedBytes));
+    std::uint32_t version = 0;
+    const auto n = wire::decode_hello_fixed(raw.received().data(), version);
+    ASSERT_TRUE(raw.read_exact(n));
+    const auto theirs = wire::decode_hello_body(version, raw.received().data() + wire::kHelloFixedBytes, n);
+    if (version == wire::kProtocolVersion) {
+      EXPECT_TRUE(theirs.flags & wire::kHelloProves) << "it has a token";
+    }
+    if (send_hello) {
+      wire::Hello h;
+      h.version = version;
+      h.nonce = wire::make_nonce();
+      h.flags = wire::kHelloProves;  // "I have a token; a proof follows"
+      h.name = "stranger";
+      auto bytes = wire::encode_hello(h);
+      if (send_proof) bytes.resize(bytes.size() + wire::kProofBytes, 0x5a);
+      raw.write(bytes);
+    }
+    EXPECT_TRUE(raw.read_until_closed(3000ms)) << "the listener did not close the connection";
+    // After its hello, only the fixed refusal (the same for every token) may come.
+    const std::vector<std::uint8_t> after(raw.received().begin() + static_cast<std::ptrdiff_t>(wire::kHelloFixedBytes + n),
+                                          raw.received().end());
+    const std::vector<std::uint8_t> refusal(wire::kProofRefused, wire::kProofRefused + wire::kProofBytes);
+    EXPECT_TRUE(after.empty() || after == refusal)
+        << after.size() << " bytes came after the listener's hello, not its fixed refusal: its proof, against which "
+        << "guesses of the token can be tested";
+    if (!send_proof) {
+      EXPECT_TRUE(after.empty()) << "a peer that proved nothing was refused before it did";
+    }
+  };
+  stranger("a hello claiming a token, then silence", true, false);
+  stranger("a hello and a wrong proof", true, true);
+  stranger("nothing at all", false, false);
   EXPECT_EQ(server.accepted(), 0);
+  // A connector that knows the token still gets the listener's proof, and a comm.
+  auto comm = connect(server.address(), with_token(kToken, 2000ms));
+  comm->send(Message("proved")).get();
+  EXPECT_EQ(comm->recv(1000ms).op, "proved");
+}
+
+TEST(HandshakeAuth, TheConnectorsOwnProofSentBackIsRefused) {
+  // Reflection: a server without the token that echoes the connector's proof back to it. The
+  // roles in the MAC make the connector expect another value (the listener no longer sends a
+  // proof first, so the connector's is the one a stranger could try to reflect).
+  const int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(lfd, 4), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  const int port = ntohs(a.sin_port);
+  auto mirror = std::async(std::launch::async, [lfd] {
+    const int fd = ::accept(lfd, nullptr, nullptr);
+    if (fd < 0) return false;
+    timeval tv{2, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    auto recv_exact = [fd](std::uint8_t* p, std::size_t n) {
+      while (n > 0) {
+        const auto k = ::recv(fd, p, n, 0);
+        if (k <= 0) return false;
+        p += k;
+        n -= static_cast<std::size_t>(k);
+      }
+      return true;
+    };
+    std::vector<std::uint8_t> fixed(wire::kHelloFixedBytes);
+    bool ok = recv_exact(fixed.data(), fixed.size());
+    std::uint32_t version = 0;
+    std::vector<std::uint8_t> body(ok ? wire::decode_hello_fixed(fixed.data(), version) : 0);
+    ok = ok && recv_exact(body.data(), body.size());
+    wire::Hello h;  // in the connector's version, claiming a token
+    h.version = version;
+    h.nonce = wire::make_nonce();
+    h.flags = wire::kHelloProves;
+    h.name = "mirror";
+    const auto ours = wire::encode_hello(h);
+    ::send(fd, ours.data(), ours.size(), MSG_NOSIGNAL);
+    std::vector<std::uint8_t> proof(wire::kProofBytes);
+    ok = ok && recv_exact(proof.data(), proof.size());
+    if (ok) ::send(fd, proof.data(), proof.size(), MSG_NOSIGNAL);  // its own proof, back
+    std::uint8_t rest[64];
+    while (::recv(fd, rest, sizeof rest, 0) > 0) {
+    }
+    ::close(fd);
+    return ok;
+  });
+  const auto error = what([&] { connect("tcp://127.0.0.1:" + std::to_string(port), with_token(kToken, 2000ms)); });
+  EXPECT_TRUE(mirror.get()) << "the connector did not send its hello and proof";
+  ::close(lfd);
+  EXPECT_NE(error.find("handshake token mismatch (the peer proved another shared secret)"), std::string::npos)
+      << error;
 }

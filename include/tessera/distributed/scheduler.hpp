@@ -22,6 +22,10 @@ struct SchedulerOptions {
    *  come from TESSERA_TLS_CA_FILE, TESSERA_TLS_CERT, TESSERA_TLS_KEY. See docs/security.md. */
   comm::Security security;
   std::string scheduler_file;                     ///< write {"address": ...} JSON here when listening
+  /** @brief Write `token` into scheduler_file too, made readable by its owner only (mode 0600):
+   *  workers and clients given that file and no token of their own take it from there
+   *  (tessera-scheduler --token auto; docs/security.md). */
+  bool token_in_scheduler_file = false;
   double idle_timeout = 0;   ///< seconds without clients or tasks before closing; 0 = never
   double tick_interval = 0.1;  ///< seconds between Ticks (heartbeat checks, work stealing)
   SchedulerConfig state;       ///< the state machine's tunables (worker_ttl, saturation, ...)
