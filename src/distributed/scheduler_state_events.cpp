@@ -6,6 +6,7 @@
 
 #include "tessera/graph/graph.hpp"
 #include "tessera/ops/registry.hpp"
+#include "scheduler_graph_check.hpp"
 #include "scheduler_state_impl.hpp"
 
 namespace tessera::distributed::detail {
@@ -257,6 +258,14 @@ void SchedulerStateImpl::drop_want(Id id, Id cid) {
 
 void SchedulerStateImpl::on(UpdateGraph& e) {
   now = std::max(now, e.now);
+  // Checked whole before any of it is taken: a graph the transitions could not settle (an
+  // unknown dependency, a cycle) or beyond the limits is refused to its client alone.
+  std::string refused = check_graph(e, [&](const Key& k) { return find_task(k) != kNone; });
+  if (!refused.empty()) {
+    log("client", "graph of " + std::to_string(e.tasks.size()) + " tasks from " + e.client + " refused: " + refused);
+    for (const Key& k : e.keys) out->push_back(KeyErred{e.client, k, k, "the graph was refused: " + refused, ""});
+    return;
+  }
   Id cid = client_id(e.client);
   std::int64_t gen = ++generation;
   // Without dependencies (client.map) submission order is graph order; otherwise order the
