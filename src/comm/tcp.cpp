@@ -49,6 +49,8 @@ constexpr std::size_t kRcvLowat = std::size_t{1} << 20;
 constexpr auto kResumePoll = std::chrono::milliseconds(1);
 // TLS: a write of buffers up to this size in all is copied into one first.
 constexpr std::size_t kTlsGather = 64 * 1024;
+// A hello's body is read in pieces of at most this much (TcpSetup::read_hello_body).
+constexpr std::size_t kHelloPiece = 256;
 
 std::string endpoint_address(const tcp::endpoint& ep, const std::string& scheme = "tcp") {
   const auto a = ep.address();
@@ -779,22 +781,41 @@ class TcpSetup : public std::enable_shared_from_this<TcpSetup> {
         } catch (const ProtocolError& e) {
           return self->refuse(e.what());
         }
-        self->in_body_.resize(n);  // n is at most kMaxHelloBody
-        self->read_all(asio::buffer(self->in_body_), [self, version](error_code ec, std::size_t) {
-          if (self->done_) return;
-          if (ec) return self->io_failed("reading", ec);
-          wire::Hello theirs;
-          try {
-            theirs = wire::decode_hello_body(version, self->in_body_.data(), self->in_body_.size());
-          } catch (const ProtocolError& e) {
-            return self->refuse(e.what());
-          }
-          if (auto why = wire::check_hello(self->ours_, theirs); !why.empty()) return self->refuse(why);
-          if (!(self->ours_.flags & wire::kHelloProves)) return self->succeed(std::move(theirs));
-          self->prove(std::move(theirs));
-        });
+        self->in_body_.clear();
+        self->read_hello_body(version, n);  // n is at most kMaxHelloBody
       });
     });
+  }
+
+  // The peer's hello body, `n` bytes, in pieces: the buffer grows with what has arrived, at most
+  // kHelloPiece ahead of it, never with what the prefix claims. A stranger that claims the
+  // largest body and sends none of it costs one piece (issue 29: the whole claimed body was
+  // allocated and zeroed up front, 64 KiB for 12 bytes sent).
+  void read_hello_body(std::uint32_t version, std::size_t n) {
+    const std::size_t have = in_body_.size();
+    if (have == n) return hello_arrived(version);
+    in_body_.resize(std::min(n, have + kHelloPiece));
+    auto on_read = [self = shared_from_this(), version, n, have](error_code ec, std::size_t k) {
+      if (self->done_) return;
+      if (ec) return self->io_failed("reading", ec);
+      self->in_body_.resize(have + k);
+      self->read_hello_body(version, n);
+    };
+    const auto room = asio::buffer(in_body_.data() + have, in_body_.size() - have);
+    if (tls_) tls_->async_read_some(room, std::move(on_read));
+    else socket_.async_read_some(room, std::move(on_read));
+  }
+
+  void hello_arrived(std::uint32_t version) {
+    wire::Hello theirs;
+    try {
+      theirs = wire::decode_hello_body(version, in_body_.data(), in_body_.size());
+    } catch (const ProtocolError& e) {
+      return refuse(e.what());
+    }
+    if (auto why = wire::check_hello(ours_, theirs); !why.empty()) return refuse(why);
+    if (!(ours_.flags & wire::kHelloProves)) return succeed(std::move(theirs));
+    prove(std::move(theirs));
   }
 
   // The token proofs, connector first (docs/protocol.md): the connector sends its proof and

@@ -28,7 +28,10 @@ inline constexpr std::uint32_t kMessageMagic = 0x4D525354;  ///< "TSRM" little-e
 inline constexpr std::uint32_t kHelloMagic = 0x48525354;    ///< "TSRH" little-endian
 inline constexpr std::size_t kPreambleFixedBytes = 24;      ///< before the frame lengths
 inline constexpr std::size_t kHelloFixedBytes = 12;         ///< magic, version, body length
-inline constexpr std::size_t kMaxHelloBody = 64 * 1024;
+// A hello comes before the peer has proved anything, so it must cost little: its body (a nonce,
+// a name, an address, the transports, ~100-300 bytes in practice) is at most 4 KiB, and is read
+// as it arrives (tcp.cpp). Was 64 KiB, allocated and zeroed when the prefix claimed it.
+inline constexpr std::size_t kMaxHelloBody = 4 * 1024;
 inline constexpr std::size_t kNonceBytes = 32;
 inline constexpr std::size_t kProofBytes = 32;          ///< HMAC-SHA256
 inline constexpr std::uint32_t kHelloProves = 1;        ///< hello flag: a token proof follows

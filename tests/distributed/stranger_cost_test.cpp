@@ -1,0 +1,133 @@
+// Issue 29: what a peer that has not authenticated costs the scheduler. A hello's 12-byte
+// prefix claiming a 64 KiB body made the listener allocate and zero the whole body before any of
+// it arrived (10,000 such connections, 120 KB sent, held 649 MB, still resident after they were
+// dropped). Now the body is read as it arrives and a claim above the 4 KiB cap is refused at
+// once: a stranger costs what it sent plus a few KB, and what a burst of them held is reused by
+// the next (glibc keeps it: Boost.Asio's per-socket records, pooled, pin its pages, so
+// malloc_trim cannot give them back). A real tessera-scheduler, its resident set read from
+// /proc/PID/status, and real sockets.
+#include <dirent.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cluster_fixture.hpp"
+#include "comm/wire.hpp"
+#include "distributed/util.hpp"
+#include "tessera/distributed/scheduler.hpp"
+
+namespace {
+
+using tessera_test::Children;
+using tessera_test::RawSocket;
+using tessera_test::read_text;
+using tessera_test::wait_until;
+
+constexpr int kConnections = 2000;
+constexpr std::size_t kKB = 1024;
+constexpr std::size_t kMaxPerStranger = 4 * kKB;  // issue 29's goal: at most 4 KB resident each
+constexpr std::size_t kSlack = 6 * kKB * kKB;     // the process's own noise: code paths paged in, arenas
+
+// VmRSS of a process, in bytes (0 when it cannot be read).
+std::size_t resident_bytes(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * kKB;
+  return 0;
+}
+
+int open_descriptors(pid_t pid) {
+  int n = 0;
+  const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (::readdir(d)) ++n;
+    ::closedir(d);
+  }
+  return n - 2;
+}
+
+// The 12 bytes of a hello before its body: magic, this build's version, the body length claimed.
+std::vector<std::uint8_t> hello_prefix(std::uint32_t claimed) {
+  std::vector<std::uint8_t> out;
+  for (std::uint32_t v : {tessera::comm::wire::kHelloMagic, tessera::comm::wire::kProtocolVersion, claimed})
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  return out;
+}
+
+std::string mb(std::size_t bytes) { return std::to_string(static_cast<double>(bytes) / 1e6) + " MB"; }
+
+}  // namespace
+
+TEST(StrangerCost, HelloPrefixesClaimingLargeBodiesCostAtMostAFewKBEach) {
+  const auto scheduler = (tessera_test::build_bin_dir() / "tessera-scheduler").string();
+  if (!std::filesystem::exists(scheduler)) GTEST_SKIP() << "tessera-scheduler not built next to the tests";
+  tessera_test::TempDir dir;
+  const std::string sfile = (dir.path() / "s.json").string();
+  Children kids;
+  const pid_t sched = kids.spawn({scheduler, "--port", "0", "--no-dashboard", "--scheduler-file", sfile, "--token",
+                                  tessera::distributed::random_hex(32), "--log-level", "error"},
+                                 tessera_test::child_env());
+  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(sfile); }, 10));
+  const int port = tessera_test::port_of(tessera::distributed::read_scheduler_file(sfile));
+  ASSERT_GT(port, 0);
+
+  // Every code path once, so that its pages count in the baseline, not against the strangers.
+  auto strangers = [&](std::uint32_t claimed, int n) {
+    std::vector<std::unique_ptr<RawSocket>> peers;
+    const auto prefix = hello_prefix(claimed);
+    for (int i = 0; i < n; ++i) {
+      peers.push_back(std::make_unique<RawSocket>(port, 0.05));
+      peers.back()->send_all(prefix);
+    }
+    return peers;
+  };
+  strangers(64 * kKB, 50);
+  strangers(static_cast<std::uint32_t>(tessera::comm::wire::kMaxHelloBody), 50);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const int base_fds = open_descriptors(sched);
+  const std::size_t base = resident_bytes(sched);
+  ASSERT_GT(base, 0u);
+
+  // The issue's attack (a claim of 64 KiB, above the cap: refused at once), then claims of the
+  // largest body the listener waits for (held until the handshake deadline), twice.
+  const auto cap = static_cast<std::uint32_t>(tessera::comm::wire::kMaxHelloBody);
+  std::size_t first_peak = 0;
+  for (const std::uint32_t claimed : {static_cast<std::uint32_t>(64 * kKB), cap, cap}) {
+    SCOPED_TRACE("each prefix claims a body of " + std::to_string(claimed) + " bytes");
+    auto peers = strangers(claimed, kConnections);
+    // Held (every one accepted and waiting for its body), or refused: whichever, within 2 s
+    // and so before the 5 s handshake deadline closes them.
+    wait_until([&] { return open_descriptors(sched) >= base_fds + kConnections; }, 2);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const std::size_t held = resident_bytes(sched);
+    const std::size_t growth = held > base ? held - base : 0;
+    EXPECT_LT(growth, kConnections * kMaxPerStranger + kSlack)
+        << kConnections << " strangers that sent 12 bytes each made the scheduler grow by " << mb(growth) << " ("
+        << growth / kConnections << " bytes each), holding " << open_descriptors(sched) - base_fds << " of them";
+    peers.clear();
+    EXPECT_TRUE(wait_until([&] { return open_descriptors(sched) <= base_fds + 8; }, 10));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const std::size_t after = resident_bytes(sched);
+    std::printf("stranger cost: claims of %u bytes: scheduler RSS %s before, %s with %d strangers (%zu bytes each), "
+                "%s after they left\n",
+                claimed, mb(base).c_str(), mb(held).c_str(), kConnections, growth / kConnections, mb(after).c_str());
+    // What they held is free for the next ones, not kept per stranger: the same attack again
+    // costs nothing more (before issue 29 each burst's 136 MB stayed resident).
+    if (first_peak == 0 && claimed == cap) first_peak = held;
+    else if (claimed == cap) {
+      EXPECT_LT(held, first_peak + kSlack / 4) << "a second burst grew the scheduler again: " << mb(held) << " after "
+                                               << mb(first_peak);
+    }
+    EXPECT_LT(after, base + kConnections * kMaxPerStranger + kSlack) << "after the strangers left: " << mb(after);
+  }
+  EXPECT_TRUE(kids.running(sched)) << "the scheduler died";
+}
