@@ -886,7 +886,8 @@ class TcpSetup : public std::enable_shared_from_this<TcpSetup> {
       if (!tls_ctx_ && std::string(doing) == "reading" && std::string(what) == "hello")
         why += " (a tls:// address reached with tcp://? Its listener closes plain connections)";
       else if (tls_ctx_ && connector_)
-        why += " (TLS: a listener closes a connection whose certificate it refuses; is ours signed by its CA?)";
+        why += " (TLS: a listener closes a connection whose certificate it refuses, or when it is at its limit of "
+               "connections; is ours signed by its CA?)";
     } else if (is_tls_error(ec)) {
       why = "TLS refused: " + ec.message();
       if (tls_ && ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == SSL_R_WRONG_VERSION_NUMBER)
@@ -1006,6 +1007,7 @@ class TcpListenerImpl : public std::enable_shared_from_this<TcpListenerImpl> {
       error_code ignored;
       const auto peer = endpoint_address(socket.remote_endpoint(ignored), self->scheme_);
       if (self->open_->load() >= self->max_connections_) {
+        if (!self->tls_ctx_) tell_full(socket, self->max_connections_);
         socket.close(ignored);  // at the cap: the descriptor goes back at once
         self->log_refusal(peer, std::to_string(self->max_connections_) +
                                     " connections are open, the limit (max_connections)");
@@ -1065,6 +1067,20 @@ class TcpListenerImpl : public std::enable_shared_from_this<TcpListenerImpl> {
     rlimit lim{};
     if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return 65536;
     return std::max<std::size_t>(16, static_cast<std::size_t>(lim.rlim_cur) / 4 * 3);
+  }
+
+  // A connection refused at the cap is told so (wire::kFullMagic), where its connector reads the
+  // listener's hello: before issue 29 it only saw the connection close ("a tls:// address
+  // reached with tcp://?"). 12 bytes fit any socket buffer, so the send never waits; what the
+  // peer already sent is read first so that the close is a FIN rather than a reset. tls://
+  // connections cannot be told before their TLS handshake, which is not worth doing at the cap.
+  static void tell_full(tcp::socket& socket, std::size_t max_connections) {
+    const int fd = socket.native_handle();
+    char sink[4096];
+    [[maybe_unused]] auto got = ::recv(fd, sink, sizeof sink, MSG_DONTWAIT);
+    const auto cap = static_cast<std::uint32_t>(std::min<std::size_t>(max_connections, UINT32_MAX));
+    const auto notice = wire::encode_full_notice(cap);
+    [[maybe_unused]] auto sent = ::send(fd, notice.data(), notice.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   }
 
   static std::string suppressed_text(std::size_t n, const char* what) {

@@ -84,8 +84,19 @@ std::vector<std::uint8_t> encode_hello(const Hello& hello) {
   return out;
 }
 
+std::vector<std::uint8_t> encode_full_notice(std::uint32_t max_connections) {
+  std::vector<std::uint8_t> out;
+  put<std::uint32_t>(out, kFullMagic);
+  put<std::uint32_t>(out, kProtocolVersion);
+  put<std::uint32_t>(out, max_connections);
+  return out;
+}
+
 std::uint32_t decode_hello_fixed(const std::uint8_t* p, std::uint32_t& version) {
   const auto magic = get<std::uint32_t>(p);
+  if (magic == kFullMagic)
+    throw ProtocolError("the server is full: it has as many connections open as it allows (" +
+                        std::to_string(get<std::uint32_t>(p + 8)) + ", max_connections); try again later");
   if (magic != kHelloMagic) {
     char hex[16];
     std::snprintf(hex, sizeof hex, "0x%08x", magic);

@@ -26,6 +26,9 @@ namespace tessera::comm::wire {
 inline constexpr std::uint32_t kProtocolVersion = 9;
 inline constexpr std::uint32_t kMessageMagic = 0x4D525354;  ///< "TSRM" little-endian
 inline constexpr std::uint32_t kHelloMagic = 0x48525354;    ///< "TSRH" little-endian
+/// What a tcp:// listener at its connection cap sends before it closes a connection: kFullMagic,
+/// its version, its cap; 12 bytes, where a connector reads a hello's fixed part.
+inline constexpr std::uint32_t kFullMagic = 0x46525354;     ///< "TSRF" little-endian
 inline constexpr std::size_t kPreambleFixedBytes = 24;      ///< before the frame lengths
 inline constexpr std::size_t kHelloFixedBytes = 12;         ///< magic, version, body length
 // A hello comes before the peer has proved anything, so it must cost little: its body (a nonce,
@@ -72,7 +75,12 @@ struct Hello {
 };
 
 std::vector<std::uint8_t> encode_hello(const Hello& hello);
-/** @brief Body length from the fixed part; throws ProtocolError on a bad magic or size. */
+/** @brief The notice a listener at its cap of `max_connections` sends (kFullMagic). */
+std::vector<std::uint8_t> encode_full_notice(std::uint32_t max_connections);
+/**
+ * @brief Body length from the fixed part; throws ProtocolError on a bad magic or size, and one
+ * saying the server is full on a listener's kFullMagic notice.
+ */
 std::uint32_t decode_hello_fixed(const std::uint8_t* p, std::uint32_t& version);
 /**
  * @brief Decodes the body; throws ProtocolError when malformed. Of a body of another version

@@ -303,7 +303,7 @@ int scheduler_main(int argc, char** argv) {
   std::string host = "127.0.0.1", protocol = "tcp", scheduler_file, log_level, dashboard = ":8787", token;
   bool no_dashboard = false;
   int port = 8786;
-  std::string idle_timeout = "0", worker_ttl = "300s", worker_silent = "5s";
+  std::string idle_timeout = "0", worker_ttl = "300s", worker_silent = "5s", registration_timeout = "30s";
   std::size_t task_stream_length = 100000;
   std::vector<std::string> preloads;
   comm::Security security;
@@ -321,6 +321,11 @@ int scheduler_main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--worker-silent", worker_silent,
                  "Send no new tasks to a worker without a heartbeat for this long: 5s (0 = never)")
+      ->check(duration_check())
+      ->capture_default_str();
+  app.add_option("--registration-timeout", registration_timeout,
+                 "Close a connection that has not registered as a client, worker or nanny this long after it was "
+                 "accepted: 30s (0 = never)")
       ->check(duration_check())
       ->capture_default_str();
   app.add_option("--dashboard-address", dashboard,
@@ -361,6 +366,7 @@ int scheduler_main(int argc, char** argv) {
     so.idle_timeout = parse_duration(idle_timeout, "--idle-timeout");
     so.state.worker_ttl = parse_positive_duration(worker_ttl, "--worker-ttl");
     so.worker_silent = parse_duration(worker_silent, "--worker-silent");
+    so.registration_timeout = parse_duration(registration_timeout, "--registration-timeout");
     so.task_stream_length = task_stream_length;
     if (!no_dashboard) so.dashboard_address = dashboard;
     // The watcher comes first, so that a signal during start-up is not the default action

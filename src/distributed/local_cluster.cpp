@@ -82,11 +82,14 @@ struct LocalCluster::Impl {
   std::unique_ptr<Scheduler> scheduler;
   Child scheduler_child;  // when the scheduler runs as a process
   std::string scheduler_file;
-  std::shared_ptr<comm::Comm> info_comm;  // asks a scheduler process how many workers it has
-  // Shared with info_comm's handlers: close() closes the comm, whose close handler then runs on
-  // the I/O thread, possibly after this Impl is gone (ThreadSanitizer saw fail_all write the
-  // table while ~Impl destroyed it).
-  std::shared_ptr<RpcTable> info_rpc = std::make_shared<RpcTable>();
+  // Asks a scheduler process how many workers it has. It never registers (it is no client), so the
+  // scheduler closes it after --registration-timeout: it is dialled again when next needed.
+  std::shared_ptr<comm::Comm> info_comm;
+  std::mutex info_mu;  // guards the replacement of info_comm and info_rpc
+  // Shared with info_comm's handlers (one per connection): close() closes the comm, whose close
+  // handler then runs on the I/O thread, possibly after this Impl is gone (ThreadSanitizer saw
+  // fail_all write the table while ~Impl destroyed it).
+  std::shared_ptr<RpcTable> info_rpc;
   std::string address;
   std::string client_address;  // inproc:// for clients in this process, when the scheduler is here
   // Worker processes. This cluster is their nanny for Client::restart (docs/nanny.md): the
@@ -273,13 +276,27 @@ struct LocalCluster::Impl {
       if (Clock::now() > deadline) throw Error("LocalCluster: the scheduler process did not start in time");
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
+    connect_info();
+  }
+
+  void connect_info() {
     comm::CommOptions co;
     co.token = opt.token;
     co.security = opt.security;
     co.max_header_bytes = kClusterMaxHeaderBytes;
-    info_comm = comm::connect(address, co);
-    info_comm->set_handlers([rpc = info_rpc](comm::Message m) { rpc->complete(m); },
-                            [rpc = info_rpc](std::exception_ptr e) { rpc->fail_all(e); });
+    auto c = comm::connect(address, co);
+    // A table per connection: the close of an old one fails only its own requests.
+    auto rpc = std::make_shared<RpcTable>();
+    c->set_handlers([rpc](comm::Message m) { rpc->complete(m); }, [rpc](std::exception_ptr e) { rpc->fail_all(e); });
+    info_comm = std::move(c);
+    info_rpc = std::move(rpc);
+  }
+
+  // info_comm and its table, dialled again if the scheduler closed it.
+  std::pair<std::shared_ptr<comm::Comm>, std::shared_ptr<RpcTable>> live_info_comm() {
+    std::lock_guard lock(info_mu);
+    if (info_comm->is_closed()) connect_info();
+    return {info_comm, info_rpc};
   }
 
   std::vector<std::string> worker_names() {
@@ -287,7 +304,8 @@ struct LocalCluster::Impl {
     if (scheduler) {
       for (auto& w : scheduler->workers()) out.push_back(w.name);
     } else if (info_comm) {
-      auto reply = info_rpc->call(info_comm, comm::Message(wire::kSchedulerInfo), std::chrono::milliseconds(10000));
+      auto [c, rpc] = live_info_comm();
+      auto reply = rpc->call(c, comm::Message(wire::kSchedulerInfo), std::chrono::milliseconds(10000));
       for (auto& w : reply.get<wire::ClusterInfo>("info").workers) out.push_back(w.summary.name);
     }
     return out;
@@ -327,7 +345,10 @@ struct LocalCluster::Impl {
     watcher_cv.notify_all();
     if (watcher.joinable()) watcher.join();
     if (scheduler) scheduler->stop(true);  // asks every worker to close
-    if (info_comm) info_comm->close();
+    {
+      std::lock_guard lock(info_mu);
+      if (info_comm) info_comm->close();
+    }
     if (scheduler_child.pid > 0 && !scheduler_child.reaped) {
       ::kill(scheduler_child.pid, SIGTERM);  // it asks every worker to close, then exits
       auto deadline = Clock::now() + std::chrono::seconds(3);

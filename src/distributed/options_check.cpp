@@ -53,6 +53,7 @@ SchedulerOptions checked_options(SchedulerOptions options) {
   require_not_negative(options.idle_timeout, "idle_timeout (--idle-timeout)");
   require_not_negative(options.worker_silent, "worker_silent (--worker-silent)");
   require_not_negative(options.state.worker_silent, "state.worker_silent");
+  require_not_negative(options.registration_timeout, "registration_timeout (--registration-timeout)");
   return options;
 }
 

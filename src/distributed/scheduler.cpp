@@ -48,6 +48,7 @@ struct Conn {
   bool leaving = false;  // the worker said it is closing on purpose
   bool restarting = false;  // an old worker of a restart (Client::restart): forgotten, its messages ignored
   int nanny_pid = 0;        // from its registration: a nanny restarts it (0: none)
+  double accepted_at = 0;   // scheduler clock: one that has not registered by registration_timeout is closed
   std::string secret;    // handed to the worker when it registered: proves a re-registration is it
   double last_heartbeat = 0;    // scheduler clock; a worker silent past worker_silent is announced
   bool announced_silent = false;  // its peers were told it is gone (peer-gone) since it was last heard
@@ -115,6 +116,9 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
   };
   std::deque<Departed> departed;
   static constexpr std::size_t kDepartedKept = 256;
+  // Connections in the order they were accepted, for the registration deadline: the oldest
+  // first, so each tick looks only at those whose deadline has come.
+  std::deque<std::weak_ptr<Conn>> awaiting_registration;
   std::vector<Conn*> dirty;
   std::vector<SchedulerAction> actions;
   std::vector<std::shared_ptr<comm::Comm>> closing;  // retired workers, told to close after the batch
@@ -608,6 +612,8 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
         return;
       }
       conns.insert(conn);
+      conn->accepted_at = now();
+      if (opt.registration_timeout > 0) awaiting_registration.push_back(conn);
     }
     std::weak_ptr<Impl> weak = shared_from_this();
     // The handlers hold the connection weakly: `conns` owns it, and the connection owns the
@@ -891,6 +897,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
       double t = now();
       record_tick(t, woke > due ? std::chrono::duration<double>(woke - due).count() : 0.0);
       handle(Tick{t});
+      close_unregistered(t, lock);
       announce_silent_workers(t);
       flush();
       drop_removed_workers(lock);
@@ -915,6 +922,32 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
         }
       }
     }
+  }
+
+  // Connections that did not register within registration_timeout of being accepted are
+  // closed: each holds one of the listener's max_connections, and before issue 29 766 idle
+  // authenticated ones held a cap of 768 for ever, locking clients out. Called with the lock
+  // held; releases it while closing.
+  void close_unregistered(double t, std::unique_lock<std::mutex>& lock) {
+    std::vector<std::shared_ptr<comm::Comm>> late;
+    while (!awaiting_registration.empty()) {
+      auto conn = awaiting_registration.front().lock();
+      if (conn && t - conn->accepted_at < opt.registration_timeout) break;
+      awaiting_registration.pop_front();
+      // Registered, closed already, or an old worker of a restart (closed by the restart).
+      if (!conn || conn->role != Conn::Role::Unknown || conn->restarting || !conns.count(conn)) continue;
+      late.push_back(conn->comm);
+    }
+    if (late.empty()) return;
+    std::size_t suppressed = 0;
+    if (refusal_log.allow(suppressed))
+      logging::warn("scheduler: closing {} connection(s) that did not register within {} s (--registration-timeout), "
+                    "e.g. from {}{}",
+                    late.size(), opt.registration_timeout, late.front()->peer_address(),
+                    suppressed ? " (" + std::to_string(suppressed) + " more not logged)" : std::string());
+    lock.unlock();
+    for (auto& c : late) c->close();
+    lock.lock();
   }
 
   // A worker silent past worker_silent has its results counted as lost (the state machine's

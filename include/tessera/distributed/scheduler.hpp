@@ -40,6 +40,11 @@ struct SchedulerOptions {
   /** @brief Finished tasks kept for the task stream (/status, Client::get_task_stream), as
    *  Dask's 100,000; 0 keeps none and skips the recording. */
   std::size_t task_stream_length = 100000;
+  /** @brief Seconds a connection may stay without registering (register-worker, -client or
+   *  -nanny) before it is closed: an authenticated peer that only asks questions, or nothing,
+   *  must not hold one of the listener's connections for ever (tessera-scheduler
+   *  --registration-timeout); 0 = never. Clients, workers and nannies register at once. */
+  double registration_timeout = 30;
 };
 
 /**
