@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "cluster_fixture.hpp"
+#include "run_binary.hpp"
 #include "distributed/data_store_limits.hpp"
 #include "distributed/options_check.hpp"
 #include "tessera/distributed/worker.hpp"
@@ -32,27 +33,8 @@ struct Binaries {
   }
 };
 
-struct Exit {
-  int status = -1;  // the wait status; -1: still running after the timeout (then killed)
-  std::string log;  // stderr
-  double seconds = 0;
-};
-
-// Runs a binary with stderr to a file and waits up to timeout_s for it to exit.
-Exit run_binary(const std::string& binary, const std::vector<std::string>& args, double timeout_s = 10) {
-  tessera_test::TempDir dir;
-  const std::string log = (dir.path() / "stderr").string();
-  Children kids;  // kills it if it is still running
-  std::vector<std::string> cmd{"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>'" + log + "'", binary};
-  cmd.insert(cmd.end(), args.begin(), args.end());
-  const auto start = tessera_test::Clock::now();
-  pid_t pid = kids.spawn(cmd, child_env());
-  Exit e;
-  if (auto st = kids.wait_exit(pid, timeout_s)) e.status = *st;
-  e.seconds = tessera_test::seconds_since(start);
-  e.log = read_text(log);
-  return e;
-}
+using Exit = tessera_test::BinaryExit;
+using tessera_test::run_binary;
 
 std::string describe(const Exit& e) {
   return e.status == -1 ? std::string("still running") : tessera_test::describe_status(e.status);
