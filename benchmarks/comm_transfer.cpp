@@ -9,6 +9,8 @@
 // whatever else the machine is doing; each reports its best and its median.
 //
 //   comm_transfer --protocol tcp|ucx|inproc --megabytes 256 --repeat 5 --round-trips 10000
+//   (--frames N splits the --megabytes into N frames of one message: many small blocks, as a
+//   dataframe partition of many columns or a gather of many small chunks sends)
 //   (--round-trips 0 skips the latency runs)
 //
 // With --sweep, one line per message size instead (8 B to --max-megabytes, x4 steps):
@@ -277,7 +279,7 @@ void run_sweep(const std::string& address, const std::string& protocol, std::siz
 int main(int argc, char** argv) {
   std::string protocol = "tcp";
   double megabytes = 256;
-  int repeat = 5, round_trips = 10000;
+  int repeat = 5, round_trips = 10000, frames = 1;
   bool sweep = false, latency_only = false;
   double max_megabytes = 256;
   CLI::App app{"comm_transfer benchmark"};
@@ -288,6 +290,7 @@ int main(int argc, char** argv) {
   app.add_option("--megabytes", megabytes, "frame size in MiB");
   app.add_option("--repeat", repeat, "transfers; best and median are reported");
   app.add_option("--round-trips", round_trips, "small-message round trips for latency");
+  app.add_option("--frames", frames, "frames the --megabytes are split into (one message)")->check(CLI::Range(1, 65536));
   CLI11_PARSE(app, argc, argv);
   if (repeat < 1) repeat = 1;
   const auto bytes = static_cast<std::size_t>(megabytes * (1 << 20));
@@ -389,12 +392,22 @@ int main(int argc, char** argv) {
     }
     auto frame = Buffer::allocate_host(bytes);
     std::memset(frame->data(), 1, bytes);
+    std::vector<Frame> pieces;  // --frames: the same bytes as views of `frame`
+    for (int i = 0; frames > 1 && i < frames; ++i) {
+      const std::size_t begin = bytes * static_cast<std::size_t>(i) / static_cast<std::size_t>(frames);
+      const std::size_t end = bytes * static_cast<std::size_t>(i + 1) / static_cast<std::size_t>(frames);
+      // A view that keeps `frame` alive (adopt's deleter holds it).
+      pieces.push_back(Buffer::adopt(static_cast<char*>(frame->data()) + begin, end - begin, MemoryKind::Host, -1,
+                                     [keep = frame](void*, std::size_t) {}));
+    }
     auto copy = Buffer::allocate_host(bytes);
     std::memset(copy->data(), 0, bytes);
     std::vector<double> secs, socket_secs, memcpy_secs, cpu, socket_cpu, memcpy_cpu;
     for (int r = 0; r < repeat; ++r) {
       Message msg("data");
-      msg.add_frame(frame);
+      if (pieces.empty()) msg.add_frame(frame);
+      else
+        for (const auto& p : pieces) msg.add_frame(p);
       double c0 = cpu_seconds(child);
       auto t0 = Clock::now();
       comm->send(std::move(msg), nullptr);
@@ -414,7 +427,7 @@ int main(int argc, char** argv) {
     }
     baseline.reset();
     char memcpy_field[64];
-    std::snprintf(memcpy_field, sizeof memcpy_field, ",\"memcpy_gb_per_s\":%.3f",
+    std::snprintf(memcpy_field, sizeof memcpy_field, ",\"frames\":%d,\"memcpy_gb_per_s\":%.3f", frames,
                   bytes / *std::min_element(memcpy_secs.begin(), memcpy_secs.end()) / 1e9);
     print_transfer("comm_transfer", protocol, bytes, repeat, secs, cpu, memcpy_field);
     print_transfer("socket_transfer", "tcp-socket-pair", bytes, repeat, socket_secs, socket_cpu);

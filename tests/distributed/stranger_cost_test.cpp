@@ -131,3 +131,68 @@ TEST(StrangerCost, HelloPrefixesClaimingLargeBodiesCostAtMostAFewKBEach) {
   }
   EXPECT_TRUE(kids.running(sched)) << "the scheduler died";
 }
+
+// Issue 29, item 2: a peer past the handshake (the scheduler has no token, so every peer is one)
+// announces 65,536 frames of 16 KiB (a 524 KB preamble) and sends 64 KiB of them. Before, the
+// scheduler allocated all 65,536 frames at the preamble (about 260 MB touched: each 16 KiB
+// block's malloc header on a page of its own) and kept them after the connection closed; eight
+// such connections killed a scheduler limited to 2 GiB. Now frames are allocated as their bytes
+// arrive: each connection costs about what it sent.
+TEST(PeerCost, ManySmallFramesCostOnlyTheBytesThatArrived) {
+  const auto scheduler = (tessera_test::build_bin_dir() / "tessera-scheduler").string();
+  if (!std::filesystem::exists(scheduler)) GTEST_SKIP() << "tessera-scheduler not built next to the tests";
+  tessera_test::TempDir dir;
+  const std::string sfile = (dir.path() / "s.json").string();
+  Children kids;
+  const pid_t sched = kids.spawn(
+      {scheduler, "--port", "0", "--no-dashboard", "--scheduler-file", sfile, "--log-level", "error"},
+      tessera_test::child_env());
+  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(sfile); }, 10));
+  const int port = tessera_test::port_of(tessera::distributed::read_scheduler_file(sfile));
+  ASSERT_GT(port, 0);
+
+  constexpr int kPeers = 8;
+  constexpr std::uint32_t kFrames = 65536;
+  constexpr std::size_t kFrameBytes = 16 * kKB, kSent = 64 * kKB;
+  auto message_start = [&] {
+    const std::string header(64, 'h');  // never decoded: the message is never finished
+    auto bytes = tessera::comm::wire::encode_preamble(header.size(), std::vector<std::uint64_t>(kFrames, kFrameBytes));
+    bytes.insert(bytes.end(), header.begin(), header.end());
+    bytes.resize(bytes.size() + kSent, 0x5a);
+    return bytes;
+  }();
+  auto peers_sending = [&](int n) {
+    std::vector<std::unique_ptr<RawSocket>> peers;
+    for (int i = 0; i < n; ++i) {
+      peers.push_back(std::make_unique<RawSocket>(port, 0.05));
+      tessera::comm::wire::Hello h;
+      h.nonce = tessera::comm::wire::make_nonce();
+      h.name = "raw";
+      peers.back()->send_all(tessera::comm::wire::encode_hello(h));
+      peers.back()->send_all(message_start);
+    }
+    return peers;
+  };
+  peers_sending(1);  // every code path once, so that its pages count in the baseline
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const std::size_t base = resident_bytes(sched);
+  ASSERT_GT(base, 0u);
+  std::size_t held = 0;
+  {
+    auto peers = peers_sending(kPeers);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // before the 5 s first-message deadline
+    held = resident_bytes(sched);
+  }
+  const std::size_t growth = held > base ? held - base : 0;
+  const std::size_t sent = message_start.size();
+  std::printf("peer cost: %d peers announcing %u frames of %zu bytes, %zu bytes sent each: scheduler RSS %s before, "
+              "%s with them (%zu bytes each)\n",
+              kPeers, kFrames, kFrameBytes, sent, mb(base).c_str(), mb(held).c_str(), growth / kPeers);
+  // Issue 29's goal: at most the bytes sent plus 64 KB each (with the process's own noise).
+  EXPECT_LT(growth, kPeers * (sent + 64 * kKB) + kSlack)
+      << kPeers << " peers that sent " << sent << " bytes each made the scheduler grow by " << mb(growth);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  const std::size_t after = resident_bytes(sched);
+  EXPECT_LT(after, base + kSlack) << "after the peers left the scheduler still holds " << mb(after - base);
+  EXPECT_TRUE(kids.running(sched)) << "the scheduler died";
+}
