@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <future>
+#include <iomanip>
 #include <sstream>
 #include <thread>
 #include <utility>
@@ -38,10 +39,12 @@ void ClientImpl::connect(const std::string& addr) {
   auto registered = std::make_shared<std::promise<comm::Message>>();
   auto reg_future = registered->get_future();
   std::weak_ptr<ClientImpl> weak = shared_from_this();
+  last_heard = seconds_on_clock();
   scheduler->set_handlers(
       [weak, registered](comm::Message m) {
         auto self = weak.lock();
         if (!self) return;
+        self->last_heard = seconds_on_clock();
         if (m.op == wire::kRegistered) {
           registered->set_value(std::move(m));
           return;
@@ -155,9 +158,21 @@ void ClientImpl::release(const Key& key, std::uint64_t future_epoch) {
 
 void ClientImpl::release_loop() {
   std::unique_lock lock(mu);
+  auto next_probe = Clock::now() + kProbeInterval;
   while (true) {
-    cv.wait(lock, [&] { return closed || !pending_release.empty(); });
+    if (opt.scheduler_timeout > 0) {
+      cv.wait_until(lock, next_probe, [&] { return closed || !pending_release.empty(); });
+    } else {
+      cv.wait(lock, [&] { return closed || !pending_release.empty(); });
+    }
     if (pending_release.empty() && closed) return;
+    if (opt.scheduler_timeout > 0 && Clock::now() >= next_probe) {
+      lock.unlock();
+      check_scheduler();
+      next_probe = Clock::now() + kProbeInterval;
+      lock.lock();
+      continue;
+    }
     lock.unlock();
     {
       std::lock_guard order_lock(send_mu);
@@ -173,6 +188,30 @@ void ClientImpl::release_loop() {
     lock.lock();
     if (closed) return;
   }
+}
+
+void ClientImpl::check_scheduler() {
+  const double now = seconds_on_clock();
+  // This process was itself stopped or starved (a debugger, a suspended laptop) since the last
+  // check: the scheduler's answers may be waiting unread, so the silence counts from now.
+  if (last_check > 0 && now - last_check > 3 * std::chrono::duration<double>(kProbeInterval).count())
+    last_heard = std::max(last_heard.load(), now);
+  last_check = now;
+  const double silent = now - last_heard.load();
+  if (silent > opt.scheduler_timeout) {
+    std::ostringstream os;
+    os << "it answered nothing for " << std::fixed << std::setprecision(1) << silent
+       << " s (ClientOptions::scheduler_timeout " << opt.scheduler_timeout
+       << " s; a stopped or hung scheduler process, or a cut network)";
+    on_lost(os.str());
+    scheduler->close();  // its I/O ends too; a late answer is not waited for
+    return;
+  }
+  // Who has nothing: answered on the scheduler's message thread like any request, so a scheduler
+  // that stopped handling messages stops answering it. The reply itself counts (last_heard).
+  comm::Message probe(wire::kWhoHas);
+  probe.set("keys", std::vector<Key>{});
+  rpc.request(scheduler, std::move(probe), [](const comm::Message*, std::exception_ptr) {});
 }
 
 void ClientImpl::send_events(std::vector<wire::ClientToScheduler> events) {

@@ -35,6 +35,9 @@ void apply_annotate_scope(Task& task, const Annotations& scope);
 namespace detail {
 
 using Clock = std::chrono::steady_clock;
+inline double seconds_on_clock() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
+// How often release_loop asks the scheduler whether it is there (ClientOptions::scheduler_timeout).
+inline constexpr std::chrono::seconds kProbeInterval{1};
 using DoneCallbacks = std::vector<std::pair<std::function<void(const Future&)>, Future>>;
 
 struct KeyState {
@@ -69,7 +72,11 @@ struct ClientImpl : std::enable_shared_from_this<ClientImpl> {
   std::size_t n_workers = 0;
   bool closed = false;
   std::string closed_reason;
-  std::thread releaser;
+  std::thread releaser;  // runs release_loop: batched releases and the liveness probe
+  // When the scheduler last said anything (seconds on Clock, as a double for the atomic): set by
+  // the I/O thread for every message, read by release_loop's liveness check.
+  std::atomic<double> last_heard{0};
+  double last_check = 0;  // when check_scheduler last ran (release_loop's thread only)
   // Restarts of the cluster seen (the scheduler's `restarted`): a future made before one is
   // stale, its key forgotten by the cluster; it stays cancelled with restart_reasons[its epoch].
   std::uint64_t epoch = 0;
@@ -97,8 +104,12 @@ struct ClientImpl : std::enable_shared_from_this<ClientImpl> {
   std::exception_ptr restart_error(const Key& key, std::uint64_t future_epoch) const;
   void check_open() const;
   void release(const Key& key, std::uint64_t future_epoch);
-  // Sends releases in batches: dropping 100,000 futures is one message, not 100,000.
+  // Sends releases in batches: dropping 100,000 futures is one message, not 100,000. Between
+  // batches, once a second, checks that the scheduler still answers (check_scheduler).
   void release_loop();
+  // Asks the scheduler something it always answers, or, when it has answered nothing for
+  // opt.scheduler_timeout, ends the session with on_lost (the caller holds no lock).
+  void check_scheduler();
   void send_events(std::vector<wire::ClientToScheduler> events);
   // Every op must be runnable by some worker (when there are workers): fail at submit if not.
   void ensure_ops(const std::set<std::string>& ops);

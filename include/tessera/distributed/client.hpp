@@ -246,6 +246,12 @@ struct ClientOptions {
   /// TESSERA_TLS_CA_FILE, TESSERA_TLS_CERT, TESSERA_TLS_KEY.
   Security security;
   double timeout = 30;  ///< seconds to wait for the scheduler at connect
+  /// Seconds the scheduler may answer nothing (it is asked something every second) before the
+  /// client counts it as lost: every pending future then errs and every wait returns, as a
+  /// worker's --death-timeout ends the worker. A scheduler that is SIGSTOPped or whose host hung
+  /// keeps its TCP connection open, so without this a wait with no timeout would never end.
+  /// 0: never (wait for the connection to close).
+  double scheduler_timeout = 10;
 };
 
 /**
