@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -251,6 +253,24 @@ void die_with_parent() {
   }).detach();
 }
 
+// Servers raise their soft descriptor limit to the hard one, as nginx and Dask do: a default
+// soft limit of 1024 would otherwise cap a scheduler at 768 connections (three quarters, the
+// listener's default max_connections) on a machine whose administrator allows far more.
+void raise_open_file_limit() {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= lim.rlim_max) return;
+  const rlim_t was = lim.rlim_cur;
+  lim.rlim_cur = lim.rlim_max;
+  if (::setrlimit(RLIMIT_NOFILE, &lim) != 0)
+    logging::debug("could not raise the descriptor limit from {}: {}", was, std::strerror(errno));
+}
+
+// Before anything that sizes itself by the descriptor limit (the listeners' caps).
+void start_server_process() {
+  die_with_parent();
+  raise_open_file_limit();
+}
+
 // $TESSERA_CPU_AFFINITY: pins every thread of this worker, those already started included.
 // A malformed list is an error; CPUs the system refuses (outside a cgroup's set) leave the
 // worker unpinned with a warning, since it can still do its work.
@@ -298,7 +318,7 @@ void init(int argc, char** argv) {
 namespace distributed {
 
 int scheduler_main(int argc, char** argv) {
-  die_with_parent();
+  start_server_process();
   CLI::App app{"tessera-scheduler: the Tessera scheduler (like `dask scheduler`)", "tessera-scheduler"};
   std::string host = "127.0.0.1", protocol = "tcp", scheduler_file, log_level, dashboard = ":8787", token;
   bool no_dashboard = false;
@@ -512,7 +532,7 @@ bool scheduler_answers(const std::string& address, const std::string& token, con
 }  // namespace
 
 int worker_main(int argc, char** argv) {
-  die_with_parent();
+  start_server_process();
   CLI::App app{"tessera-worker: a Tessera worker (like `dask worker`)", "tessera-worker"};
   std::string scheduler, scheduler_file, name, resources, memory_limit = "auto", local_directory, log_level, token;
   std::string host, listen_address, protocol = "tcp", device_memory_limit, dashboard;
@@ -711,7 +731,7 @@ int worker_main(int argc, char** argv) {
 }
 
 int cuda_worker_main(int argc, char** argv) {
-  die_with_parent();
+  start_server_process();
   CLI::App app{"tessera-cuda-worker: one Tessera worker per GPU (like `dask cuda worker`)", "tessera-cuda-worker"};
   std::string scheduler, scheduler_file, name, resources, memory_limit = "auto", device_memory_limit = "0.8";
   std::string local_directory, log_level, token, host, protocol = "tcp";

@@ -5,14 +5,17 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <charconv>
 #include <optional>
 #include <thread>
 
 #include "../core/logging.hpp"
+#include "comm/log_limiter.hpp"
 #include "tessera/core/error.hpp"
 
 namespace tessera::distributed {
@@ -40,12 +43,18 @@ struct Shared {
   HttpServer::Handler handler;
   std::chrono::steady_clock::duration idle;
   std::string name;
+  std::atomic<std::size_t> open{0};  // sessions alive (HttpServerOptions::max_connections)
 };
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, std::shared_ptr<const Shared> shared)
-      : stream_(std::move(socket)), shared_(std::move(shared)) {}
+  // Counted from here to destruction, when the socket closes.
+  Session(tcp::socket socket, std::shared_ptr<Shared> shared) : stream_(std::move(socket)), shared_(std::move(shared)) {
+    ++shared_->open;
+  }
+  ~Session() { --shared_->open; }
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
 
   void start() { read(); }
 
@@ -249,7 +258,7 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  std::shared_ptr<const Shared> shared_;
+  std::shared_ptr<Shared> shared_;
   std::array<char, 4096> discard_;
   // Server-sent events (start_events): the source, its pace, and the write in progress.
   std::function<std::string()> next_event_;
@@ -301,19 +310,58 @@ struct HttpServer::Impl {
   // handlers, destroyed with the io_context) need it while they go.
   asio::io_context ioc{1};
   tcp::acceptor acceptor{ioc};
-  std::shared_ptr<const Shared> shared;
+  std::shared_ptr<Shared> shared;
   std::thread thread;
+  std::size_t max_connections = 0;
+  comm::detail::LogLimiter refusal_log{std::chrono::seconds(10)};
+  asio::steady_timer retry{ioc};  // after a failed accept (no descriptor left): a pause, not a spin
+  std::chrono::milliseconds backoff{0};
 
   void accept() {
     acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
       if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
-      if (!ec) {
+      if (ec) {
+        backoff = std::min(std::max(backoff * 2, std::chrono::milliseconds(50)), std::chrono::milliseconds(1000));
+        if (std::size_t more = 0; refusal_log.allow(more))
+          logging::warn("{}: accept failed: {}; retrying in {} ms ({} more since the last line)", shared->name,
+                        ec.message(), backoff.count(), more);
+        retry.expires_after(backoff);
+        retry.async_wait([this](beast::error_code e) {
+          if (!e && acceptor.is_open()) accept();
+        });
+        return;
+      }
+      backoff = std::chrono::milliseconds(0);
+      if (shared->open.load() >= max_connections) {
+        refuse(socket);
+      } else {
         beast::error_code ignored;
         socket.set_option(tcp::no_delay(true), ignored);
         std::make_shared<Session>(std::move(socket), shared)->start();
       }
       accept();
     });
+  }
+
+  // At the cap: a 503 written without waiting (it fits any socket buffer; a peer that is not
+  // reading simply misses it), and the descriptor back at once.
+  void refuse(tcp::socket& socket) {
+    static constexpr char kFull[] =
+        "HTTP/1.1 503 Service Unavailable\r\nServer: tessera\r\nContent-Type: text/plain\r\n"
+        "Connection: close\r\nContent-Length: 43\r\n\r\ntoo many dashboard connections; try again\r\n";
+    beast::error_code ignored;
+    socket.non_blocking(true, ignored);
+    socket.write_some(asio::buffer(kFull, sizeof kFull - 1), ignored);
+    socket.close(ignored);
+    if (std::size_t more = 0; refusal_log.allow(more))
+      logging::warn("{}: refused a connection: {} are open, the limit ({} more refused since the last line)",
+                    shared->name, max_connections, more);
+  }
+
+  static std::size_t default_max_connections() {
+    rlimit lim{};
+    if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return 512;
+    return std::clamp<std::size_t>(static_cast<std::size_t>(lim.rlim_cur) / 8, 16, 512);
   }
 
   void bind(const tcp::endpoint& ep) {
@@ -332,6 +380,7 @@ HttpServer::HttpServer(HttpServerOptions options, Handler handler) : impl_(std::
       std::chrono::duration<double>(options.idle_timeout > 0 ? options.idle_timeout : 10.0));
   shared->name = options.name;
   impl_->shared = std::move(shared);
+  impl_->max_connections = options.max_connections > 0 ? options.max_connections : Impl::default_max_connections();
 
   tcp::endpoint ep;
   try {
@@ -383,6 +432,8 @@ HttpServer::HttpServer(HttpServerOptions options, Handler handler) : impl_(std::
 HttpServer::~HttpServer() { stop(); }
 
 int HttpServer::port() const { return port_; }
+
+std::size_t HttpServer::max_connections() const { return impl_ ? impl_->max_connections : 0; }
 
 const std::string& HttpServer::url() const { return url_; }
 

@@ -49,6 +49,12 @@ struct HttpServerOptions {
    *  as Dask's dashboard does: two clusters on one machine both come up. */
   bool fallback_to_free_port = true;
   double idle_timeout = 10;   ///< seconds a connection may stay silent (or half-sent) before it is closed
+  /** Connections served at once; one more is answered 503 and closed at accept, so idle browsers
+   *  or a flood cannot take the descriptors the cluster's own listener needs. 0: one eighth of
+   *  the process's descriptor limit (RLIMIT_NOFILE), at least 16 and at most 512; the cluster
+   *  listener's default cap is three quarters (CommOptions::max_connections), which leaves an
+   *  eighth for files, spill and outgoing connections. */
+  std::size_t max_connections = 0;
   std::string name = "http";  ///< in log messages: "scheduler dashboard"
 };
 
@@ -72,6 +78,8 @@ class HttpServer {
   int port() const;
   /** @brief "http://127.0.0.1:8787"; a wildcard host (0.0.0.0, ::) is shown as loopback, which reaches it. */
   const std::string& url() const;
+  /** @brief The connection cap in effect (HttpServerOptions::max_connections, or its default). */
+  std::size_t max_connections() const;
   /** @brief Stops listening, drops every connection and joins the thread. Idempotent. */
   void stop();
 
