@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -114,6 +115,46 @@ int main(int argc, char** argv) {
   for (const auto& [name, m] : real_messages()) {
     write("preamble", name, on_the_wire(m));
     write("message", name, comm::encode_header(m));
+  }
+
+  // Events for the state machines (fuzz/state_events_fuzz.cpp): the first byte picks the path.
+  namespace dw = distributed::wire;
+  auto events = [](std::uint8_t pick, const comm::Message& m) {
+    return std::string(1, static_cast<char>(pick)) + comm::encode_header(m);
+  };
+  {
+    Task x{"x-1", "tessera.add", {Value(iota_block(2))}, {}};
+    Task y{"y-1", "tessera.sum", {KeyRef{"x-1"}, KeyRef{"x-0"}}, {}};
+    Task gpu{"z-1", "tessera.add", {KeyRef{"y-1"}}, {}};
+    gpu.annotations.resources = {{"GPU", 1.0}};
+    gpu.annotations.target = Target::Device;
+    distributed::UpdateGraph u;
+    u.client = "client-3f9a1c2e";
+    u.tasks = {x, y, gpu};
+    u.keys = {"z-1"};
+    u.order = {{"x-1", 0}, {"y-1", 1}, {"z-1", 2}};
+    std::vector<dw::ClientToScheduler> graph{u};
+    write("state_events", "client_update_graph", events(0, dw::batch_message(dw::kClientEvents, graph)));
+    std::vector<dw::ClientToScheduler> release{distributed::ReleaseKeys{"client-3f9a1c2e", {"x-0", "z-1"}}, u};
+    write("state_events", "client_release_then_graph", events(0, dw::batch_message(dw::kClientEvents, release)));
+
+    distributed::TaskFinished done;
+    done.worker = "tcp://127.0.0.1:40001";
+    done.key = "x-0";
+    done.nbytes = 800;
+    done.type = "Block";
+    distributed::TaskErred erred{"tcp://127.0.0.1:40001", "x-0", "ValueError: no", ""};
+    std::vector<dw::WorkerToScheduler> from_worker{done, erred};
+    write("state_events", "worker_finished_erred", events(1, dw::batch_message(dw::kWorkerEvents, from_worker)));
+
+    distributed::ComputeTask compute;
+    compute.worker = "tcp://127.0.0.1:40001";
+    compute.key = "y-1";
+    compute.task = std::make_shared<const Task>(y);
+    compute.priority = {0, 1, 1};
+    compute.who_has = {distributed::WhoHas{"x-1", {"tcp://127.0.0.1:40002"}, 16}};
+    std::vector<dw::SchedulerToWorker> to_worker{compute, distributed::FreeKeys{"tcp://127.0.0.1:40001", {"q"}}};
+    write("state_events", "worker_compute_free", events(2, dw::batch_message(dw::kSchedulerEvents, to_worker)));
   }
 
   // A client's hello and its proof to the listener of fuzz/handshake_fuzz.cpp (same token).

@@ -35,7 +35,7 @@ if [[ "${TESSERA_FUZZ_CORPUS:-0}" == "1" ]]; then
 fi
 
 TARGETS=("$@")
-[[ ${#TARGETS[@]} -eq 0 ]] && TARGETS=(preamble handshake message object scheduler_file cli_values)
+[[ ${#TARGETS[@]} -eq 0 ]] && TARGETS=(preamble handshake message object scheduler_file cli_values state_events)
 mkdir -p "$FUZZ_DIR/artifacts"
 failed=()
 for t in "${TARGETS[@]}"; do
