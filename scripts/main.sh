@@ -14,6 +14,7 @@
 #                   them; without a GPU it says so (the seed workload ran on host memory)
 #
 # Environment: TESSERA_BUILD_DIR (default build), TESSERA_JOBS, TESSERA_SKIP_SETUP=1,
+# TESSERA_UNITY_BUILD (default ON; see scripts/test.sh),
 # TESSERA_SKIP_BUILD=1 (run what TESSERA_BUILD_DIR holds: the GPU suite runs this script on the
 # GPU machine over the unpacked bundle, which has the build tree's layout).
 set -euo pipefail
@@ -148,7 +149,9 @@ else
     [[ "$(gpu_count)" -gt 0 ]] && TESSERA_BUILD_TARGETS="tessera_main_job_gpu"
   fi
   [[ "$TESSERA_BUILD_TARGETS" == "all" ]] && TESSERA_BUILD_TARGETS=""
-  TESSERA_BUILD_TARGETS="$TESSERA_BUILD_TARGETS" bash scripts/build.sh "$@"
+  # In batches, as scripts/test.sh builds (the same build folder, so the two never rebuild each
+  # other's objects); TESSERA_UNITY_BUILD=OFF for file-by-file builds while editing.
+  TESSERA_BUILD_TARGETS="$TESSERA_BUILD_TARGETS" bash scripts/build.sh -DTESSERA_UNITY_BUILD="${TESSERA_UNITY_BUILD:-ON}" "$@"
 fi
 main_start=$SECONDS
 run_local

@@ -61,7 +61,7 @@ Value apply_along_axis_op(const OpContext& ctx, std::span<const Value> args) {
   return Value(std::move(out));
 }
 
-const bool registered = [] {
+const bool apply_along_axis_registered = [] {
   register_op(kApplyAlongAxisOp, apply_along_axis_op);
   return true;
 }();

@@ -190,7 +190,7 @@ Value reduce_combine(const OpContext&, std::span<const Value> args) {
   return Value(std::move(out));
 }
 
-const bool registered = [] {
+const bool array_ops_registered = [] {
   register_op(kBlockwiseOp, blockwise);
   register_op(kCombineOp, reduce_combine);
   register_op(kAssembleOp, assemble);

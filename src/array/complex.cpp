@@ -144,7 +144,7 @@ Value complex_op(const OpContext&, std::span<const Value> args) {
   return Value(complex_out ? complex_block(z, shape, p.out) : real_block(std::move(r), shape, p.out));
 }
 
-const bool registered = [] {
+const bool complex_registered = [] {
   register_op(kComplexOp, complex_op);
   return true;
 }();

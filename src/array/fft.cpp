@@ -82,7 +82,7 @@ Value fft_op(const OpContext&, std::span<const Value> args) {
   return Value(p.out == DType::Float64 ? out : out.astype(p.out));
 }
 
-const bool registered = [] {
+const bool fft_registered = [] {
   register_op(kFftOp, fft_op);
   return true;
 }();

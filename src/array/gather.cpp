@@ -465,7 +465,7 @@ Value variant(const OpContext& ctx, std::span<const Value> args) {
   return F(ctx, args, D);
 }
 
-const bool registered = [] {
+const bool gather_registered = [] {
   register_op(kGatherOp, variant<gather, false>);
   register_device_op(kGatherOp, variant<gather, true>);
   register_op(kMaskSelectOp, variant<mask_select, false>);

@@ -57,7 +57,7 @@ Value generate_rows_op(const OpContext&, std::span<const Value> args) {
   return Value(std::move(out));
 }
 
-const bool registered = [] {
+const bool generated_take_registered = [] {
   register_op(kGenerateRowsOp, generate_rows_op);
   return true;
 }();

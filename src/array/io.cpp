@@ -144,7 +144,7 @@ Value write_raw(const OpContext&, std::span<const Value> args) {
   return Value(Block::scalar<std::int64_t>(b.size()));
 }
 
-const bool registered = [] {
+const bool io_registered = [] {
   register_op(kReadRawOp, read_raw);
   register_op(kWriteRawOp, write_raw);
   return true;

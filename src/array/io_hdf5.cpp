@@ -214,7 +214,7 @@ Value write_hdf5(const OpContext&, std::span<const Value> args) {
   return Value(Block::scalar<std::int64_t>(b.size()));
 }
 
-const bool registered = [] {
+const bool io_hdf5_registered = [] {
   register_op(kReadHdf5Op, read_hdf5);
   register_op(kWriteHdf5Op, write_hdf5);
   return true;

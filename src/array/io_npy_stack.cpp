@@ -62,7 +62,7 @@ Value write_chunk(const OpContext&, std::span<const Value> args) {
   return Value(Block::scalar<std::int64_t>(args[1].block().size()));
 }
 
-const bool registered = [] {
+const bool io_npy_stack_registered = [] {
   register_op(kReadStackOp, read_chunk);
   register_op(kWriteStackOp, write_chunk);
   return true;

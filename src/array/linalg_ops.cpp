@@ -333,7 +333,7 @@ Value zeros_op(const OpContext&, std::span<const Value> args) {
   return Value(zeros_block(p.dtype, p.shape));
 }
 
-const bool registered = [] {
+const bool linalg_ops_registered = [] {
   register_op(kContractOp, contract_op);
   register_op(kAddOp, add_op);
   register_op(kQrOp, qr_op);

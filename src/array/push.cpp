@@ -129,7 +129,7 @@ Value push_fill_op(const OpContext&, std::span<const Value> args) {
   return Value(std::move(out));
 }
 
-const bool registered = [] {
+const bool push_registered = [] {
   register_op(kPushCarryOp, push_carry_op);
   register_op(kPushChainOp, push_chain_op);
   register_op(kPushFillOp, push_fill_op);

@@ -27,6 +27,25 @@
 #endif
 
 namespace tessera::detail::rng {
+// The C library's functions (<math.h>, which device code has too), never tessera's Array
+// functions of the same names (tessera::sqrt, tessera::log, ...), which unqualified lookup from
+// inside namespace tessera would find first wherever an array header came before this one (a
+// unity batch, say).
+using ::acos;
+using ::ceil;
+using ::cos;
+using ::exp;
+using ::exp2;
+using ::expm1;
+using ::fabs;
+using ::floor;
+using ::fmod;
+using ::lgamma;
+using ::log;
+using ::log1p;
+using ::pow;
+using ::sin;
+using ::sqrt;
 // Internal linkage, as element_semantics.hpp, for the same reason: translation units built with
 // different flags must not share an out-of-line copy.
 namespace {

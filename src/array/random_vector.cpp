@@ -90,7 +90,7 @@ Value random_rows_op(const OpContext&, std::span<const Value> args) {
   return Value(std::move(out));
 }
 
-const bool registered = [] {
+const bool random_vector_registered = [] {
   register_op(kRandomRowsOp, random_rows_op);
   return true;
 }();

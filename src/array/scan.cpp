@@ -213,7 +213,7 @@ Value scan_generated_op(const OpContext&, std::span<const Value> args) {
   return Value(std::move(out));
 }
 
-const bool registered = [] {
+const bool scan_registered = [] {
   register_op(kScanOp, scan_op);
   register_op(kScanGeneratedOp, scan_generated_op);
   return true;

@@ -320,7 +320,7 @@ Value unique_op(const OpContext&, std::span<const Value> args) {
   return merge(std::int64_t{});
 }
 
-const bool registered = [] {
+const bool sort_registered = [] {
   register_op(kSortOp, sort_op);
   register_op(kTopkOp, topk_op);
   register_op(kSearchsortedOp, searchsorted_op);

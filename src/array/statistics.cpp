@@ -247,7 +247,7 @@ std::optional<Array> count_generated(const Array& x, const CountGeneratedParams&
                    std::vector<std::vector<ChunkRead>>(n), name);
 }
 
-const bool registered = [] {
+const bool statistics_registered = [] {
   register_op(kQuantileOp, quantile_op);
   register_op(kHistogramOp, histogram_op);
   register_op(kBincountOp, bincount_op);

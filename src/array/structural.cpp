@@ -475,7 +475,7 @@ Value matmul_op(const OpContext&, std::span<const Value> args) {
   return Value(std::move(c));
 }
 
-const bool registered = [] {
+const bool structural_registered = [] {
   register_op(kReshapeOp, reshape_op);
   register_device_op(kReshapeOp, reshape_op);  // metadata only: valid for device blocks too
   register_op(kMatmulOp, matmul_op);

@@ -156,7 +156,7 @@ Value blockwise_unknown(const OpContext& ctx, std::span<const Value> args, bool 
   return Value(to_device(blockwise.host(ctx, call).block(), device, stream));
 }
 
-const bool registered = [] {
+const bool unknown_chunks_registered = [] {
   register_op(kUnknownBlockwiseOp, [](const OpContext& c, std::span<const Value> a) { return blockwise_unknown(c, a, false); });
   register_device_op(kUnknownBlockwiseOp, [](const OpContext& c, std::span<const Value> a) { return blockwise_unknown(c, a, true); });
   return true;

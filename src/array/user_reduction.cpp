@@ -49,7 +49,7 @@ Value concatenate_blocks_op(const OpContext&, std::span<const Value> args) {
   return Value(std::move(out));
 }
 
-const bool registered = [] {
+const bool user_reduction_registered = [] {
   register_op(kConcatenateBlocksOp, concatenate_blocks_op);
   return true;
 }();

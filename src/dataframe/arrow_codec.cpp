@@ -141,7 +141,7 @@ Native decode_table(const std::string& header, std::vector<std::shared_ptr<tesse
   return table_value(std::move(table)).native();
 }
 
-const bool registered = [] {
+const bool arrow_codec_registered = [] {
   register_native_codec(kArrowTableType, NativeCodec{encode_table, decode_table});
   return true;
 }();

@@ -155,7 +155,7 @@ Value read_piece(const OpContext&, std::span<const Value> args) {
   return table_value(*table);
 }
 
-const bool registered = [] {
+const bool csv_registered = [] {
   register_op(kOpReadCsv, read_piece);
   return true;
 }();

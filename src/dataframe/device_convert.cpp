@@ -311,7 +311,7 @@ Value to_host_op(const OpContext&, std::span<const Value> args) {
   return table_value(table_from_frame(*static_cast<const DeviceFrame*>(v.native().object.get())));
 }
 
-const bool registered = [] {
+const bool device_convert_registered = [] {
   register_native_codec(kDeviceFrameType, NativeCodec{encode_frame, decode_frame});
   register_device_op(kOpToDevice, to_device_op);
   register_op(kOpToHost, to_host_op);

@@ -120,7 +120,7 @@ Value groupby_combine_device(const OpContext& ctx, std::span<const Value> args) 
   }, "groupby");
 }
 
-const bool registered = [] {
+const bool device_ops_registered = [] {
   register_device_op(kOpMap, map_device);
   register_device_op(kOpGroupbyPartial, groupby_partial_device);
   register_device_op(kOpGroupbyCombine, groupby_combine_device);

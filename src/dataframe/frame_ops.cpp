@@ -163,7 +163,7 @@ Value head_op(const OpContext&, std::span<const Value> args) {
   return table_value(unwrap(arrow::ConcatenateTables(parts), "head"));
 }
 
-const bool registered = [] {
+const bool frame_ops_registered = [] {
   register_op(kOpMap, map_op);
   register_op(kOpMapPartitions, map_partitions_op);
   register_op(kOpGroupbyPartial, groupby_partial_op);

@@ -72,7 +72,7 @@ Value write_piece(const OpContext&, std::span<const Value> args) {
   return Value(Block::scalar<std::int64_t>(table->num_rows()));
 }
 
-const bool registered = [] {
+const bool parquet_registered = [] {
   register_op(kOpReadParquet, read_piece);
   register_op(kOpWriteParquet, write_piece);
   return true;

@@ -126,7 +126,7 @@ Value combine_op(const OpContext&, std::span<const Value> args) {
   return table_value(arrow::Table::Make(arrow::schema(fields), arrays, static_cast<std::int64_t>(p.q.size())));
 }
 
-const bool registered = [] {
+const bool quantiles_registered = [] {
   register_op(kOpQuantilePartial, partial_op);
   register_op(kOpQuantileCombine, combine_op);
   return true;

@@ -111,7 +111,7 @@ Value make_piece(const OpContext&, std::span<const Value> args) {
   return table_value(arrow::Table::Make(arrow::schema(fields), arrays, p.rows));
 }
 
-const bool registered = [] {
+const bool timeseries_registered = [] {
   register_op(kOpTimeseries, make_piece);
   return true;
 }();

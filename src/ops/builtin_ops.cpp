@@ -72,7 +72,7 @@ Value fused_op(const OpContext& ctx, std::span<const Value> args) {
   return std::move(env.back());
 }
 
-const bool registered = [] {
+const bool builtin_ops_registered = [] {
   register_op("tessera.identity", identity_op);
   register_op(kFusedOp, fused_op);
   // Both only pass values along (or run other ops with the same context), so the same code is

@@ -62,7 +62,7 @@ Value bw_dot_blocks(const OpContext&, std::span<const Value> args) {
   }
   return Value(std::move(out));
 }
-const bool registered = [] {
+const bool blockwise_test_registered = [] {
   register_op("tessera_test.blockwise.dot_blocks", bw_dot_blocks);
   return true;
 }();

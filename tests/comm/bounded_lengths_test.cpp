@@ -73,9 +73,9 @@ std::string header_claiming_block(std::int64_t n) {
 }
 
 // A raw socket that has said hello (no token), then sends what it is given.
-class RawPeer : public tessera_test::RawSocket {
+class RawPeer : public tessera_test::LoopbackSocket {
  public:
-  explicit RawPeer(int port) : RawSocket(port) {
+  explicit RawPeer(int port) : LoopbackSocket(port) {
     wire::Hello h;
     h.nonce = wire::make_nonce();
     h.name = "raw";

@@ -28,7 +28,7 @@ using namespace tessera_comm_test;
 
 namespace {
 
-using tessera_test::RawSocket;
+using tessera_test::LoopbackSocket;
 
 
 std::vector<std::uint8_t> good_hello() {
@@ -167,7 +167,7 @@ TEST(CommTcp, GarbageBytesCloseThatConnectionOnly) {
   EchoServer server("tcp://127.0.0.1:0");
   auto before = connect(server.address());  // an existing good connection must survive
   {
-    RawSocket raw(server.port());
+    LoopbackSocket raw(server.port());
     std::mt19937 rng(7);
     std::vector<std::uint8_t> junk(4096);
     for (auto& b : junk) b = static_cast<std::uint8_t>(rng());
@@ -185,7 +185,7 @@ TEST(CommTcp, GarbageBytesCloseThatConnectionOnly) {
 
 TEST(CommTcp, GarbageAfterHandshakeIsAProtocolError) {
   EchoServer server("tcp://127.0.0.1:0");
-  RawSocket raw(server.port());
+  LoopbackSocket raw(server.port());
   raw.write(good_hello());
   std::vector<std::uint8_t> junk(64, 0xAB);
   raw.write(junk);
@@ -200,7 +200,7 @@ TEST(CommTcp, OversizedDeclaredLengthsCloseTheConnection) {
   opts.max_frame_bytes = 1 << 20;
   EchoServer server("tcp://127.0.0.1:0", opts);
   {
-    RawSocket raw(server.port());
+    LoopbackSocket raw(server.port());
     raw.write(good_hello());
     raw.write(wire::encode_preamble(std::uint64_t{1} << 40, {}));  // a 1 TiB header
     EXPECT_TRUE(raw.wait_closed(1500ms));
@@ -208,7 +208,7 @@ TEST(CommTcp, OversizedDeclaredLengthsCloseTheConnection) {
   const auto why = server.wait_close();
   EXPECT_NE(why.find("header of 1099511627776 bytes exceeds the limit"), std::string::npos) << why;
   {
-    RawSocket raw(server.port());
+    LoopbackSocket raw(server.port());
     raw.write(good_hello());
     raw.write(wire::encode_preamble(10, {16, std::uint64_t{2} << 20}));  // frame over 1 MiB
     EXPECT_TRUE(raw.wait_closed(1500ms));
@@ -228,7 +228,7 @@ TEST(CommTcp, OversizedDeclaredLengthsCloseTheConnection) {
 TEST(CommTcp, PeerClosingMidMessageGivesACleanError) {
   EchoServer server("tcp://127.0.0.1:0");
   {
-    RawSocket raw(server.port());
+    LoopbackSocket raw(server.port());
     raw.write(good_hello());
     raw.write(wire::encode_preamble(0, {1 << 20}));
     std::vector<std::uint8_t> part(1000, 1);
@@ -276,7 +276,7 @@ TEST(CommTcp, SilentPeerTimesOutTheHandshake) {
   CommOptions opts;
   opts.handshake_timeout = 100ms;
   EchoServer server("tcp://127.0.0.1:0", opts);
-  RawSocket raw(server.port());  // connects, never says hello
+  LoopbackSocket raw(server.port());  // connects, never says hello
   EXPECT_TRUE(raw.wait_closed(1500ms));
   EXPECT_NE(server.wait_refusal().find("no handshake"), std::string::npos);
 }

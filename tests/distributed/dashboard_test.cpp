@@ -331,14 +331,6 @@ struct Binaries {
   }
 };
 
-// The dashboard's port from the scheduler file ("services": {"dashboard": port}, as Dask's).
-int dashboard_port_from(const std::string& sfile) {
-  tessera::distributed::read_scheduler_file(sfile, 10);  // waits for it
-  auto j = nlohmann::json::parse(tessera_test::read_text(sfile));
-  if (!j.contains("services")) return 0;
-  return j["services"]["dashboard"].get<int>();
-}
-
 TEST(DashboardCluster, MetricsAndApiOfASchedulerWithTwoWorkerProcesses) {
   Binaries bins;
   if (!bins.found) GTEST_SKIP() << "tessera-scheduler / tessera-worker not built next to the tests";
@@ -355,7 +347,7 @@ TEST(DashboardCluster, MetricsAndApiOfASchedulerWithTwoWorkerProcesses) {
                   "--name", "dw-" + std::to_string(i), "--death-timeout", "10", "--log-level", "warning",
                   "--dashboard-address", ":0"},
                  child_env());
-    const int port = dashboard_port_from(sfile);
+    const int port = tessera_test::dashboard_port_from(sfile);
     ASSERT_GT(port, 0) << tessera_test::read_text(sfile);
     auto client = Client::from_scheduler_file(sfile, client_options(token));
     ASSERT_TRUE(client->wait_for_workers(2, 10s));
@@ -473,10 +465,10 @@ TEST(DashboardCluster, SchedulerBinaryServesByDefaultAndNotWithNoDashboard) {
   kids.spawn({bins.scheduler, "--port", "0", "--scheduler-file", on, "--log-level", "error"}, child_env());
   kids.spawn({bins.scheduler, "--port", "0", "--scheduler-file", off, "--log-level", "error", "--no-dashboard"},
              child_env());
-  const int port = dashboard_port_from(on);
+  const int port = tessera_test::dashboard_port_from(on);
   ASSERT_GT(port, 0);
   EXPECT_EQ(http_get(port, "/health").body, "ok");
-  EXPECT_EQ(dashboard_port_from(off), 0) << tessera_test::read_text(off);
+  EXPECT_EQ(tessera_test::dashboard_port_from(off), 0) << tessera_test::read_text(off);
 }
 
 }  // namespace

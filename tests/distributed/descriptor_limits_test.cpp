@@ -63,12 +63,6 @@ pid_t spawn_limited_scheduler(Children& kids, const std::string& ulimit_args, co
                     tessera_test::child_env());
 }
 
-int dashboard_port_from(const std::string& sfile) {
-  tessera::distributed::read_scheduler_file(sfile, 10);  // waits for it
-  auto j = nlohmann::json::parse(tessera_test::read_text(sfile));
-  return j.contains("services") ? j["services"]["dashboard"].get<int>() : 0;
-}
-
 int connect_loopback(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
@@ -97,7 +91,7 @@ TEST(DescriptorLimits, IdleDashboardConnectionsLeaveTheClusterListenerItsDescrip
   const std::string sfile = (dir.path() / "s.json").string(), token = "descriptor-token";
   Children kids;
   pid_t sched = spawn_limited_scheduler(kids, "-n 1024", sfile, token);
-  const int port = dashboard_port_from(sfile);
+  const int port = tessera_test::dashboard_port_from(sfile);
   ASSERT_GT(port, 0) << tessera_test::read_text(sfile);
 
   std::vector<int> idle;
@@ -143,7 +137,7 @@ TEST(DescriptorLimits, ServersRaiseTheirSoftLimitToTheHardOne) {
   const std::string sfile = (dir.path() / "s.json").string(), token = "descriptor-token";
   Children kids;
   pid_t sched = spawn_limited_scheduler(kids, "-S -n 256", sfile, token);
-  ASSERT_GT(dashboard_port_from(sfile), 0);  // started: past its main's first steps
+  ASSERT_GT(tessera_test::dashboard_port_from(sfile), 0);  // started: past its main's first steps
   auto [soft, hard] = open_file_limits(sched);
   EXPECT_GT(soft, 256) << "the soft limit was left at what the shell set";
   EXPECT_EQ(soft, hard);

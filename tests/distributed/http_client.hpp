@@ -5,7 +5,10 @@
 #include <stdexcept>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "cluster_fixture.hpp"
+#include "distributed/scheduler_file.hpp"
 
 namespace tessera_test {
 
@@ -52,6 +55,15 @@ inline Reply http_exchange(int port, const std::string& bytes) {
 
 inline Reply http_get(int port, const std::string& path, const std::string& method = "GET") {
   return http_exchange(port, method + " " + path + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+}
+
+// The dashboard's port from a scheduler file ("services": {"dashboard": port}, as Dask's); 0 when
+// it has none. Waits up to 10 s for the file.
+inline int dashboard_port_from(const std::string& sfile) {
+  tessera::distributed::read_scheduler_file(sfile, 10);
+  auto j = nlohmann::json::parse(read_text(sfile));
+  if (!j.contains("services")) return 0;
+  return j["services"]["dashboard"].get<int>();
 }
 
 }  // namespace tessera_test

@@ -14,6 +14,7 @@
 
 #include "chromium_cdp.hpp"
 #include "cluster_fixture.hpp"
+#include "http_client.hpp"
 #include "tessera/tessera.hpp"
 
 namespace {
@@ -51,12 +52,6 @@ std::size_t kill_leftovers(const std::filesystem::path& profile) {
   return left.size();
 }
 
-int dashboard_port_from(const std::string& sfile) {
-  read_scheduler_file(sfile, 10);
-  auto j = nlohmann::json::parse(tessera_test::read_text(sfile));
-  return j.contains("services") ? j["services"]["dashboard"].get<int>() : 0;
-}
-
 TEST(StatusPage, ChromiumShowsBothWorkersAndTheTaskStream) {
   const std::string chromium = find_chromium();
   if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (Debian package chromium; scripts/setup.sh)";
@@ -76,7 +71,7 @@ TEST(StatusPage, ChromiumShowsBothWorkersAndTheTaskStream) {
     kids.spawn({worker, "--scheduler-file", sfile, "--nthreads", "2", "--name", "page-" + std::to_string(i),
                 "--death-timeout", "10", "--log-level", "warning"},
                child_env());
-  const int port = dashboard_port_from(sfile);
+  const int port = tessera_test::dashboard_port_from(sfile);
   ASSERT_GT(port, 0);
   auto client = Client::from_scheduler_file(sfile, tessera_test::client_options());
   ASSERT_TRUE(client->wait_for_workers(2, 10s));
@@ -168,7 +163,7 @@ TEST(StatusPage, StaysResponsiveWith100000TasksInFlight) {
     kids.spawn({worker, "--scheduler-file", sfile, "--nthreads", "1", "--name", "busy-" + std::to_string(i),
                 "--death-timeout", "30", "--log-level", "warning"},
                child_env());
-  const int port = dashboard_port_from(sfile);
+  const int port = tessera_test::dashboard_port_from(sfile);
   ASSERT_GT(port, 0);
   auto client = Client::from_scheduler_file(sfile, tessera_test::client_options("", 30));
   ASSERT_TRUE(client->wait_for_workers(2, 10s));

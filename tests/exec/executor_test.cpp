@@ -24,7 +24,7 @@ std::vector<Key> g_log;
 
 Value scalar(double v) { return Value(Block::scalar(v)); }
 
-const bool registered = [] {
+const bool executor_test_registered = [] {
   // Scalars: a linear combination, so sync and threaded runs must agree bit for bit.
   register_op("gtest.exec.lin", [](const OpContext&, std::span<const Value> args) {
     double s = 0;

@@ -22,7 +22,7 @@ using namespace tessera;
 
 namespace {
 
-const bool registered = [] {
+const bool progress_test_registered = [] {
   register_op("gtest.progress.nap", [](const OpContext&, std::span<const Value>) {
     std::this_thread::sleep_for(std::chrono::milliseconds(15));
     return Value(Block::scalar(1.0));

@@ -1,5 +1,7 @@
 #pragma once
-// Test support: a plain POSIX socket to 127.0.0.1, for sending what no Tessera peer would.
+// Test support: a plain POSIX socket to 127.0.0.1, for sending what no Tessera peer would (not
+// cluster_fixture.hpp's RawSocket, a different class: one name for two would break the one
+// definition rule in the one test binary).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -14,9 +16,9 @@
 
 namespace tessera_test {
 
-class RawSocket {
+class LoopbackSocket {
  public:
-  explicit RawSocket(int port) {
+  explicit LoopbackSocket(int port) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -24,7 +26,7 @@ class RawSocket {
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("raw connect failed");
   }
-  ~RawSocket() { ::close(fd_); }
+  ~LoopbackSocket() { ::close(fd_); }
   void write(const void* p, std::size_t n) {
     const char* c = static_cast<const char*>(p);
     while (n > 0) {
