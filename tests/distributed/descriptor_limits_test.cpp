@@ -139,8 +139,26 @@ TEST(DescriptorLimits, ServersRaiseTheirSoftLimitToTheHardOne) {
   pid_t sched = spawn_limited_scheduler(kids, "-S -n 256", sfile, token);
   ASSERT_GT(tessera_test::dashboard_port_from(sfile), 0);  // started: past its main's first steps
   auto [soft, hard] = open_file_limits(sched);
-  EXPECT_GT(soft, 256) << "the soft limit was left at what the shell set";
+  EXPECT_GT(soft, 256) << "the scheduler's soft limit was left at what the shell set";
   EXPECT_EQ(soft, hard);
+
+  // A worker under its nanny (the default): both processes raise theirs.
+  const std::string worker = (tessera_test::build_bin_dir() / "tessera-worker").string();
+  pid_t nanny = kids.spawn({"/bin/sh", "-c", "ulimit -S -n 256 && exec \"$0\" \"$@\"", worker, "--scheduler-file", sfile,
+                            "--token", token, "--nthreads", "1", "--memory-limit", "0", "--log-level", "warning"},
+                           tessera_test::child_env());
+  auto client = tessera::distributed::Client::from_scheduler_file(sfile, tessera_test::client_options(token, 10));
+  ASSERT_TRUE(client->wait_for_workers(1, std::chrono::seconds(20)));
+  const int worker_pid = client->scheduler_info().workers.at(0).pid;
+  EXPECT_NE(worker_pid, nanny) << "expected the worker to run under its nanny";
+  for (pid_t p : {nanny, static_cast<pid_t>(worker_pid)}) {
+    auto [s, h] = open_file_limits(p);
+    EXPECT_GT(s, 256) << "pid " << p << ": the soft limit was left at what the shell set";
+    EXPECT_EQ(s, h) << "pid " << p;
+  }
+  client->close();
+  ::kill(nanny, SIGTERM);
+  tessera_test::expect_exit_zero(kids, nanny, "tessera-worker (nanny)", 15);
   ::kill(sched, SIGTERM);
   tessera_test::expect_exit_zero(kids, sched, "tessera-scheduler");
 }
