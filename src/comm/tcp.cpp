@@ -486,7 +486,7 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
   void read_direct() {
     riov_.clear();
     std::size_t window = kFrameWindow;
-    if (!tls_) {
+    if (!tls_ && tgt_ + 1 < ntargets()) {  // one target left: it is the whole window anyway
       int queued = 0;
       if (::ioctl(fd(), FIONREAD, &queued) == 0 && queued > 0) window += static_cast<std::size_t>(queued);
     }

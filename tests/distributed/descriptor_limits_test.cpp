@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <memory>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -63,20 +64,6 @@ pid_t spawn_limited_scheduler(Children& kids, const std::string& ulimit_args, co
                     tessera_test::child_env());
 }
 
-int connect_loopback(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<std::uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 TEST(DescriptorLimits, IdleDashboardConnectionsLeaveTheClusterListenerItsDescriptors) {
   if (!std::filesystem::exists(scheduler_binary())) GTEST_SKIP() << "tessera-scheduler not built next to the tests";
   // This process holds the 1,100 connections itself.
@@ -94,9 +81,14 @@ TEST(DescriptorLimits, IdleDashboardConnectionsLeaveTheClusterListenerItsDescrip
   const int port = tessera_test::dashboard_port_from(sfile);
   ASSERT_GT(port, 0) << tessera_test::read_text(sfile);
 
-  std::vector<int> idle;
-  for (int i = 0; i < 1100; ++i)
-    if (int fd = connect_loopback(port); fd >= 0) idle.push_back(fd);
+  std::vector<std::unique_ptr<tessera_test::RawSocket>> idle;
+  for (int i = 0; i < 1100; ++i) {
+    try {
+      idle.push_back(std::make_unique<tessera_test::RawSocket>(port));
+    } catch (const std::runtime_error&) {
+      // a refused or failed connect: counted by the size check below
+    }
+  }
   EXPECT_GE(idle.size(), 1000u) << "the kernel queues connections the server has not accepted yet";
   // The scheduler accepts up to its dashboard cap (1024 / 8 = 128) and refuses the rest at once.
   std::this_thread::sleep_for(2s);
@@ -112,7 +104,7 @@ TEST(DescriptorLimits, IdleDashboardConnectionsLeaveTheClusterListenerItsDescrip
   // One more dashboard request while the cap is held: refused with 503, not left hanging.
   EXPECT_EQ(tessera_test::http_get(port, "/health").status, 503);
 
-  for (int fd : idle) ::close(fd);
+  idle.clear();
   EXPECT_TRUE(tessera_test::wait_until(
       [&] {
         try {
