@@ -3,7 +3,7 @@
  * Everything a Tessera user needs: arrays, graphs, executors, the op registry, clusters, and
  * watching them (progress bars, performance reports). Standard headers and Tessera's own only:
  * Beast, prometheus-cpp and nlohmann-json stay in the library's sources. */
-#include "tessera/array/array.hpp"
+#include "tessera/array.hpp"
 #include "tessera/core/block.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/distributed/client.hpp"

@@ -3,6 +3,7 @@
 // (concatenate) or every block along them. Inputs indexed exactly like the output are
 // map_blocks; the rest become explicit tasks (TaskListExpr).
 #include "tessera/array/blockwise.hpp"
+#include "tessera/array.hpp"  // the operations this one is built from
 
 #include <set>
 

@@ -2,6 +2,7 @@
 // (computed in complex128 and rounded to the result dtype on store), reductions through the real
 // and imaginary parts, and the clear DTypeError for what complex values do not support.
 #include "tessera/array/complex.hpp"
+#include "tessera/array.hpp"  // the operations this one is built from
 
 #include <cmath>
 #include <complex>

@@ -1,6 +1,7 @@
 // Ranges, matrices, grids and arrays like another, built from index generators, views and
 // element-wise operations, so that they fuse with their readers and run on host or device.
 #include "tessera/array/creation_more.hpp"
+#include "tessera/array.hpp"  // the operations this one is built from
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,7 @@
 // Element-wise operations: broadcasting, NumPy 2's dtype promotion (with C++ numbers as weak
 // scalars) and the checks NumPy makes, all when the expression is built.
 #include "tessera/array/elementwise.hpp"
+#include "tessera/array.hpp"  // the operations this one is built from
 
 #include <algorithm>
 #include <cstdio>

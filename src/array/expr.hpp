@@ -253,6 +253,9 @@ std::shared_ptr<T> make_expr(ExprKind kind, DType dtype, Shape shape, Chunks chu
   return std::make_shared<T>(kind, dtype, std::move(shape), std::move(chunks), unique_name(prefix));
 }
 
+/** `a` with exactly these chunks (a Rechunk node; `a` itself when it has them already). */
+Array rechunk_to(const Array& a, Chunks chunks);
+
 /** Common refinement of the chunk boundaries of several chunkings of one axis. */
 std::vector<std::int64_t> refine_axis_chunks(const std::vector<std::vector<std::int64_t>>& options);
 

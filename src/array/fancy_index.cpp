@@ -10,6 +10,7 @@
 #include "generated_take.hpp"
 #include "task_list.hpp"
 #include "tessera/array/array.hpp"
+#include "tessera/array.hpp"  // the operations this one is built from
 #include "tessera/core/error.hpp"
 #include "tessera/ops/serialize.hpp"
 

@@ -2,6 +2,7 @@
 // task per chunk. The host op runs Eigen's FFT (KissFFT, any length) in complex128 and rounds to
 // the result dtype; the device op (cuda/fft.cpp) runs cuFFT.
 #include "tessera/array/fft.hpp"
+#include "tessera/array.hpp"  // the operations this one is built from
 
 #include <unsupported/Eigen/FFT>
 

@@ -5,6 +5,7 @@
 // then per output chunk one "contract" task per group of up to 8 contracted chunk pairs and a
 // tree of "add" tasks over the groups (Dask's tensordot sums its partial products the same way).
 #include "tessera/array/linalg.hpp"
+#include "tessera/array.hpp"  // the operations this one is built from
 
 #include <algorithm>
 #include <cctype>

@@ -9,6 +9,7 @@
 #include "array_ops.hpp"
 #include "linalg_tasks.hpp"
 #include "tessera/array/linalg.hpp"
+#include "tessera/array.hpp"  // the operations this one is built from
 #include "tessera/core/error.hpp"
 #include "tessera/ops/serialize.hpp"
 

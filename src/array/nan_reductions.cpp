@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "tessera/array/array.hpp"
+#include "tessera/array.hpp"  // the operations this one is built from
 #include "tessera/core/error.hpp"
 
 namespace tessera {

@@ -1,6 +1,7 @@
 // NumPy's other names, and compositions of existing operations (numpy_names.hpp). Everything
 // here builds expressions from public operations, so it fuses and runs wherever they run.
 #include "tessera/array/numpy_names.hpp"
+#include "tessera/array.hpp"  // the operations this one is built from
 
 #include <algorithm>
 

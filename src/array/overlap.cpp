@@ -3,6 +3,7 @@
 // coordinates through the boundary rule; constant boundaries fill. Trimming is a gather inside
 // one chunk.
 #include "tessera/array/overlap.hpp"
+#include "tessera/array.hpp"  // the operations this one is built from
 
 #include <cstring>
 

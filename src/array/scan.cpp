@@ -2,6 +2,7 @@
 // then the running total of the chunks before it is added, a short sequential chain of one
 // slice per chunk), and diff / ediff1d as views.
 #include "tessera/array/scan.hpp"
+#include "tessera/array.hpp"  // the operations this one is built from
 
 #include <algorithm>
 #include <cstring>

@@ -1,6 +1,7 @@
 // Shape manipulation: views for axis changes and reversals, concatenations of views for rolls,
 // pads, tiles and joins.
 #include "tessera/array/shape.hpp"
+#include "tessera/array.hpp"  // the operations this one is built from
 
 #include <algorithm>
 #include <cstdlib>

@@ -4,6 +4,7 @@
 // counts per chunk summed by the ordinary tree reduction. Host variants of the chunk ops are
 // here; the device variants are in cuda/array_algorithm_ops.cpp.
 #include "tessera/array/statistics.hpp"
+#include "tessera/array.hpp"  // the operations this one is built from
 
 #include <algorithm>
 #include <cmath>

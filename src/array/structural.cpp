@@ -1,20 +1,14 @@
-// Structural operations (rechunk, reshape, concatenate, stack, matmul, map_blocks) and
-// compute/persist: building their expressions and lowering them to tasks.
+// Structural operations (rechunk, reshape, concatenate, stack, map_blocks): building their
+// expressions and lowering them to tasks. matmul is in matmul.cpp, compute and persist in array.cpp.
 #include "tessera/array/structural.hpp"
 
-#include <cblas.h>
-
 #include <algorithm>
-#include <complex>
-#include <cstring>
 #include <numeric>
 #include <unordered_map>
 
 #include "array_ops.hpp"
 #include "expr.hpp"
-#include "wrapping.hpp"
 #include "generator.hpp"
-#include "linalg_tasks.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/ops/registry.hpp"
 #include "tessera/ops/serialize.hpp"
@@ -24,17 +18,13 @@ namespace tessera {
 
 using namespace detail;
 
-namespace {
-
-Array rechunk_to(const Array& a, Chunks chunks) {
+Array detail::rechunk_to(const Array& a, Chunks chunks) {
   if (expr_of(a).chunks == chunks) return a;
   auto e = make_expr<RechunkExpr>(ExprKind::Rechunk, expr_of(a).dtype, expr_of(a).shape, std::move(chunks), "rechunk");
   e->input = a.expr();
   e->target = a.expr()->target;
   return Array(e);
 }
-
-}  // namespace
 
 Array Array::rechunk(const ChunkSpec& chunks) const {
   const Expr& e = expr_of(*this);
@@ -137,77 +127,6 @@ Array stack(const std::vector<Array>& arrays, int axis) {
   return concatenate(expanded, axis);
 }
 
-namespace {
-
-// The product of two 2-d arrays of one numeric dtype: one task per output chunk.
-Array matmul_2d(Array a, Array b, DType t) {
-  if (a.dtype() != t) a = a.astype(t);
-  if (b.dtype() != t) b = b.astype(t);
-  // The contracted axis must be chunked the same way on both sides.
-  const auto k = refine_axis_chunks({a.chunks()[1], b.chunks()[0]});
-  a = rechunk_to(a, {a.chunks()[0], k});
-  b = rechunk_to(b, {k, b.chunks()[1]});
-  auto e = make_expr<MatmulExpr>(ExprKind::Matmul, t, {a.shape()[0], b.shape()[1]}, {a.chunks()[0], b.chunks()[1]}, "matmul");
-  e->a = a.expr();
-  e->b = b.expr();
-  e->target = joint_target_of(std::initializer_list<const Expr*>{e->a.get(), e->b.get()});
-  return Array(e);
-}
-
-}  // namespace
-
-Array matmul(const Array& a_in, const Array& b_in) {
-  require_known_chunks(expr_of(a_in), "matmul");
-  require_known_chunks(expr_of(b_in), "matmul");
-  Array a = a_in, b = b_in;
-  const bool a_vec = a.ndim() == 1, b_vec = b.ndim() == 1;
-  if (a.ndim() == 0 || b.ndim() == 0) throw ShapeError("matmul: operands must be at least 1-d");
-  // NumPy: a vector on the left is a row (1, k), on the right a column (k, 1); the added axis is
-  // dropped from the result.
-  if (a_vec) a = a[{newaxis, all()}];
-  if (b_vec) b = b[{all(), newaxis}];
-  const int na = a.ndim(), nb = b.ndim();
-  if (a.shape()[na - 1] != b.shape()[nb - 2])
-    throw ShapeError("matmul: shapes " + shape_to_string(a_in.shape()) + " and " + shape_to_string(b_in.shape()) +
-                     " are not aligned (" + std::to_string(a.shape()[na - 1]) + " != " +
-                     std::to_string(b.shape()[nb - 2]) + ")");
-  // The batch axes (all but the last two) broadcast.
-  const int nbatch = std::max(na, nb) - 2;
-  Shape batch(nbatch, 1);
-  for (int i = 0; i < nbatch; ++i) {
-    const int ia = i - (nbatch - (na - 2)), ib = i - (nbatch - (nb - 2));
-    const std::int64_t da = ia >= 0 ? a.shape()[ia] : 1, db = ib >= 0 ? b.shape()[ib] : 1;
-    if (da != db && da != 1 && db != 1)
-      throw ShapeError("matmul: batch axes of shapes " + shape_to_string(a_in.shape()) + " and " +
-                       shape_to_string(b_in.shape()) + " cannot be broadcast together");
-    batch[i] = da == 1 ? db : da;
-  }
-  // bool: NumPy's result is bool, any(a_ik and b_kj): the integer product is nonzero exactly then.
-  const bool boolean = a.dtype() == DType::Bool && b.dtype() == DType::Bool;
-  const DType t = boolean ? DType::Int64 : promote_types(a.dtype(), b.dtype());
-  const std::int64_t m = a.shape()[na - 2], p = b.shape()[nb - 1];
-  Array out;
-  if (nbatch == 0) {
-    out = matmul_2d(a, b, t);
-  } else {
-    Shape full_a = batch, full_b = batch, out_shape = batch;
-    full_a.insert(full_a.end(), {m, a.shape()[na - 1]});
-    full_b.insert(full_b.end(), {b.shape()[nb - 2], p});
-    out_shape.insert(out_shape.end(), {m, p});
-    if (shape_size(batch) == 0) out = zeros(out_shape, ChunkSpec{-1}, t);
-    else out = contract(a.broadcast_to(full_a), b.broadcast_to(full_b), nbatch, 1, 1, 1, t);
-  }
-  if (boolean) out = out != 0;
-  const int nd = out.ndim();
-  if (a_vec || b_vec) {  // drop the axes the vectors gained
-    std::vector<Index> ix(nd - 2, Index(all()));
-    ix.emplace_back(a_vec ? Index(0) : Index(all()));
-    ix.emplace_back(b_vec ? Index(0) : Index(all()));
-    out = out[ix];
-  }
-  return out;
-}
-
 Array map_blocks(const std::string& op, const std::vector<Array>& inputs, DType out_dtype, std::optional<Chunks> out_chunks) {
   if (inputs.empty()) throw Error("map_blocks: need at least one input");
   if (!OpRegistry::global().contains(op))
@@ -228,114 +147,6 @@ Array map_blocks(const std::string& op, const std::vector<Array>& inputs, DType 
   e->inputs = std::move(ins);
   e->target = joint_target_of(e->inputs);
   return Array(e);
-}
-
-// ---- compute / persist -----------------------------------------------------------------------
-namespace {
-
-void check_chunk(const Value& v, const Expr& e, const Chunks& chunks, const std::vector<std::int64_t>& cc, const Key& key) {
-  if (!v.is_block()) throw Error("chunk " + key + " holds " + v.describe() + ", not an array block");
-  const Block& b = v.block();
-  Shape want(cc.size());
-  for (std::size_t a = 0; a < cc.size(); ++a) want[a] = chunks[a][cc[a]];
-  if (b.shape() != want || b.dtype() != e.dtype)
-    throw ShapeError("chunk " + key + " is " + std::string(dtype_name(b.dtype())) + " " + shape_to_string(b.shape()) +
-                     ", expected " + std::string(dtype_name(e.dtype)) + " " + shape_to_string(want));
-}
-
-// The chunk keys of an array may repeat (concatenate({x, x}) and tile reuse x's chunks), and
-// a cluster answers each output key once: ask for every key once and hand the values out again.
-struct UniqueKeys {
-  std::vector<Key> keys;           // each once, in first-seen order
-  std::vector<std::size_t> which;  // per chunk: its key's index in keys
-  explicit UniqueKeys(const std::vector<Key>& chunk_keys) {
-    std::unordered_map<Key, std::size_t> seen;
-    for (const auto& k : chunk_keys) {
-      auto [it, fresh] = seen.try_emplace(k, keys.size());
-      if (fresh) keys.push_back(k);
-      which.push_back(it->second);
-    }
-  }
-  template <typename T>
-  std::vector<T> spread(const std::vector<T>& per_key) const {
-    std::vector<T> out;
-    out.reserve(which.size());
-    for (auto i : which) out.push_back(per_key[i]);
-    return out;
-  }
-};
-
-/** The shapes of computed chunks (for chunks of unknown size). */
-std::vector<Shape> chunk_shapes(const std::vector<Value>& values, const std::vector<Key>& keys) {
-  std::vector<Shape> shapes;
-  for (std::size_t f = 0; f < values.size(); ++f) {
-    if (!values[f].is_block()) throw Error("chunk " + keys[f] + " holds " + values[f].describe() + ", not an array block");
-    shapes.push_back(values[f].block().shape());
-  }
-  return shapes;
-}
-
-}  // namespace
-
-Block Array::compute(Executor& executor) const {
-  const Expr& e = expr_of(*this);
-  std::vector<Key> keys;
-  Graph g = graph_for(*this, &executor, &keys);
-  const UniqueKeys unique(keys);
-  const auto values = unique.spread(executor.get(g, unique.keys));
-  const Chunks chunks = resolved_chunks(e, chunk_shapes(values, keys));
-  if (keys.size() == 1) {
-    check_chunk(values[0], e, chunks, std::vector<std::int64_t>(e.shape.size(), 0), keys[0]);
-    return tessera::to_host(values[0].block());
-  }
-  Block out(e.dtype, chunks_shape(chunks));
-  std::vector<std::vector<std::int64_t>> offsets;
-  for (const auto& c : chunks) offsets.push_back(chunk_offsets(c));
-  for (std::size_t f = 0; f < keys.size(); ++f) {
-    const auto cc = chunk_coords(chunks, static_cast<std::int64_t>(f));
-    check_chunk(values[f], e, chunks, cc, keys[f]);
-    std::vector<std::int64_t> dst(cc.size()), zero(cc.size(), 0);
-    for (std::size_t a = 0; a < cc.size(); ++a) dst[a] = offsets[a][cc[a]];
-    const Block chunk = tessera::to_host(values[f].block());
-    copy_box(chunk, zero, out, dst, chunk.shape());
-  }
-  return out;
-}
-
-Block Array::compute(Executor& executor, Target where) const {
-  Block b = compute(executor);
-  return where == Target::Device ? tessera::to_device(b, 0) : b;
-}
-
-Array Array::persist(Executor& executor) const {
-  const Expr& e = expr_of(*this);
-  std::vector<Key> keys;
-  Graph g = graph_for(*this, &executor, &keys);
-  const UniqueKeys unique(keys);
-  auto kept = executor.keep(g, unique.keys);
-  if (unique.keys.size() != keys.size()) {  // one key per chunk again
-    auto per_chunk = std::make_shared<KeptResults>(*kept);
-    per_chunk->keys = unique.spread(kept->keys);
-    per_chunk->values = [values = kept->values, unique] { return unique.spread(values()); };
-    kept = std::move(per_chunk);
-  }
-  auto s = make_expr<SourceExpr>(ExprKind::Source, e.dtype, e.shape, e.chunks, "persist-" + e.name);
-  // Chunks of unknown size stay unknown where the executor keeps them; values in this process
-  // tell their sizes.
-  s->target = e.target;  // persisted device chunks stay on the device
-  if (executor.holds(*kept)) {
-    // The chunks stay where the executor keeps them (a cluster's workers); graphs it runs later
-    // read them there; other executors fetch them when they lower a graph that needs them.
-    s->kept = std::move(kept);
-    return Array(s);
-  }
-  auto values = kept->values();
-  s->chunks = resolved_chunks(e, chunk_shapes(values, keys));
-  s->shape = chunks_shape(s->chunks);
-  for (std::size_t f = 0; f < keys.size(); ++f)
-    check_chunk(values[f], e, s->chunks, chunk_coords(e.chunks, static_cast<std::int64_t>(f)), keys[f]);
-  s->blocks = std::move(values);
-  return Array(s);
 }
 
 namespace detail {
@@ -376,25 +187,6 @@ void Lowering::lower_reshape(const ReshapeExpr& e, std::vector<Key>& keys) {
   }
 }
 
-void Lowering::lower_matmul(const MatmulExpr& e, std::vector<Key>& keys) {
-  const auto& ak = lower(e.a);
-  const auto& bk = lower(e.b);
-  const std::int64_t ni = static_cast<std::int64_t>(e.a->chunks[0].size());
-  const std::int64_t nk = static_cast<std::int64_t>(e.a->chunks[1].size());
-  const std::int64_t nj = static_cast<std::int64_t>(e.b->chunks[1].size());
-  for (std::int64_t i = 0; i < ni; ++i)
-    for (std::int64_t j = 0; j < nj; ++j) {
-      Task t;
-      t.key = chunk_key(e.name, {i, j});
-      t.op = kMatmulOp;
-      t.args.emplace_back(Value(to_object(nk, "int64")));
-      for (std::int64_t k = 0; k < nk; ++k) t.args.emplace_back(KeyRef{ak[i * nk + k]});
-      for (std::int64_t k = 0; k < nk; ++k) t.args.emplace_back(KeyRef{bk[k * nj + j]});
-      keys.push_back(t.key);
-      add_task(std::move(t));
-    }
-}
-
 void Lowering::lower_map_blocks(const MapBlocksExpr& e, std::vector<Key>& keys) {
   std::vector<const std::vector<Key>*> in;
   for (const auto& i : e.inputs) in.push_back(&lower(i));
@@ -418,70 +210,11 @@ Value reshape_op(const OpContext&, std::span<const Value> args) {
   return Value(args[1].block().reshaped(from_value<Shape>(args[0])));
 }
 
-template <typename T>
-void gemm_acc(const Block& a, const Block& b, Block& c) {
-  const auto m = a.shape()[0], k = a.shape()[1], n = b.shape()[1];
-  if constexpr (std::is_same_v<T, double>) {
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a.data<double>(), std::max<std::int64_t>(k, 1),
-                b.data<double>(), std::max<std::int64_t>(n, 1), 1.0, c.data<double>(), std::max<std::int64_t>(n, 1));
-  } else if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a.data<float>(), std::max<std::int64_t>(k, 1),
-                b.data<float>(), std::max<std::int64_t>(n, 1), 1.0f, c.data<float>(), std::max<std::int64_t>(n, 1));
-  } else if constexpr (std::is_same_v<T, std::complex<double>> || std::is_same_v<T, std::complex<float>>) {
-    const T one(1);
-    const auto gemm = std::is_same_v<T, std::complex<double>> ? cblas_zgemm : cblas_cgemm;
-    gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, &one, a.data<T>(), std::max<std::int64_t>(k, 1),
-         b.data<T>(), std::max<std::int64_t>(n, 1), &one, c.data<T>(), std::max<std::int64_t>(n, 1));
-  } else if constexpr (std::is_same_v<T, float16>) {
-    // float16 is storage only: each output element sums in double and is rounded once per chunk.
-    const float16* A = a.data<float16>();
-    const float16* B = b.data<float16>();
-    float16* C = c.data<float16>();
-    for (std::int64_t i = 0; i < m; ++i)
-      for (std::int64_t j = 0; j < n; ++j) {
-        double acc = static_cast<double>(C[i * n + j]);
-        for (std::int64_t p = 0; p < k; ++p) acc += static_cast<double>(A[i * k + p]) * static_cast<double>(B[p * n + j]);
-        C[i * n + j] = float16(acc);
-      }
-  } else {
-    const T* A = a.data<T>();
-    const T* B = b.data<T>();
-    T* C = c.data<T>();
-    for (std::int64_t i = 0; i < m; ++i)
-      for (std::int64_t p = 0; p < k; ++p) {
-        const T x = A[i * k + p];
-        // Integers wrap as NumPy's do, without signed overflow (wrapping.hpp).
-        for (std::int64_t j = 0; j < n; ++j) C[i * n + j] = wrapping_mul_add<T>(C[i * n + j], x, B[p * n + j]);
-      }
-  }
-}
-
-Value matmul_op(const OpContext&, std::span<const Value> args) {
-  const auto nk = from_value<std::int64_t>(args[0]);
-  if (static_cast<std::int64_t>(args.size()) != 1 + 2 * nk) throw Error("matmul: wrong number of blocks");
-  const Block& a0 = args[1].block();
-  const Block& b0 = args[1 + nk].block();
-  Block c(a0.dtype(), {a0.shape()[0], b0.shape()[1]});
-  std::memset(c.raw(), 0, c.nbytes());
-  for (std::int64_t k = 0; k < nk; ++k) {
-    const Block& a = args[1 + k].block();
-    const Block& b = args[1 + nk + k].block();
-    if (a.shape()[1] != b.shape()[0]) throw ShapeError("matmul: misaligned chunks");
-    dispatch_any_dtype(c.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      if constexpr (!std::is_same_v<T, bool>) gemm_acc<T>(a, b, c);
-    });
-  }
-  return Value(std::move(c));
-}
-
 const bool structural_registered = [] {
   register_op(kReshapeOp, reshape_op);
   register_device_op(kReshapeOp, reshape_op);  // metadata only: valid for device blocks too
-  register_op(kMatmulOp, matmul_op);
   return true;
 }();
-
 }  // namespace
 }  // namespace detail
 }  // namespace tessera

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "tessera/array/array.hpp"
+#include "tessera/array.hpp"
 #include "tessera/core/error.hpp"
 
 namespace tessera_test {

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "tessera/array/array.hpp"
+#include "tessera/array.hpp"
 #include "tessera/array/elementwise.hpp"
 
 namespace tessera_test::elem_cases {

@@ -9,7 +9,7 @@
 
 #include "array/gather.hpp"
 #include "gpu_test_util.hpp"
-#include "tessera/array/array.hpp"
+#include "tessera/array.hpp"
 #include "tessera/ops/registry.hpp"
 
 namespace {

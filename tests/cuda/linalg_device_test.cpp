@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "gpu_test_util.hpp"
-#include "tessera/array/array.hpp"
+#include "tessera/array.hpp"
 
 namespace {
 

@@ -10,6 +10,9 @@
  *     auto x = random::normal(0, 10.0, 1.0, {20000, 20000}, {2000, 2000});
  *     double v = (x + 1)[{step(2), step(2)}].sum().compute().item();
  *
+ * This header is the class alone; tessera/array.hpp gives it with every operation on arrays (one
+ * header per kind under tessera/array/).
+ *
  * Lowering fuses every chain of element-wise operations, slices, transposes and broadcasts
  * into one task per output chunk, pushes slices into generators (only kept elements are
  * drawn), and fuses the first step of a reduction into the same task.
@@ -141,20 +144,3 @@ class Array {
 };
 
 }  // namespace tessera
-
-// The operations on arrays, one header per kind; including array.hpp gives all of them.
-#include "tessera/array/creation.hpp"     // IWYU pragma: export
-#include "tessera/array/complex.hpp"      // IWYU pragma: export
-#include "tessera/array/elementwise.hpp"  // IWYU pragma: export
-#include "tessera/array/io.hpp"           // IWYU pragma: export
-#include "tessera/array/linalg.hpp"       // IWYU pragma: export
-#include "tessera/array/numpy_names.hpp"  // IWYU pragma: export
-#include "tessera/array/random.hpp"       // IWYU pragma: export
-#include "tessera/array/scan.hpp"         // IWYU pragma: export
-#include "tessera/array/sort.hpp"         // IWYU pragma: export
-#include "tessera/array/statistics.hpp"   // IWYU pragma: export
-#include "tessera/array/structural.hpp"   // IWYU pragma: export
-#include "tessera/array/creation_more.hpp"  // IWYU pragma: export
-#include "tessera/array/shape.hpp"          // IWYU pragma: export
-#include "tessera/array/overlap.hpp"      // IWYU pragma: export
-#include "tessera/array/blockwise.hpp"    // IWYU pragma: export

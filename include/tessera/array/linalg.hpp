@@ -25,6 +25,11 @@ Array tensordot(const Array& a, const Array& b, const std::vector<int>& axes_a, 
 /** @brief tensordot over the last n axes of a and the first n of b. */
 Array tensordot(const Array& a, const Array& b, int n = 2);
 /**
+ * @brief NumPy's dot: matmul for vectors and matrices; for n-d operands the sum over the last
+ * axis of a and the second-to-last of b (as tensordot).
+ */
+Array dot(const Array& a, const Array& b);
+/**
  * @brief NumPy's einsum for explicit ("ij,jk->ik") and implicit ("ij,jk") subscripts over any
  * number of operands: repeated subscripts in one operand take diagonals, subscripts missing
  * from the output are summed; pairs of operands contract through tensordot-like batched

@@ -1,6 +1,7 @@
 #pragma once
 /** @file
- * Structural operations: matmul, concatenate, stack, map_blocks (rechunk and reshape are members). */
+ * Structural operations: concatenate, stack, map_blocks (rechunk and reshape are members; matmul
+ * is tessera/array/matmul.hpp, dot tessera/array/linalg.hpp). */
 #include <optional>
 #include <string>
 #include <vector>
@@ -9,17 +10,6 @@
 
 namespace tessera {
 
-/**
- * @brief NumPy's matmul, OpenBLAS on host: 2-d matrices, 1-d vectors (a vector on the left is a
- * row, on the right a column; that axis is dropped from the result), and n-d stacks of
- * matrices whose leading (batch) axes broadcast; bools give a bool result (any a_ik && b_kj).
- */
-Array matmul(const Array& a, const Array& b);
-/**
- * @brief NumPy's dot: matmul for vectors and matrices; for n-d operands the sum over the last
- * axis of a and the second-to-last of b (as tensordot, tessera/array/linalg.hpp).
- */
-Array dot(const Array& a, const Array& b);
 Array concatenate(const std::vector<Array>& arrays, int axis = 0);
 Array stack(const std::vector<Array>& arrays, int axis = 0);
 /**

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "tessera/array/array.hpp"
+#include "tessera/array.hpp"
 
 namespace tessera_conformance {
 
