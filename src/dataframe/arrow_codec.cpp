@@ -14,7 +14,6 @@
 #include <cereal/types/vector.hpp>
 
 #include "arrow_util.hpp"
-#include "device_convert.hpp"
 #include "frame_node.hpp"
 #include "tessera/core/native.hpp"
 
@@ -153,10 +152,7 @@ Value table_value(std::shared_ptr<arrow::Table> table) {
   return Value(Native{kArrowTableType, std::shared_ptr<const void>(std::move(table)), bytes});
 }
 
-std::shared_ptr<arrow::Table> table_of(const Value& value, const std::string& what) {
-  // A device frame given to a host operation (head, sort, a partition function) is read back.
-  if (value.is_native() && value.native().type == kDeviceFrameType)
-    return table_from_frame(*static_cast<const DeviceFrame*>(value.native().object.get()));
+std::shared_ptr<arrow::Table> host_table_of(const Value& value, const std::string& what) {
   if (!value.is_native() || value.native().type != kArrowTableType)
     throw Error(what + ": expected a host partition (arrow.table), got " + value.describe());
   return std::const_pointer_cast<arrow::Table>(std::static_pointer_cast<const arrow::Table>(value.native().object));

@@ -36,8 +36,11 @@ void for_each_batch(const arrow::Table& table, const std::string& what, Fn&& fn)
 
 /** @brief A host partition as a Value (a Native "arrow.table"). */
 Value table_value(std::shared_ptr<arrow::Table> table);
-/** @brief The table a task argument holds; throws Error naming `what` and what it holds otherwise. */
-std::shared_ptr<arrow::Table> table_of(const Value& value, const std::string& what);
+/**
+ * @brief The table a host partition holds; throws Error naming `what` and what it holds otherwise.
+ * table_of (device_convert.hpp) also takes a device frame.
+ */
+std::shared_ptr<arrow::Table> host_table_of(const Value& value, const std::string& what);
 
 /** @brief Task argument i; throws Error when the task has fewer. */
 inline const Value& arg(std::span<const Value> args, std::size_t i) {

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "arrow_util.hpp"
+#include "device_convert.hpp"
 #include "column_expr.hpp"
 #include "device_program.hpp"
 #include "frame_node.hpp"

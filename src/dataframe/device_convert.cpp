@@ -201,6 +201,12 @@ DeviceFrame frame_to_host(const DeviceFrame& frame) {
   return out;
 }
 
+std::shared_ptr<arrow::Table> table_of(const Value& value, const std::string& what) {
+  if (value.is_native() && value.native().type == kDeviceFrameType)
+    return table_from_frame(*static_cast<const DeviceFrame*>(value.native().object.get()));
+  return host_table_of(value, what);
+}
+
 Value frame_value(DeviceFrame f) {
   const auto bytes = frame_bytes(f);
   return Value(Native{kDeviceFrameType, std::make_shared<const DeviceFrame>(std::move(f)), bytes});
@@ -299,7 +305,7 @@ Value to_device_op(const OpContext& ctx, std::span<const Value> args) {
     const auto& f = *static_cast<const DeviceFrame*>(v.native().object.get());
     return frame_value(frame_to_device(f, ctx.device < 0 ? 0 : ctx.device, ctx.stream));
   }
-  return frame_value(frame_to_device(frame_from_table(*table_of(v, "to_device")), ctx.device < 0 ? 0 : ctx.device,
+  return frame_value(frame_to_device(frame_from_table(*host_table_of(v, "to_device")), ctx.device < 0 ? 0 : ctx.device,
                                      ctx.stream));
 }
 

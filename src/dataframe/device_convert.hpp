@@ -19,6 +19,12 @@ namespace tessera::dataframe::detail {
 DeviceFrame frame_from_table(const arrow::Table& table);
 /** @brief The table a device frame holds (its columns copied to host first when on a device). */
 std::shared_ptr<arrow::Table> table_from_frame(const DeviceFrame& frame);
+/**
+ * @brief The table a partition holds, host or device: a device frame given to a host operation
+ * (head, sort, a partition function) is read back. Throws Error naming `what` and what it holds
+ * when it is neither.
+ */
+std::shared_ptr<arrow::Table> table_of(const Value& value, const std::string& what);
 /** @brief The frame with every column in device memory of `device` (copies queued on `stream`). */
 DeviceFrame frame_to_device(const DeviceFrame& frame, int device, void* stream);
 /** @brief The frame with every column in host memory. */

@@ -12,6 +12,7 @@
 #include <cereal/types/vector.hpp>
 
 #include "arrow_util.hpp"
+#include "device_convert.hpp"
 #include "column_expr.hpp"
 #include "frame_node.hpp"
 #include "frame_ops.hpp"

@@ -9,6 +9,7 @@
 #include <cereal/types/vector.hpp>
 
 #include "arrow_util.hpp"
+#include "device_convert.hpp"
 #include "filesystem.hpp"
 #include "frame_node.hpp"
 #include "tessera/dataframe/io.hpp"

@@ -10,6 +10,7 @@
 #include <cereal/types/vector.hpp>
 
 #include "arrow_util.hpp"
+#include "device_convert.hpp"
 #include "frame_node.hpp"
 #include "quantiles.hpp"
 #include "tessera/ops/registry.hpp"
