@@ -13,7 +13,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "tessera/distributed/worker.hpp"
+#include "tessera/distributed/worker_stats.hpp"
 #include "wire.hpp"
 
 namespace tessera::distributed {

@@ -6,8 +6,8 @@
  */
 #include <string>
 
-#include "tessera/distributed/scheduler.hpp"
-#include "tessera/distributed/worker.hpp"
+#include "tessera/distributed/scheduler_options.hpp"
+#include "tessera/distributed/worker_options.hpp"
 
 namespace tessera::distributed {
 
