@@ -1,6 +1,7 @@
 // The scheduler's event handlers, one per SchedulerEvent (stealing's in
 // scheduler_state_stealing.cpp): each updates the records and recommends transitions.
 #include <algorithm>
+#include <limits>
 #include <string_view>
 #include <unordered_set>
 
@@ -308,7 +309,12 @@ void SchedulerStateImpl::on(UpdateGraph& e) {
       auto it = e.order.find(task.key);
       ord = it == e.order.end() ? 0 : it->second;
     }
-    t.priority = Priority{-a.priority, gen, ord};
+    // Higher user priorities run first, so the key holds its negation; INT_MIN has none in an
+    // int, and a client may send it (found by fuzz/state_events_fuzz.cpp): it ranks last, as
+    // INT_MIN + 1 does.
+    const std::int32_t user =
+        a.priority == std::numeric_limits<std::int32_t>::min() ? std::numeric_limits<std::int32_t>::max() : -a.priority;
+    t.priority = Priority{user, gen, ord};
     t.retries = a.retries;
     t.suspicious = 0;
     t.restricted = !a.workers.empty();
