@@ -43,8 +43,15 @@ fi
 WERROR=OFF
 [[ "${CI:-}" == "true" ]] && WERROR=ON
 
-echo "build: configuring $BUILD_DIR ($BUILD_TYPE, warnings as errors: $WERROR)"
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" -DTESSERA_WERROR="$WERROR" "$@"
+# The GPU code's targets: sm_90 machine code plus compute_90 PTX (cmake/TesseraCuda.cmake), unless
+# TESSERA_CUDA_ARCHITECTURES says otherwise (scripts/test.sh asks for PTX alone on a machine without
+# a GPU). Always passed, so that a build folder configured by one script is not left with
+# another's choice.
+CUDA_ARCHS="${TESSERA_CUDA_ARCHITECTURES:-90-real;90-virtual}"
+
+echo "build: configuring $BUILD_DIR ($BUILD_TYPE, warnings as errors: $WERROR, CUDA targets: $CUDA_ARCHS)"
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" -DTESSERA_WERROR="$WERROR" \
+  -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCHS" "$@"
 
 echo "build: ninja -j$JOBS"
 # shellcheck disable=SC2086  # a list of target names
