@@ -31,7 +31,7 @@ struct WorkerOptions {
   std::string local_directory;           ///< spill directory (default: the system temp directory)
   std::string token;
   /// tls:// (scheduler, listener and peers): CA file, certificate and key; fields left empty
-  /// come from TESSERA_TLS_*. A tls:// scheduler with a tcp:// listen_address is refused.
+  /// come from TESSERA_TLS_*. With a tls:// scheduler a tcp:// listen_address becomes tls://.
   comm::Security security;
   double heartbeat_interval = 0.5;       ///< seconds
   double death_timeout = 60;             ///< seconds to keep trying to reach the scheduler at start

@@ -1,5 +1,6 @@
 #pragma once
-/** @file WorkerStats: one worker's counters (Worker::stats(), its dashboard's /metrics). */
+/** @file
+ * WorkerStats: one worker's counters (Worker::stats(), its dashboard's /metrics). */
 #include <cstddef>
 
 namespace tessera::distributed {
