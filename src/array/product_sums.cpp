@@ -21,6 +21,7 @@
 #include "expr.hpp"
 #include "linalg_tasks.hpp"
 #include "tessera/array/linalg.hpp"
+#include "tessera/array/matmul.hpp"
 #include "tessera/array/structural.hpp"
 
 namespace tessera::detail {

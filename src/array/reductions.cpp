@@ -1,5 +1,6 @@
 // Reductions: checks, result dtypes and the reduction expression (lower.cpp builds the tree).
 #include "tessera/array/reductions.hpp"
+#include "tessera/array.hpp"  // the operations this one is built from
 
 #include <algorithm>
 #include <limits>

@@ -3,6 +3,7 @@
 // and digitize. The host variants of their chunk ops are here; the device variants run the
 // Thrust algorithms of device_algorithms.cuh (cuda/array_algorithm_ops.cpp).
 #include "tessera/array/sort.hpp"
+#include "tessera/array.hpp"  // the operations this one is built from
 
 #include <algorithm>
 #include <cstring>
