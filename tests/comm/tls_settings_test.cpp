@@ -205,7 +205,7 @@ bool tls_wait_until(F f, std::chrono::milliseconds timeout) {
   return f();
 }
 
-bool holds(const std::vector<std::uint8_t>& bytes, const std::string& needle) {
+bool bytes_hold(const std::vector<std::uint8_t>& bytes, const std::string& needle) {
   return std::search(bytes.begin(), bytes.end(), needle.begin(), needle.end()) != bytes.end();
 }
 
@@ -358,7 +358,7 @@ TEST_F(TlsSettings, APeerWithoutACertificateFromTheCaLearnsNothingNotEvenTheName
       EXPECT_NE(ec, basio::error::timed_out) << "the listener neither refused nor closed";
     }
     EXPECT_TRUE(peer.received().empty()) << peer.received().size() << " application bytes reached a stranger";
-    EXPECT_FALSE(holds(peer.received(), name));
+    EXPECT_FALSE(bytes_hold(peer.received(), name));
     const auto refusal = server.wait_refusal();
     EXPECT_NE(refusal.find("TLS refused"), std::string::npos) << refusal;
     EXPECT_EQ(server.accepted(), 0);
