@@ -25,8 +25,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <spdlog/sinks/base_sink.h>
 
+#include "../support/library_log.hpp"
 #include "comm/log_limiter.hpp"
 #include "comm/transports.hpp"
 #include "comm/wire.hpp"
@@ -117,50 +117,7 @@ class LimitsSocket {
   std::vector<std::uint8_t> got_;
 };
 
-// Keeps the library's log lines (their text, without the prefix) while alive, as
-// listener_limits_test.cpp's LogCapture does, behind its own lock.
-class LimitsLog {
- public:
-  LimitsLog() : sink_(std::make_shared<Sink>()) { library_logger()->sinks().push_back(sink_); }
-  ~LimitsLog() {
-    auto& sinks = library_logger()->sinks();
-    for (auto it = sinks.begin(); it != sinks.end(); ++it)
-      if (*it == sink_) {
-        sinks.erase(it);
-        break;
-      }
-  }
-  LimitsLog(const LimitsLog&) = delete;
-  LimitsLog& operator=(const LimitsLog&) = delete;
-  // The lines holding every one of `needles`.
-  std::vector<std::string> lines(const std::vector<std::string>& needles) {
-    std::vector<std::string> out;
-    for (const auto& line : sink_->snapshot())
-      if (std::all_of(needles.begin(), needles.end(),
-                      [&](const std::string& n) { return line.find(n) != std::string::npos; }))
-        out.push_back(line);
-    return out;
-  }
-
- private:
-  class Sink : public spdlog::sinks::base_sink<std::mutex> {
-   public:
-    std::vector<std::string> snapshot() {
-      std::lock_guard lk(mutex_);
-      return lines_;
-    }
-
-   protected:
-    void sink_it_(const spdlog::details::log_msg& msg) override {
-      lines_.emplace_back(msg.payload.data(), msg.payload.size());
-    }
-    void flush_() override {}
-
-   private:
-    std::vector<std::string> lines_;
-  };
-  std::shared_ptr<Sink> sink_;
-};
+using LimitsLog = tessera_test::LibraryLog;
 
 template <class F>
 bool limits_wait_until(F f, std::chrono::milliseconds timeout) {

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <spdlog/sinks/base_sink.h>
 
+#include "../support/library_log.hpp"
 #include "cluster_fixture.hpp"
 #include "comm/log_limiter.hpp"
 #include "core/logging.hpp"
@@ -29,50 +29,7 @@ using tessera_test::http_get;
 using tessera_test::RawSocket;
 using tessera_test::wait_until;
 
-// Keeps the library's warning lines while alive.
-class HttpLimitsSink : public spdlog::sinks::base_sink<std::mutex> {
- public:
-  std::string text() {
-    std::lock_guard lock(mutex_);
-    return text_;
-  }
-
- protected:
-  void sink_it_(const spdlog::details::log_msg& msg) override {
-    spdlog::memory_buf_t buf;
-    formatter_->format(msg, buf);
-    text_.append(buf.data(), buf.size());
-  }
-  void flush_() override {}
-
- private:
-  std::string text_;
-};
-
-class HttpLimitsLog {
- public:
-  HttpLimitsLog() : sink_(std::make_shared<HttpLimitsSink>()) { library_logger()->sinks().push_back(sink_); }
-  ~HttpLimitsLog() {
-    auto& sinks = library_logger()->sinks();
-    for (auto it = sinks.begin(); it != sinks.end(); ++it)
-      if (*it == sink_) {
-        sinks.erase(it);
-        break;
-      }
-  }
-  HttpLimitsLog(const HttpLimitsLog&) = delete;
-  HttpLimitsLog& operator=(const HttpLimitsLog&) = delete;
-  std::string text() { return sink_->text(); }
-  int count(const std::string& needle) {
-    const std::string t = text();
-    int n = 0;
-    for (auto pos = t.find(needle); pos != std::string::npos; pos = t.find(needle, pos + 1)) ++n;
-    return n;
-  }
-
- private:
-  std::shared_ptr<HttpLimitsSink> sink_;
-};
+using HttpLimitsLog = tessera_test::LibraryLog;
 
 // RLIMIT_NOFILE's soft limit set for one scope, and restored after.
 class SoftDescriptorLimit {

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <spdlog/sinks/base_sink.h>
 
+#include "../support/library_log.hpp"
 #include "cluster_fixture.hpp"
 #include "comm/wire.hpp"
 #include "core/logging.hpp"
@@ -35,56 +36,7 @@ using tessera_test::wait_until;
 
 const std::string kDeadlineToken = "registration-deadline-test-token";
 
-// Keeps the library's log lines (scheduler, comm) while alive; optionally lowers the level.
-class DeadlineSink : public spdlog::sinks::base_sink<std::mutex> {
- public:
-  std::string text() {
-    std::lock_guard lock(mutex_);
-    return text_;
-  }
-
- protected:
-  void sink_it_(const spdlog::details::log_msg& msg) override {
-    spdlog::memory_buf_t buf;
-    formatter_->format(msg, buf);
-    text_.append(buf.data(), buf.size());
-  }
-  void flush_() override {}
-
- private:
-  std::string text_;
-};
-
-class DeadlineLog {
- public:
-  explicit DeadlineLog(spdlog::level::level_enum level = spdlog::level::warn)
-      : sink_(std::make_shared<DeadlineSink>()), saved_(library_logger()->level()) {
-    library_logger()->sinks().push_back(sink_);
-    if (level < saved_) library_logger()->set_level(level);
-  }
-  ~DeadlineLog() {
-    library_logger()->set_level(saved_);
-    auto& sinks = library_logger()->sinks();
-    for (auto it = sinks.begin(); it != sinks.end(); ++it)
-      if (*it == sink_) {
-        sinks.erase(it);
-        break;
-      }
-  }
-  DeadlineLog(const DeadlineLog&) = delete;
-  DeadlineLog& operator=(const DeadlineLog&) = delete;
-  std::string text() { return sink_->text(); }
-  int count(const std::string& needle) {
-    const std::string t = text();
-    int n = 0;
-    for (auto pos = t.find(needle); pos != std::string::npos; pos = t.find(needle, pos + 1)) ++n;
-    return n;
-  }
-
- private:
-  std::shared_ptr<DeadlineSink> sink_;
-  spdlog::level::level_enum saved_;
-};
+using DeadlineLog = tessera_test::LibraryLog;
 
 SchedulerOptions deadline_scheduler(double registration_timeout) {
   SchedulerOptions so;

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <spdlog/sinks/base_sink.h>
 
+#include "../support/library_log.hpp"
 #include "cluster_fixture.hpp"
 #include "core/logging.hpp"
 #include "distributed/data_store.hpp"
@@ -50,50 +50,7 @@ TESSERA_REGISTER_FUNCTION_AS("spill_failure_test.count", sf_count);
 
 namespace {
 
-// Keeps the library's warning lines while alive.
-class SpillSink : public spdlog::sinks::base_sink<std::mutex> {
- public:
-  std::string text() {
-    std::lock_guard lock(mutex_);
-    return text_;
-  }
-
- protected:
-  void sink_it_(const spdlog::details::log_msg& msg) override {
-    spdlog::memory_buf_t buf;
-    formatter_->format(msg, buf);
-    text_.append(buf.data(), buf.size());
-  }
-  void flush_() override {}
-
- private:
-  std::string text_;
-};
-
-class SpillLog {
- public:
-  SpillLog() : sink_(std::make_shared<SpillSink>()) { library_logger()->sinks().push_back(sink_); }
-  ~SpillLog() {
-    auto& sinks = library_logger()->sinks();
-    for (auto it = sinks.begin(); it != sinks.end(); ++it)
-      if (*it == sink_) {
-        sinks.erase(it);
-        break;
-      }
-  }
-  SpillLog(const SpillLog&) = delete;
-  SpillLog& operator=(const SpillLog&) = delete;
-  std::string text() { return sink_->text(); }
-  int count(const std::string& needle) {
-    const std::string t = text();
-    int n = 0;
-    for (auto pos = t.find(needle); pos != std::string::npos; pos = t.find(needle, pos + 1)) ++n;
-    return n;
-  }
-
- private:
-  std::shared_ptr<SpillSink> sink_;
-};
+using SpillLog = tessera_test::LibraryLog;
 
 Value sf_bytes(std::size_t n, int fill) {
   std::vector<std::int32_t> v(n / 4, fill);

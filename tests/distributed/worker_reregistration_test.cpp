@@ -17,8 +17,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <spdlog/sinks/base_sink.h>
 
+#include "../support/library_log.hpp"
 #include "cluster_fixture.hpp"
 #include "core/logging.hpp"
 #include "distributed/wire.hpp"
@@ -40,50 +40,7 @@ using tessera_test::wait_until;
 
 const std::string kReregToken = "worker-reregistration-test-token";
 
-// Keeps the library's warning lines while alive.
-class ReregSink : public spdlog::sinks::base_sink<std::mutex> {
- public:
-  std::string text() {
-    std::lock_guard lock(mutex_);
-    return text_;
-  }
-
- protected:
-  void sink_it_(const spdlog::details::log_msg& msg) override {
-    spdlog::memory_buf_t buf;
-    formatter_->format(msg, buf);
-    text_.append(buf.data(), buf.size());
-  }
-  void flush_() override {}
-
- private:
-  std::string text_;
-};
-
-class ReregLog {
- public:
-  ReregLog() : sink_(std::make_shared<ReregSink>()) { library_logger()->sinks().push_back(sink_); }
-  ~ReregLog() {
-    auto& sinks = library_logger()->sinks();
-    for (auto it = sinks.begin(); it != sinks.end(); ++it)
-      if (*it == sink_) {
-        sinks.erase(it);
-        break;
-      }
-  }
-  ReregLog(const ReregLog&) = delete;
-  ReregLog& operator=(const ReregLog&) = delete;
-  std::string text() { return sink_->text(); }
-  int count(const std::string& needle) {
-    const std::string t = text();
-    int n = 0;
-    for (auto pos = t.find(needle); pos != std::string::npos; pos = t.find(needle, pos + 1)) ++n;
-    return n;
-  }
-
- private:
-  std::shared_ptr<ReregSink> sink_;
-};
+using ReregLog = tessera_test::LibraryLog;
 
 // A loopback port free now, for a worker address a fake registers under.
 int rereg_free_port() {
