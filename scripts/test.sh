@@ -47,7 +47,10 @@ start_build() {  # name, then the cmake --build arguments
 finish_build() {  # name
   local name="$1"
   [[ -z "${build_pid[$name]:-}" ]] && return 0
-  if ! wait "${build_pid[$name]}"; then
+  local pid="${build_pid[$name]}"
+  # Forgotten before anything else, so that the exit trap never signals a pid reused since.
+  unset "build_pid[$name]"
+  if ! wait "$pid"; then
     tail -n 80 "build-$name.log" >&2
     echo "test: the $name build failed (whole log: build-$name.log)" >&2
     exit 1
