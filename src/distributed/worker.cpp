@@ -541,6 +541,8 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
       {
         std::unique_lock<std::mutex> lock;
         if (self) lock = std::unique_lock(self->mu);
+        if (!err && p->failed)  // peer_gone came while it connected
+          err = std::make_exception_ptr(comm::CommClosedError("the scheduler reported the peer gone"));
         if (err) {
           p->failed = true;
         } else {
@@ -572,6 +574,29 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
           });
       for (auto& [m, cb] : waiting) p->rpc.request(c, std::move(m), std::move(cb));
     });
+  }
+
+  // The scheduler removed `peer` (or counts it silent): transfers from it fail now instead of
+  // waiting for a stopped process. Three places may hold such a transfer: a connection open to
+  // it (closed: its requests fail), a connection still being made (a stopped process's kernel
+  // completes the TCP handshake, so only the hello timeout would end it: its waiting requests
+  // fail now and the connection is dropped when it arrives), and fetches queued in the state
+  // machine that name it as a holder (a GatherDepFailure forgets it for all of them).
+  void peer_gone(const std::string& peer) {
+    std::shared_ptr<comm::Comm> c;
+    std::vector<std::pair<comm::Message, RpcTable::Callback>> waiting;
+    {
+      std::lock_guard lock(mu);
+      if (auto it = peers.find(peer); it != peers.end() && it->second) {
+        c = it->second->comm;
+        it->second->failed = true;
+        waiting.swap(it->second->waiting);
+      }
+    }
+    if (c) c->close();
+    auto why = std::make_exception_ptr(comm::CommClosedError("the scheduler reported " + peer + " gone"));
+    for (auto& [req, cb] : waiting) cb(nullptr, why);
+    step([&] { handle(GatherDepFailure{peer, "the scheduler reported it gone"}); });
   }
 
   // ---- serving peers and clients ---------------------------------------------------------------------------
@@ -664,14 +689,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
         for (auto& e : events) std::visit([&](auto& x) { handle(WorkerEvent(std::move(x))); }, e);
       });
     } else if (m.op == wire::kPeerGone) {
-      // Transfers from it fail now (GatherDepFailure) instead of waiting for a dead peer.
-      std::shared_ptr<comm::Comm> c;
-      {
-        std::lock_guard lock(mu);
-        if (auto it = peers.find(m.get<std::string>("address")); it != peers.end() && it->second->comm)
-          c = it->second->comm;
-      }
-      if (c) c->close();
+      peer_gone(m.get<std::string>("address"));
     } else if (m.op == wire::kCloseWorker) {
       // Before the connection's close, which follows at once: that one must not read as a
       // scheduler lost (worker_main would wait for it to come back).

@@ -466,6 +466,48 @@ TEST(ClusterProcesses, GatherFromStoppedPeerDoesNotHang) {
   expect_no_workers_left(address);
 }
 
+TEST(ClusterProcesses, GatherFromAStoppedPeerWhileConnectingToItDoesNotWaitForTheHandshake) {
+  // As above, but worker-0 has no connection to worker-1 yet when it is stopped: the fetch
+  // opens one, the stopped process's kernel completes the TCP handshake, and the hello would
+  // be answered never. The scheduler's word that worker-1 is gone must end that transfer
+  // (and forget worker-1 for fetches still queued), not the hello's 5 s timeout: the CI once
+  // saw a computation stuck past 6 s this way (StoppedWorkerIsRemovedAfterWorkerTtl).
+  auto o = process_options(2);
+  o.worker_ttl = 1.0;
+  o.heartbeat_interval = 0.2;
+  LocalCluster cluster(o);
+  const std::string address = cluster.scheduler_address();
+  Client client(cluster, client_options());
+  SubmitOptions on1, on0;
+  on1.annotations = Annotations{.workers = {"worker-1"}, .allow_other_workers = true};
+  on0.annotations = Annotations{.workers = {"worker-0"}};
+  int pid1 = 0;
+  for (const auto& w : client.scheduler_info().workers)
+    if (w.name == "worker-1") pid1 = w.pid;
+  ASSERT_GT(pid1, 0);
+  Future a;
+  for (int attempt = 0; attempt < 10 && !a.valid(); ++attempt) {
+    Future f = client.submit_with(on1, "process_test.make", 1000 + attempt);
+    if (get<Block>(f).to_doubles().at(0) == pid1) a = f;
+  }
+  ASSERT_TRUE(a.valid()) << "could not place a task on worker-1";
+  cluster.signal_worker(1, SIGSTOP);
+  Future b = client.submit_with(on0, "process_test.sum", a);  // worker-0 connects to worker-1 now
+  ASSERT_TRUE(wait_until([&] { return cluster.scheduler().workers().size() == 1; }, 4));
+  auto removed = Clock::now();
+  // The hello's timeout (5 s, counted from the submit) would end the transfer about 4 s after
+  // the removal; the scheduler's word ends it at once and the input is recomputed on worker-0.
+  bool done = b.wait(2500ms);
+  EXPECT_TRUE(done) << "the dependent is still waiting " << seconds_since(removed)
+                    << " s after worker-1 was removed: the transfer that was connecting to it was not ended";
+  cluster.signal_worker(1, SIGKILL);
+  if (!done) EXPECT_TRUE(b.wait(8s)) << "still stuck after the stopped worker was killed";
+  if (b.done()) { EXPECT_GT(get<double>(b), 0.0); }
+  client.close();
+  cluster.close();
+  expect_no_workers_left(address);
+}
+
 TEST(ClusterProcesses, WorkerResumedAfterTtlRemovalIsNotLeftAGhost) {
   // A worker removed for silence (worker_ttl) that wakes up again must either register again or
   // go away; it must not stay connected, heartbeating and unused, with its process running.
