@@ -136,11 +136,11 @@ start_build tsan --preset tsan -j "$JOBS" --target tessera_comm_tests tessera_di
 # - ListenerLimits.AcceptFailures..., HandshakeLimits.AFailedAcceptIsRetried...: UBSan's vptr check
 #   trips on fmt's buffer inside spdlog while the test has lowered RLIMIT_NOFILE (no undefined
 #   behaviour found; to investigate).
-# - BoundedLengths.AnAnnouncedHeader..., StrangerCost.*, PeerCost.*: measure resident memory, which
+# - BoundedLengths.AnAnnouncedHeader..., StrangerCost.*, PeerCost.*, MessageCost.*: measure resident memory, which
 #   ASan's shadow inflates.
 # - Slurm.AdaptScalesUpOnQueuedWorkAndBackDown: its workers have --memory-limit 512MB, and an idle
 #   worker under ASan holds about 595 MB (shadow memory), past the nanny's 0.95: killed at once.
-ASAN_EXCLUDE='^(ClusterRobustness\.GarbageBytesDoNotStopTheScheduler|ListenerLimits\.AcceptFailuresBackOffAndAreLoggedOncePerInterval|HandshakeLimits\.AFailedAcceptIsRetriedAfter50msAndTheBackoffStopsAtOneSecond|BoundedLengths\.AnAnnouncedHeaderCostsOnlyTheBytesThatArrived|StrangerCost\..*|PeerCost\..*|Slurm\.AdaptScalesUpOnQueuedWorkAndBackDown)$'
+ASAN_EXCLUDE='^(ClusterRobustness\.GarbageBytesDoNotStopTheScheduler|ListenerLimits\.AcceptFailuresBackOffAndAreLoggedOncePerInterval|HandshakeLimits\.AFailedAcceptIsRetriedAfter50msAndTheBackoffStopsAtOneSecond|BoundedLengths\.AnAnnouncedHeaderCostsOnlyTheBytesThatArrived|StrangerCost\..*|PeerCost\..*|MessageCost\..*|Slurm\.AdaptScalesUpOnQueuedWorkAndBackDown)$'
 # shellcheck disable=SC2086
 ctest --preset asan --timeout 900 -E "$ASAN_EXCLUDE" ${TESSERA_CTEST_ARGS:-}
 stage_done "the asan tests"
@@ -150,7 +150,7 @@ stage_done "the asan tests"
 # compiled at -O0 (cmake/TesseraSanitize.cmake). A data race fails the run;
 # tests/sanitizers/tsan.supp holds third-party suppressions only, each with its reason.
 # Left out under ThreadSanitizer (they run in the release and asan stages), with the reason:
-# - BoundedLengths.AnAnnouncedHeader..., ObjectBounds.AnObjectCosts..., StrangerCost.*, PeerCost.*: measure resident memory,
+# - BoundedLengths.AnAnnouncedHeader..., ObjectBounds.AnObjectCosts..., StrangerCost.*, PeerCost.*, MessageCost.*: measure resident memory,
 #   which ThreadSanitizer's shadow and history multiply.
 # - WorkerDeathTimeout.AStoppedSchedulerDoesNotHangWorkers: waits 8 s for a scheduler process,
 #   stopped and then terminated, to exit; under ThreadSanitizer beside another test it took longer
@@ -175,7 +175,7 @@ stage_done "the asan tests"
 # The preset's TSAN_OPTIONS has handle_segv=0: a poison task's SIGSEGV then kills its worker as
 # in a release build (the nanny test checks that the nanny reports "died of SIGSEGV"), instead
 # of ThreadSanitizer catching it and ending the worker its own way.
-TSAN_EXCLUDE='^(HandshakeLimits\.(AFailedAcceptIsRetriedAfter50msAndTheBackoffStopsAtOneSecond|RefusalLogLinesCountTheRefusalsLeftOut)|RegistrationDeadline\.ClosingsAreLoggedAtMostOnceASecondWithACount|WorkerReregistration\.RefusalsAreLoggedAtMostOnceASecondWithTheCount|HttpServerLimits\.OneMoreThanTheCapGets503AndRefusalsAreLoggedOnce|BoundedLengths\.AnAnnouncedHeaderCostsOnlyTheBytesThatArrived|StrangerCost\..*|PeerCost\..*|ObjectBounds\.AnObjectCostsNoMoreMemoryThanItsBytes|WorkerDeathTimeout\.AStoppedSchedulerDoesNotHangWorkers|Cluster/ClusterThreads\.ScatterLargeBlock/tcp|ClusterBinaries\.SigtermRightAfterRegistration|NannyBinaries\.SigkilledWorkerIsRestartedAndAStoppedOneKilledOnStop|SSHCluster[A-Za-z]*\..*|Slurm[A-Za-z]*\..*|StatusPage\..*)( |$)'
+TSAN_EXCLUDE='^(HandshakeLimits\.(AFailedAcceptIsRetriedAfter50msAndTheBackoffStopsAtOneSecond|RefusalLogLinesCountTheRefusalsLeftOut)|RegistrationDeadline\.ClosingsAreLoggedAtMostOnceASecondWithACount|WorkerReregistration\.RefusalsAreLoggedAtMostOnceASecondWithTheCount|HttpServerLimits\.OneMoreThanTheCapGets503AndRefusalsAreLoggedOnce|BoundedLengths\.AnAnnouncedHeaderCostsOnlyTheBytesThatArrived|StrangerCost\..*|PeerCost\..*|MessageCost\..*|ObjectBounds\.AnObjectCostsNoMoreMemoryThanItsBytes|WorkerDeathTimeout\.AStoppedSchedulerDoesNotHangWorkers|Cluster/ClusterThreads\.ScatterLargeBlock/tcp|ClusterBinaries\.SigtermRightAfterRegistration|NannyBinaries\.SigkilledWorkerIsRestartedAndAStoppedOneKilledOnStop|SSHCluster[A-Za-z]*\..*|Slurm[A-Za-z]*\..*|StatusPage\..*)( |$)'
 echo "test: the comm, distributed and exec tests under ThreadSanitizer (build-tsan)"
 finish_build tsan
 stage_done "the rest of the tsan build"

@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "cluster_fixture.hpp"
+#include "../support/resident_bytes.hpp"
 #include "comm/wire.hpp"
 #include "distributed/util.hpp"
 #include "tessera/distributed/scheduler.hpp"
@@ -29,21 +30,13 @@ namespace {
 using tessera_test::Children;
 using tessera_test::RawSocket;
 using tessera_test::read_text;
+using tessera_test::resident_bytes;
 using tessera_test::wait_until;
 
 constexpr int kConnections = 2000;
 constexpr std::size_t kKB = 1024;
 constexpr std::size_t kMaxPerStranger = 4 * kKB;  // issue 29's goal: at most 4 KB resident each
 constexpr std::size_t kSlack = 6 * kKB * kKB;     // the process's own noise: code paths paged in, arenas
-
-// VmRSS of a process, in bytes (0 when it cannot be read).
-std::size_t resident_bytes(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * kKB;
-  return 0;
-}
 
 int open_descriptors(pid_t pid) {
   int n = 0;
