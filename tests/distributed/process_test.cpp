@@ -501,7 +501,9 @@ TEST(ClusterProcesses, GatherFromAStoppedPeerWhileConnectingToItDoesNotWaitForTh
   EXPECT_TRUE(done) << "the dependent is still waiting " << seconds_since(removed)
                     << " s after worker-1 was removed: the transfer that was connecting to it was not ended";
   cluster.signal_worker(1, SIGKILL);
-  if (!done) EXPECT_TRUE(b.wait(8s)) << "still stuck after the stopped worker was killed";
+  if (!done) {
+    EXPECT_TRUE(b.wait(8s)) << "still stuck after the stopped worker was killed";
+  }
   if (b.done()) { EXPECT_GT(get<double>(b), 0.0); }
   client.close();
   cluster.close();
