@@ -75,6 +75,22 @@ inline std::filesystem::path build_bin_dir() {
 }
 
 /** @brief A fresh directory under the system temp directory, removed with everything in it. */
+/** @brief The bundled server binaries next to the tests; `found` once all three are built. */
+struct ServerBinaries {
+  std::string scheduler, worker, cuda_worker;
+  bool found = false;
+  ServerBinaries() {
+    const auto bin = build_bin_dir();
+    scheduler = (bin / "tessera-scheduler").string();
+    worker = (bin / "tessera-worker").string();
+    cuda_worker = (bin / "tessera-cuda-worker").string();
+    found = std::filesystem::exists(scheduler) && std::filesystem::exists(worker) &&
+            std::filesystem::exists(cuda_worker);
+  }
+};
+#define TESSERA_NEED_SERVER_BINARIES(b) \
+  if (!(b).found) GTEST_SKIP() << "tessera-scheduler, tessera-worker or tessera-cuda-worker not built next to the tests"
+
 class TempDir {
  public:
   TempDir() {

@@ -31,20 +31,6 @@ using tessera_test::wait_until;
 
 constexpr int kFlagValueExit = 105;  // CLI::ExitCodes::ValidationError
 
-struct FlagBinaries {
-  std::string scheduler, worker, cuda_worker;
-  bool found = false;
-  FlagBinaries() {
-    auto bin = tessera_test::build_bin_dir();
-    scheduler = (bin / "tessera-scheduler").string();
-    worker = (bin / "tessera-worker").string();
-    cuda_worker = (bin / "tessera-cuda-worker").string();
-    found = std::filesystem::exists(scheduler) && std::filesystem::exists(worker) &&
-            std::filesystem::exists(cuda_worker);
-  }
-};
-#define NEED_FLAG_BINARIES(b) \
-  if (!(b).found) GTEST_SKIP() << "tessera-scheduler, tessera-worker or tessera-cuda-worker not built next to the tests"
 
 // One run of a binary to its exit, keeping stdout (where --help goes) and stderr apart.
 struct FlagRun {
@@ -150,8 +136,8 @@ bool accepts_tcp(const std::string& ip, int port) {
 // and docs/deployment.md say 127.0.0.1. This test states what the code does, the safer default:
 // a scheduler started without --host is reachable from this machine only. Line 10 is wrong.
 TEST(FlagValues, TheSchedulerListensOnLoopbackOnlyWithoutHost) {
-  FlagBinaries bins;
-  NEED_FLAG_BINARIES(bins);
+  tessera_test::ServerBinaries bins;
+  TESSERA_NEED_SERVER_BINARIES(bins);
   EXPECT_EQ(tessera::distributed::SchedulerOptions{}.address, "tcp://127.0.0.1:8786");
   tessera_test::TempDir dir;
   const std::string sfile = (dir.path() / "s.json").string(), log = (dir.path() / "log").string();
@@ -178,8 +164,8 @@ TEST(FlagValues, TheSchedulerListensOnLoopbackOnlyWithoutHost) {
 // 170 (--registration-timeout 30 s) and 336 (--worker-silent 5 s), as `tessera-scheduler --help`
 // prints them: what an operator reads is what the scheduler does.
 TEST(FlagValues, SchedulerHelpShowsTheDocumentedDefaults) {
-  FlagBinaries bins;
-  NEED_FLAG_BINARIES(bins);
+  tessera_test::ServerBinaries bins;
+  TESSERA_NEED_SERVER_BINARIES(bins);
   const FlagRun r = run_flags(bins.scheduler, {"--help"});
   ASSERT_TRUE(exited_with(r, 0)) << how_it_ended(r) << "\n" << r.err;
   const std::map<std::string, std::string> defaults = {
@@ -202,8 +188,8 @@ TEST(FlagValues, SchedulerHelpShowsTheDocumentedDefaults) {
 // U37, U38, U39, U41 (lines 264-276): every bad value the scheduler is given stops it with exit
 // 105 (not merely non-zero: a supervisor tells a typo from a crash by it) and the flag named.
 TEST(FlagValues, BadSchedulerValuesExitExactly105WithTheFlagNamed) {
-  FlagBinaries bins;
-  NEED_FLAG_BINARIES(bins);
+  tessera_test::ServerBinaries bins;
+  TESSERA_NEED_SERVER_BINARIES(bins);
   expect_exit_105(bins.scheduler,
                   {
                       {{"--worker-ttl", "0"}, "--worker-ttl: must be more than zero"},
@@ -224,8 +210,8 @@ TEST(FlagValues, BadSchedulerValuesExitExactly105WithTheFlagNamed) {
 // U37, U39, U40, U41 (lines 264-276): the same for tessera-worker, before it waits for its
 // scheduler file.
 TEST(FlagValues, BadWorkerValuesExitExactly105WithTheFlagNamed) {
-  FlagBinaries bins;
-  NEED_FLAG_BINARIES(bins);
+  tessera_test::ServerBinaries bins;
+  TESSERA_NEED_SERVER_BINARIES(bins);
   tessera_test::TempDir dir;
   expect_exit_105(bins.worker,
                   {
@@ -254,8 +240,8 @@ TEST(FlagValues, BadWorkerValuesExitExactly105WithTheFlagNamed) {
 // U40, U37 (lines 271 and 278): tessera-cuda-worker checks thread counts and durations the same
 // way. CUDA_VISIBLE_DEVICES set explicitly: it needs no GPU to get that far.
 TEST(FlagValues, BadCudaWorkerValuesExitExactly105WithTheFlagNamed) {
-  FlagBinaries bins;
-  NEED_FLAG_BINARIES(bins);
+  tessera_test::ServerBinaries bins;
+  TESSERA_NEED_SERVER_BINARIES(bins);
   tessera_test::TempDir dir;
   auto env = tessera_test::child_env();
   env["CUDA_VISIBLE_DEVICES"] = "0";
@@ -273,8 +259,8 @@ TEST(FlagValues, BadCudaWorkerValuesExitExactly105WithTheFlagNamed) {
 // U38 (line 270, "0 means never"): 0 is a valid --worker-silent and --registration-timeout, not
 // a refused value: the scheduler starts with them and writes its file.
 TEST(FlagValues, ZeroWorkerSilentAndRegistrationTimeoutStartTheScheduler) {
-  FlagBinaries bins;
-  NEED_FLAG_BINARIES(bins);
+  tessera_test::ServerBinaries bins;
+  TESSERA_NEED_SERVER_BINARIES(bins);
   tessera_test::TempDir dir;
   const std::string sfile = (dir.path() / "s.json").string(), log = (dir.path() / "log").string();
   Children kids;
@@ -293,8 +279,8 @@ TEST(FlagValues, ZeroWorkerSilentAndRegistrationTimeoutStartTheScheduler) {
 // the worker does not wait for a scheduler file that is not there: it exits 1 at once saying so,
 // under its nanny (the default) and without.
 TEST(FlagValues, ZeroDeathTimeoutGivesUpAtOnceOnAMissingSchedulerFile) {
-  FlagBinaries bins;
-  NEED_FLAG_BINARIES(bins);
+  tessera_test::ServerBinaries bins;
+  TESSERA_NEED_SERVER_BINARIES(bins);
   tessera_test::TempDir dir;
   const std::string never = (dir.path() / "never.json").string();
   for (bool nanny : {true, false}) {
@@ -312,8 +298,8 @@ TEST(FlagValues, ZeroDeathTimeoutGivesUpAtOnceOnAMissingSchedulerFile) {
 // status exactly 1 (a start-up failure, not a flag-value 105), before it waits for a scheduler;
 // tessera-cuda-worker checks it the same way.
 TEST(FlagValues, ASpillDirectoryThatIsAFileExitsExactly1) {
-  FlagBinaries bins;
-  NEED_FLAG_BINARIES(bins);
+  tessera_test::ServerBinaries bins;
+  TESSERA_NEED_SERVER_BINARIES(bins);
   tessera_test::TempDir dir;
   const auto file = dir.path() / "not-a-dir";
   std::ofstream(file) << "x";
@@ -333,8 +319,8 @@ TEST(FlagValues, ASpillDirectoryThatIsAFileExitsExactly1) {
 
 // U42 (line 302): a directory the worker cannot write stops it with exit 1 and "is not writable".
 TEST(FlagValues, AReadOnlySpillDirectoryExitsExactly1) {
-  FlagBinaries bins;
-  NEED_FLAG_BINARIES(bins);
+  tessera_test::ServerBinaries bins;
+  TESSERA_NEED_SERVER_BINARIES(bins);
   tessera_test::TempDir dir;
   const auto ro = dir.path() / "ro";
   std::filesystem::create_directories(ro);

@@ -414,6 +414,28 @@ TEST(ClusterProcesses, StoppedWorkerIsRemovedAfterWorkerTtl) {
   expect_no_workers_left(address);
 }
 
+// The stopped-peer tests place an input on worker-1 and its dependent on worker-0 of a
+// two-worker process cluster.
+struct PeerPlacement {
+  SubmitOptions on1, on0;
+  int pid1 = 0;  // worker-1's process (0 when the scheduler does not list it)
+  explicit PeerPlacement(Client& client) {
+    on1.annotations = Annotations{.workers = {"worker-1"}, .allow_other_workers = true};
+    on0.annotations = Annotations{.workers = {"worker-0"}};
+    for (const auto& w : client.scheduler_info().workers)
+      if (w.name == "worker-1") pid1 = w.pid;
+  }
+  // A value made on worker-1 (the restriction is only a preference: retried until it is
+  // there); an invalid Future when ten tries landed elsewhere.
+  Future make_on_1(Client& client, int n) const {
+    for (int attempt = 0; attempt < 10; ++attempt) {
+      Future f = client.submit_with(on1, "process_test.make", n + attempt);
+      if (get<Block>(f).to_doubles().at(0) == pid1) return f;
+    }
+    return Future();
+  }
+};
+
 TEST(ClusterProcesses, GatherFromStoppedPeerDoesNotHang) {
   // worker-0 fetches a value from worker-1 over a connection it already has, and worker-1 is
   // stopped (SIGSTOP: the socket stays open, nothing answers). After worker_ttl the scheduler
@@ -424,31 +446,18 @@ TEST(ClusterProcesses, GatherFromStoppedPeerDoesNotHang) {
   LocalCluster cluster(o);
   const std::string address = cluster.scheduler_address();
   Client client(cluster, client_options());
-  SubmitOptions on1, on0;
-  on1.annotations = Annotations{.workers = {"worker-1"}, .allow_other_workers = true};
-  on0.annotations = Annotations{.workers = {"worker-0"}};
-  int pid1 = 0;
-  for (const auto& w : client.scheduler_info().workers)
-    if (w.name == "worker-1") pid1 = w.pid;
-  ASSERT_GT(pid1, 0);
-  // A value made on worker-1 (the restriction is only a preference: retry until it is there).
-  auto make_on_1 = [&](int n) {
-    for (int attempt = 0; attempt < 10; ++attempt) {
-      Future f = client.submit_with(on1, "process_test.make", n + attempt);
-      if (get<Block>(f).to_doubles().at(0) == pid1) return f;
-    }
-    return Future();
-  };
+  const PeerPlacement place(client);
+  ASSERT_GT(place.pid1, 0);
   // Warm up: worker-0 opens its connection to worker-1.
-  Future warm = make_on_1(10);
+  Future warm = place.make_on_1(client, 10);
   ASSERT_TRUE(warm.valid()) << "could not place a task on worker-1";
-  EXPECT_GT(get<double>(client.submit_with(on0, "process_test.sum", warm)), 0.0);
-  Future a = make_on_1(1000);
+  EXPECT_GT(get<double>(client.submit_with(place.on0, "process_test.sum", warm)), 0.0);
+  Future a = place.make_on_1(client, 1000);
   ASSERT_TRUE(a.valid()) << "could not place a task on worker-1";
-  const double want = static_cast<double>(get<Block>(a).size()) * pid1;
+  const double want = static_cast<double>(get<Block>(a).size()) * place.pid1;
   cluster.signal_worker(1, SIGSTOP);
   auto t0 = Clock::now();
-  Future b = client.submit_with(on0, "process_test.sum", a);
+  Future b = client.submit_with(place.on0, "process_test.sum", a);
   ASSERT_TRUE(wait_until([&] { return cluster.scheduler().workers().size() == 1; }, 4));
   bool done = b.wait(4s);
   EXPECT_TRUE(done) << "the dependent is stuck " << seconds_since(t0)
@@ -478,21 +487,12 @@ TEST(ClusterProcesses, GatherFromAStoppedPeerWhileConnectingToItDoesNotWaitForTh
   LocalCluster cluster(o);
   const std::string address = cluster.scheduler_address();
   Client client(cluster, client_options());
-  SubmitOptions on1, on0;
-  on1.annotations = Annotations{.workers = {"worker-1"}, .allow_other_workers = true};
-  on0.annotations = Annotations{.workers = {"worker-0"}};
-  int pid1 = 0;
-  for (const auto& w : client.scheduler_info().workers)
-    if (w.name == "worker-1") pid1 = w.pid;
-  ASSERT_GT(pid1, 0);
-  Future a;
-  for (int attempt = 0; attempt < 10 && !a.valid(); ++attempt) {
-    Future f = client.submit_with(on1, "process_test.make", 1000 + attempt);
-    if (get<Block>(f).to_doubles().at(0) == pid1) a = f;
-  }
+  const PeerPlacement place(client);
+  ASSERT_GT(place.pid1, 0);
+  Future a = place.make_on_1(client, 1000);
   ASSERT_TRUE(a.valid()) << "could not place a task on worker-1";
   cluster.signal_worker(1, SIGSTOP);
-  Future b = client.submit_with(on0, "process_test.sum", a);  // worker-0 connects to worker-1 now
+  Future b = client.submit_with(place.on0, "process_test.sum", a);  // worker-0 connects to worker-1 now
   ASSERT_TRUE(wait_until([&] { return cluster.scheduler().workers().size() == 1; }, 4));
   auto removed = Clock::now();
   // The hello's timeout (5 s, counted from the submit) would end the transfer about 4 s after

@@ -31,16 +31,6 @@ using tessera_test::read_text;
 using tessera_test::ScopedEnv;
 using tessera_test::TestPki;
 
-struct TlsBins {
-  std::string worker, cuda_worker;
-  bool found = false;
-  TlsBins() {
-    auto bin = tessera_test::build_bin_dir();
-    worker = (bin / "tessera-worker").string();
-    cuda_worker = (bin / "tessera-cuda-worker").string();
-    found = std::filesystem::exists(worker) && std::filesystem::exists(cuda_worker);
-  }
-};
 
 // No TESSERA_TLS_* from the environment of whoever runs the tests: the flags are all there is.
 struct NoTlsEnv {
@@ -95,8 +85,8 @@ std::string tls_handshake_error(const std::string& address, comm::CommOptions co
 // also when tls:// comes from --protocol and its scheduler file has not appeared yet.
 TEST(TlsBinaries, WorkerBinariesRefuseBadTlsFilesAtStartWithTheFileAndTheReason) {
   if (!TestPki::available()) GTEST_SKIP() << "the openssl command is not installed";
-  TlsBins bins;
-  if (!bins.found) GTEST_SKIP() << "tessera-worker / tessera-cuda-worker not built next to the tests";
+  tessera_test::ServerBinaries bins;
+  TESSERA_NEED_SERVER_BINARIES(bins);
   NoTlsEnv no_env;
   TestPki pki;
   pki.make_ca("ca");
@@ -190,8 +180,8 @@ TEST(TlsBinaries, InProcessSchedulerAndWorkerRefuseBadTlsFilesAtStart) {
 // is tls://, a TLS handshake with it passes, and a plain tcp:// one fails.
 TEST(TlsBinaries, AWorkerGivenATlsSchedulerOnTheCommandLineListensOnTls) {
   if (!TestPki::available()) GTEST_SKIP() << "the openssl command is not installed";
-  TlsBins bins;
-  if (!bins.found) GTEST_SKIP() << "tessera-worker not built next to the tests";
+  tessera_test::ServerBinaries bins;
+  TESSERA_NEED_SERVER_BINARIES(bins);
   NoTlsEnv no_env;
   TestPki pki;
   pki.make_ca("ca");

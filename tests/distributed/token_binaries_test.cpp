@@ -31,20 +31,6 @@ using tessera_test::read_text;
 using tessera_test::ScopedEnv;
 using tessera_test::wait_until;
 
-struct TokenBins {
-  std::string scheduler, worker, cuda_worker;
-  bool found = false;
-  TokenBins() {
-    auto bin = tessera_test::build_bin_dir();
-    scheduler = (bin / "tessera-scheduler").string();
-    worker = (bin / "tessera-worker").string();
-    cuda_worker = (bin / "tessera-cuda-worker").string();
-    found = std::filesystem::exists(scheduler) && std::filesystem::exists(worker) &&
-            std::filesystem::exists(cuda_worker);
-  }
-};
-#define NEED_TOKEN_BINARIES(b) \
-  if (!(b).found) GTEST_SKIP() << "tessera-scheduler, tessera-worker or tessera-cuda-worker not built next to the tests"
 
 // Starts argv with its stderr in `log` and the current environment plus `env` (which, unlike
 // spawn_logged's, need not carry TESSERA_PARENT_PID).
@@ -101,8 +87,8 @@ const char* const kWeakWarning = "the token has at most about 52 bits of randomn
 // scheduler file's". A scheduler that took "auto" literally as its token would let in anyone
 // who types "auto"; one that wrote no token would let in anyone at all.
 TEST(TokenBinaries, TesseraTokenAutoMakesOneThatWorkersAndClientsFindInTheSchedulerFile) {
-  TokenBins bins;
-  NEED_TOKEN_BINARIES(bins);
+  tessera_test::ServerBinaries bins;
+  TESSERA_NEED_SERVER_BINARIES(bins);
   ScopedEnv env_token("TESSERA_TOKEN", std::nullopt);
   tessera_test::TempDir dir;
   const std::string sfile = (dir.path() / "s.json").string();
@@ -143,8 +129,8 @@ TEST(TokenBinaries, TesseraTokenAutoMakesOneThatWorkersAndClientsFindInTheSchedu
 // U44 (line 69): without --scheduler-file the auto token is printed once to stderr, as 32 hex
 // digits, and it is the token the scheduler checks (a client given it gets in).
 TEST(TokenBinaries, WithoutASchedulerFileTheAutoTokenIsPrintedOnceToStderr) {
-  TokenBins bins;
-  NEED_TOKEN_BINARIES(bins);
+  tessera_test::ServerBinaries bins;
+  TESSERA_NEED_SERVER_BINARIES(bins);
   ScopedEnv env_token("TESSERA_TOKEN", std::nullopt);
   tessera_test::TempDir dir;
   const auto slog = dir.path() / "scheduler.log";
@@ -182,8 +168,8 @@ TEST(TokenBinaries, WithoutASchedulerFileTheAutoTokenIsPrintedOnceToStderr) {
 // the token to its log, whether it came from --token auto (via the scheduler file) or from
 // TESSERA_TOKEN. Logs are often collected where more people read them than the cluster trusts.
 TEST(TokenBinaries, TheTokenIsInNoLogEvenAtTraceLevel) {
-  TokenBins bins;
-  NEED_TOKEN_BINARIES(bins);
+  tessera_test::ServerBinaries bins;
+  TESSERA_NEED_SERVER_BINARIES(bins);
   for (bool from_env : {false, true}) {
     ScopedEnv env_token("TESSERA_TOKEN", std::nullopt);
     tessera_test::TempDir dir;
@@ -229,8 +215,8 @@ TEST(TokenBinaries, TheTokenIsInNoLogEvenAtTraceLevel) {
 // does not repeat it); started as someone's child it does not warn; a strong token is not warned
 // about; and the warning does not repeat the token.
 TEST(TokenBinaries, TesseraWorkerWarnsAboutAWeakTokenOnceFromTheCommandLine) {
-  TokenBins bins;
-  NEED_TOKEN_BINARIES(bins);
+  tessera_test::ServerBinaries bins;
+  TESSERA_NEED_SERVER_BINARIES(bins);
   ScopedEnv env_token("TESSERA_TOKEN", std::nullopt);
   ScopedEnv no_parent("TESSERA_PARENT_PID", std::nullopt);  // as from a shell (the trap of child_env())
   tessera_test::TempDir dir;
@@ -260,8 +246,8 @@ TEST(TokenBinaries, TesseraWorkerWarnsAboutAWeakTokenOnceFromTheCommandLine) {
 // U46 (lines 73-77): tessera-cuda-worker warns once, under its own name, and the worker it
 // starts (a child with a parent pid) does not. CUDA_VISIBLE_DEVICES set: no GPU needed.
 TEST(TokenBinaries, TesseraCudaWorkerWarnsAboutAWeakTokenOnce) {
-  TokenBins bins;
-  NEED_TOKEN_BINARIES(bins);
+  tessera_test::ServerBinaries bins;
+  TESSERA_NEED_SERVER_BINARIES(bins);
   ScopedEnv env_token("TESSERA_TOKEN", std::nullopt);
   ScopedEnv no_parent("TESSERA_PARENT_PID", std::nullopt);
   tessera_test::TempDir dir;

@@ -43,16 +43,6 @@ namespace {
 
 const std::string kRefusedToken = "worker-refused-token";
 
-struct RefusedBins {
-  std::string scheduler, worker;
-  bool found = false;
-  RefusedBins() {
-    auto bin = tessera_test::build_bin_dir();
-    scheduler = (bin / "tessera-scheduler").string();
-    worker = (bin / "tessera-worker").string();
-    found = std::filesystem::exists(scheduler) && std::filesystem::exists(worker);
-  }
-};
 
 // A loopback port free now (bound and released).
 int free_loopback_port() {
@@ -94,8 +84,8 @@ std::shared_ptr<comm::Comm> register_fake_worker(const std::string& scheduler, c
 // failure, not a clean exit 0 as before issue 19), under its nanny too, which does not restart
 // it; and the live worker keeps its place.
 TEST(WorkerRefused, ATesseraWorkerOnALiveWorkersAddressExits1AndIsNotRestarted) {
-  RefusedBins bins;
-  if (!bins.found) GTEST_SKIP() << "tessera-worker not built next to the tests";
+  tessera_test::ServerBinaries bins;
+  TESSERA_NEED_SERVER_BINARIES(bins);
   SchedulerOptions so;
   so.address = "tcp://127.0.0.1:0";
   so.token = kRefusedToken;
@@ -147,8 +137,8 @@ TEST(WorkerRefused, ATesseraWorkerOnALiveWorkersAddressExits1AndIsNotRestarted) 
 // connection stays open) returns within 15 s, and not before about 10 s, with the documented
 // error naming the scheduler's address and the default.
 TEST(WorkerRefused, AClientWithTheDefaultSchedulerTimeoutGivesUpOnAStoppedScheduler) {
-  RefusedBins bins;
-  if (!bins.found) GTEST_SKIP() << "tessera-scheduler not built next to the tests";
+  tessera_test::ServerBinaries bins;
+  TESSERA_NEED_SERVER_BINARIES(bins);
   EXPECT_EQ(ClientOptions{}.scheduler_timeout, 10);
   tessera_test::TempDir dir;
   const std::string sfile = (dir.path() / "s.json").string(), log = (dir.path() / "scheduler.log").string();
