@@ -204,6 +204,45 @@ std::vector<Key> FrameLowering::lower(const NodePtr& node, const std::optional<s
       }
       break;
     }
+    case NodeKind::Shuffle: {
+      std::set<std::string> reads = needed;
+      reads.insert(n.shuffle_on.begin(), n.shuffle_on.end());
+      auto in = lower(n.input, reads);
+      const Object split = shuffle_split_params(n.shuffle_on, n.npartitions);
+      std::vector<Key> splits;
+      for (std::size_t i = 0; i < in.size(); ++i) {
+        splits.push_back(name + "-split-" + std::to_string(i));
+        graph_.add(make_task(splits.back(), kOpShuffleSplit, {Value(split), KeyRef{in[i]}}, false));
+      }
+      for (std::size_t j = 0; j < np; ++j) {
+        std::vector<Arg> args{Value(shuffle_unpack_params(static_cast<std::int64_t>(j)))};
+        for (const auto& k : splits) args.push_back(KeyRef{k});
+        keys.push_back(part_key(name, j));
+        graph_.add(make_task(keys.back(), kOpShuffleUnpack, std::move(args), false));
+      }
+      break;
+    }
+    case NodeKind::Merge: {
+      const auto left = lower(n.input), right = lower(n.right);
+      JoinSpec spec = n.join;
+      auto add = [&](std::size_t i, const std::vector<Key>& l, const std::vector<Key>& r) {
+        spec.left_parts = static_cast<std::int64_t>(l.size());
+        std::vector<Arg> args{Value(merge_params(spec))};
+        for (const auto& k : l) args.push_back(KeyRef{k});
+        for (const auto& k : r) args.push_back(KeyRef{k});
+        keys.push_back(part_key(name, i));
+        graph_.add(make_task(keys.back(), kOpMerge, std::move(args), false));
+      };
+      for (std::size_t i = 0; i < np; ++i) {
+        switch (n.strategy) {
+          case MergeStrategy::Single: add(i, left, right); break;
+          case MergeStrategy::BroadcastRight: add(i, {left.at(i)}, right); break;
+          case MergeStrategy::BroadcastLeft: add(i, left, {right.at(i)}); break;
+          case MergeStrategy::Partitioned: add(i, {left.at(i)}, {right.at(i)}); break;
+        }
+      }
+      break;
+    }
   }
   done_[name] = keys;
   return keys;

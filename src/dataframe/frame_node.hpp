@@ -17,6 +17,7 @@
 
 #include "column_expr.hpp"
 #include "groupby_spec.hpp"
+#include "join_host.hpp"
 #include "tessera/core/value.hpp"
 #include "tessera/dataframe/dataframe.hpp"
 #include "tessera/exec/executor.hpp"
@@ -40,6 +41,16 @@ enum class NodeKind : std::uint8_t {
   Quantiles,      ///< approximate quantiles of columns, one partition
   ToDevice,       ///< partitions moved to GPUs as device frames
   ToHost,         ///< device frames back to Arrow tables
+  Shuffle,        ///< rows moved to the partition their key hash names (docs/dataframe-shuffle.md)
+  Merge,          ///< two frames joined (join_host.hpp), partition by partition
+};
+
+/** @brief Which partitions of the two sides a merge task joins. */
+enum class MergeStrategy : std::uint8_t {
+  Single,          ///< one task: every left partition with every right one
+  BroadcastRight,  ///< one task per left partition, each with the whole right side
+  BroadcastLeft,   ///< one task per right partition, each with the whole left side
+  Partitioned,     ///< both sides hash-shuffled alike: task i joins left i with right i
 };
 
 struct FrameNode {
@@ -74,6 +85,16 @@ struct FrameNode {
   // Quantiles
   std::vector<std::string> quantile_columns;
   std::vector<double> quantiles;
+  // Shuffle: the key columns; rows are hashed over npartitions outputs.
+  std::vector<std::string> shuffle_on;
+  // Merge: `input` is the left side, `right` the right one.
+  std::shared_ptr<const FrameNode> right;
+  JoinSpec join;
+  MergeStrategy strategy = MergeStrategy::Single;
+  // Set when equal values of these columns are known to be in the same partition, by the hash of
+  // partition_index.hpp over npartitions (a shuffle's output, a partitioned merge's): a merge on
+  // them with as many partitions needs no shuffle.
+  std::vector<std::string> hash_partitioned_by;
 };
 
 using NodePtr = std::shared_ptr<const FrameNode>;
@@ -113,6 +134,9 @@ inline constexpr const char* kOpGroupbyCombine = "tessera.frame.groupby_combine"
 inline constexpr const char* kOpHashSplit = "tessera.frame.hash_split";
 inline constexpr const char* kOpSortValues = "tessera.frame.sort_values";
 inline constexpr const char* kOpHead = "tessera.frame.head";
+inline constexpr const char* kOpShuffleSplit = "tessera.frame.shuffle_split";
+inline constexpr const char* kOpShuffleUnpack = "tessera.frame.shuffle_unpack";
+inline constexpr const char* kOpMerge = "tessera.frame.merge";
 inline constexpr const char* kOpQuantilePartial = "tessera.frame.quantile_partial";
 inline constexpr const char* kOpQuantileCombine = "tessera.frame.quantile_combine";
 inline constexpr const char* kOpToDevice = "tessera.frame.to_device";

@@ -18,6 +18,7 @@
 #include "frame_ops.hpp"
 #include "frame_params.hpp"
 #include "groupby_host.hpp"
+#include "partition_host.hpp"
 #include "tessera/ops/registry.hpp"
 #include "tessera/ops/serialize.hpp"
 
@@ -110,24 +111,16 @@ struct SplitParams {
   }
 };
 
-// The rows whose key hash falls in part `part` of `parts` (split_out).
+// The rows whose key hash falls in part `part` of `parts` (split_out), by the shuffle's row
+// assignment (partition_index.hpp).
 Value hash_split_op(const OpContext&, std::span<const Value> args) {
   ensure_arrow_compute();
   const auto p = from_object<SplitParams>(arg(args, 0).object());
-  auto table = unwrap(table_of(arg(args, 1), "hash_split")->CombineChunks(), "hash_split");
-  const std::int64_t rows = table->num_rows();
-  std::vector<std::uint64_t> h(static_cast<std::size_t>(rows), 0x9e3779b97f4a7c15ull);
-  for (const auto& b : p.by) {
-    auto col = table->GetColumnByName(b)->chunk(0);
-    auto text = unwrap(cp::Cast(*col, arrow::utf8()), "hash_split: key to text");
-    const auto& s = static_cast<const arrow::StringArray&>(*text);
-    for (std::int64_t r = 0; r < rows; ++r)
-      h[r] = (h[r] ^ std::hash<std::string_view>{}(s.GetView(r))) * 0x100000001b3ull;
-  }
+  auto table = table_of(arg(args, 1), "hash_split");
+  const auto parts = hash_partitions(*table, p.by, static_cast<std::uint32_t>(p.parts));
   arrow::BooleanBuilder mask;
-  check_arrow(mask.Reserve(rows), "hash_split");
-  for (std::int64_t r = 0; r < rows; ++r)
-    mask.UnsafeAppend(static_cast<std::int64_t>(h[r] % static_cast<std::uint64_t>(p.parts)) == p.part);
+  check_arrow(mask.Reserve(table->num_rows()), "hash_split");
+  for (const auto part : parts) mask.UnsafeAppend(static_cast<std::int64_t>(part) == p.part);
   std::shared_ptr<arrow::Array> m;
   check_arrow(mask.Finish(&m), "hash_split");
   return table_value(unwrap(cp::Filter(arrow::Datum(table), arrow::Datum(m)), "hash_split").table());

@@ -21,6 +21,12 @@ Object map_params(const Program& program);
 Object combine_params(const GroupbySpec& spec, const std::vector<std::string>& input_types);
 Object split_params(const std::vector<std::string>& by, std::int64_t parts, std::int64_t part);
 Object sort_params(const std::string& column, bool ascending);
+/** @brief A shuffle's split task: hash `on` over `parts` outputs. */
+Object shuffle_split_params(const std::vector<std::string>& on, std::int64_t parts);
+/** @brief A shuffle's unpack task for output partition `part`. */
+Object shuffle_unpack_params(std::int64_t part);
+struct JoinSpec;
+Object merge_params(const JoinSpec& spec);
 /** @brief Runs a registered partition function; throws UnknownOperationError when none has the name. */
 std::shared_ptr<arrow::Table> run_partition_function(const std::string& name, const std::shared_ptr<arrow::Table>& t);
 

@@ -64,6 +64,35 @@ TEST(DataFrameCluster, GroupbyOnWorkerProcessesEqualsTheThreadPool) {
   EXPECT_EQ(names->num_rows(), 5);
 }
 
+TEST(DataFrameCluster, MergesAndShufflesOnWorkerProcessesEqualTheThreadPool) {
+  TempDir dir;
+  for (int f = 0; f < 3; ++f) dir.write("t-" + std::to_string(f) + ".csv", trips_csv(2000, f));
+  dir.write("names.csv", "name,label,rank\nn0,zero,0\nn1,one,1\nn3,three,3\nn9,nine,9\n");
+  ReadCsvOptions o;
+  o.assume_missing = true;
+  o.blocksize = 20000;
+  auto trips = read_csv(dir.file("t-*.csv"), o);
+  auto names = read_csv(dir.file("names.csv"));
+  ASSERT_GT(trips.npartitions(), 2);
+  // A broadcast of the one-partition lookup, a hash join of both sides, and a plain shuffle.
+  auto broadcast = trips.merge(names, {.how = "left", .on = {"name"}});
+  auto hashed = trips.merge(names, {.how = "outer", .on = {"name"}, .npartitions = 3, .broadcast = false});
+  auto by_count = trips.merge(trips.groupby({"passenger_count"}).size(), {.on = {"passenger_count"}, .broadcast = false});
+  auto shuffled = trips.shuffle({"passenger_count"}, 4);
+  ThreadPoolExecutor pool(2);
+  LocalCluster cluster(tessera_test::processes_over_tcp());
+  Client client(cluster.client_address(), ClientOptions{.token = cluster.token(), .timeout = 10});
+  ASSERT_TRUE(client.wait_for_workers(2, 10s));
+  for (const auto* df : {&broadcast, &hashed, &by_count, &shuffled}) {
+    auto local = df->compute(pool), remote = df->compute(client);
+    EXPECT_EQ(remote->num_rows(), local->num_rows()) << df->name();
+    EXPECT_EQ(testing::sorted_rows(remote), testing::sorted_rows(local)) << df->name();
+  }
+  EXPECT_EQ(broadcast.len(client), 6000);
+  // groupby drops the rows with no passenger_count, so the inner merge has every other row.
+  EXPECT_EQ(by_count.len(client), trips.len(pool) - trips[trips["passenger_count"].isnull()].len(pool));
+}
+
 TEST(DataFrameCluster, AMalformedFileFailsItsTaskAndTheClusterLivesOn) {
   TempDir dir;
   dir.write("a.csv", trips_csv(100, 0));

@@ -6,9 +6,11 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <arrow/api.h>
 
@@ -58,6 +60,21 @@ inline std::map<std::string, double> as_map(const std::shared_ptr<arrow::Table>&
   std::map<std::string, double> out;
   for (std::int64_t r = 0; r < t->num_rows(); ++r) out[text(t, key, r)] = number(t, value, r);
   return out;
+}
+
+/** Every row as text ("a=1 b=null "), sorted: tables compared whatever their row order. */
+inline std::vector<std::string> sorted_rows(const std::shared_ptr<arrow::Table>& t) {
+  std::vector<std::string> rows;
+  for (std::int64_t r = 0; r < t->num_rows(); ++r) {
+    std::string row;
+    for (int c = 0; c < t->num_columns(); ++c) {
+      auto s = t->column(c)->GetScalar(r).ValueOrDie();
+      row += t->field(c)->name() + "=" + (s->is_valid ? s->ToString() : "null") + " ";
+    }
+    rows.push_back(std::move(row));
+  }
+  std::sort(rows.begin(), rows.end());
+  return rows;
 }
 
 }  // namespace tessera::dataframe::testing

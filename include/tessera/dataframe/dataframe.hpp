@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -46,6 +47,37 @@ struct AggregateOptions {
   int split_every = 8;
   /** Output partitions: groups are hash-partitioned over this many (for many groups). */
   int split_out = 1;
+};
+
+/**
+ * @brief How DataFrame::merge joins (pandas' merge arguments, Dask's strategies).
+ *
+ * Semantics are pandas' (checked against it): missing keys (null or NaN) match each other; keys
+ * are compared as their common type (int32 with float64: float64); a key named alike on both
+ * sides is one result column, other names both sides have get the suffixes. Rows of a side with
+ * no match get nulls of the column's own type (pandas turns an int64 column with missing values
+ * into float64). Row order is not pandas': sort to compare.
+ */
+struct MergeOptions {
+  /** inner, left, right, outer, leftsemi (left rows with a match), leftanti (without one). */
+  std::string how = "inner";
+  /** Key columns both frames have; empty with left_on/right_on empty: the columns they share. */
+  std::vector<std::string> on;
+  /** Key columns of each side, paired in order (instead of `on`). */
+  std::vector<std::string> left_on, right_on;
+  /** Appended to the other columns both sides have (pandas' suffixes). */
+  std::string left_suffix = "_x", right_suffix = "_y";
+  /**
+   * Output partitions of a hash join (both sides shuffled on their keys); 0: the larger side's
+   * partition count.
+   */
+  std::int64_t npartitions = 0;
+  /**
+   * Dask's broadcast: true sends every partition of the side `how` allows (the right for inner,
+   * left, leftsemi, leftanti; the left for right) to each partition of the other, with no
+   * shuffle; false always hash-joins; unset: broadcast a side of one partition, else hash-join.
+   */
+  std::optional<bool> broadcast;
 };
 
 /**
@@ -84,6 +116,15 @@ class DataFrame {
    * The output's columns are learnt by running it on an empty table of this frame's columns.
    */
   DataFrame map_partitions(const std::string& function) const;
+
+  /**
+   * @brief The same rows in `npartitions` partitions (0: as many as now), each row in the one its
+   * `on` columns hash to (docs/dataframe-shuffle.md): equal keys end in the same partition,
+   * whatever their numeric type. Host frames only.
+   */
+  DataFrame shuffle(const std::vector<std::string>& on, std::int64_t npartitions = 0) const;
+  /** @brief This frame (the left side) joined with `right` (pandas' merge; MergeOptions). */
+  DataFrame merge(const DataFrame& right, const MergeOptions& options = {}) const;
 
   /** @brief Groups rows by the values of these columns. */
   GroupBy groupby(std::vector<std::string> by) const;
@@ -247,6 +288,9 @@ class GroupBy {
  */
 std::vector<std::shared_ptr<arrow::Table>> compute(const std::vector<DataFrame>& frames,
                                                    Executor& executor = local_executor());
+
+/** @brief `left.merge(right, options)`, as pandas' `pd.merge(left, right, ...)`. */
+DataFrame merge(const DataFrame& left, const DataFrame& right, const MergeOptions& options = {});
 
 /** @brief A frame over tables already in memory, one partition each. */
 DataFrame from_tables(const std::vector<std::shared_ptr<arrow::Table>>& partitions);

@@ -1,0 +1,123 @@
+// DataFrame::shuffle and DataFrame::merge: building the expression, with every check done here,
+// and choosing how a merge runs (Dask's choices: a side of one partition is broadcast, otherwise
+// both sides are hash-shuffled alike). The tasks are in shuffle_ops.cpp, a partition's join in
+// join_host.cpp.
+#include <arrow/api.h>
+
+#include <algorithm>
+#include <set>
+
+#include "frame_node.hpp"
+#include "join_host.hpp"
+#include "tessera/dataframe/dataframe.hpp"
+
+namespace tessera::dataframe {
+
+using namespace detail;
+
+namespace {
+
+void require_host(const FrameNode& n, const char* what) {
+  if (n.device)
+    throw Error(std::string(what) + " is not supported on device frames yet: to_host() first (issue 30)");
+}
+
+// Whether `n` already holds equal `on` values in the same one of `parts` partitions.
+bool partitioned_alike(const FrameNode& n, const std::vector<std::string>& on, std::int64_t parts) {
+  return !n.hash_partitioned_by.empty() && n.hash_partitioned_by == on && n.npartitions == parts;
+}
+
+bool can_broadcast_right(JoinHow how) {
+  return how == JoinHow::Inner || how == JoinHow::Left || how == JoinHow::LeftSemi || how == JoinHow::LeftAnti;
+}
+bool can_broadcast_left(JoinHow how) { return how == JoinHow::Inner || how == JoinHow::Right; }
+
+}  // namespace
+
+DataFrame DataFrame::shuffle(const std::vector<std::string>& on, std::int64_t npartitions) const {
+  const FrameNode& in = node_of(*this);
+  require_host(in, "shuffle");
+  if (on.empty()) throw Error("shuffle: no key columns given");
+  std::set<std::string> seen;
+  for (const auto& c : on) {
+    if (!in.schema->GetFieldByName(c)) throw Error("shuffle: the frame has no column '" + c + "'");
+    if (!seen.insert(c).second) throw Error("shuffle: key column '" + c + "' is given twice");
+  }
+  if (npartitions < 0) throw Error("shuffle: npartitions must be 0 (as many as now) or more");
+  const std::int64_t parts = npartitions == 0 ? in.npartitions : npartitions;
+  if (partitioned_alike(in, on, parts)) return *this;
+  auto n = make_node(NodeKind::Shuffle, "shuffle");
+  n->input = node();
+  n->schema = in.schema;
+  n->npartitions = parts;
+  n->shuffle_on = on;
+  n->hash_partitioned_by = on;
+  return DataFrame(n);
+}
+
+DataFrame DataFrame::merge(const DataFrame& right, const MergeOptions& options) const {
+  const FrameNode& l = node_of(*this);
+  const FrameNode& r = node_of(right);
+  require_host(l, "merge");
+  require_host(r, "merge");
+  JoinSpec spec;
+  spec.how = join_how_from_name(options.how);
+  spec.left_suffix = options.left_suffix;
+  spec.right_suffix = options.right_suffix;
+  if (!options.on.empty()) {
+    if (!options.left_on.empty() || !options.right_on.empty())
+      throw Error("merge: give on, or left_on and right_on, not both");
+    spec.left_on = spec.right_on = options.on;
+  } else if (!options.left_on.empty() || !options.right_on.empty()) {
+    if (options.left_on.empty() || options.right_on.empty())
+      throw Error("merge: left_on and right_on go together (or give on)");
+    spec.left_on = options.left_on;
+    spec.right_on = options.right_on;
+  } else {  // pandas: the columns both frames have
+    for (const auto& f : l.schema->fields())
+      if (r.schema->GetFieldByName(f->name())) spec.left_on.push_back(f->name());
+    if (spec.left_on.empty()) throw Error("merge: the frames share no column name; give on, or left_on and right_on");
+    spec.right_on = spec.left_on;
+  }
+  if (options.npartitions < 0) throw Error("merge: npartitions must be 0 (the larger side's count) or more");
+  auto n = make_node(NodeKind::Merge, "merge");
+  n->schema = plan_join(*l.schema, *r.schema, spec);
+  n->join = spec;
+
+  const bool force = options.broadcast.value_or(false);
+  const bool never = options.broadcast.has_value() && !*options.broadcast;
+  DataFrame left_side = *this, right_side = right;
+  if (!never && l.npartitions == 1 && r.npartitions == 1) {
+    n->strategy = MergeStrategy::Single;
+    n->npartitions = 1;
+  } else if (!never && can_broadcast_right(spec.how) && (force || r.npartitions == 1)) {
+    n->strategy = MergeStrategy::BroadcastRight;
+    n->npartitions = l.npartitions;
+  } else if (!never && can_broadcast_left(spec.how) && (force || l.npartitions == 1)) {
+    n->strategy = MergeStrategy::BroadcastLeft;
+    n->npartitions = r.npartitions;
+  } else if (force) {
+    throw Error(std::string("merge: how='") + join_how_name(spec.how) +
+                "' cannot broadcast either side (outer keeps the unmatched rows of both)");
+  } else {
+    const std::int64_t parts =
+        options.npartitions > 0 ? options.npartitions : std::max(l.npartitions, r.npartitions);
+    left_side = left_side.shuffle(spec.left_on, parts);
+    right_side = right_side.shuffle(spec.right_on, parts);
+    n->strategy = MergeStrategy::Partitioned;
+    n->npartitions = parts;
+    // Result partition i holds the rows whose keys hash to i (a key column of the result holds the
+    // left or the right key, equal and so hashing alike), so a later merge or shuffle on the same
+    // keys and partition count needs no new shuffle (chained joins on one key shuffle once).
+    if (spec.left_on == spec.right_on) n->hash_partitioned_by = spec.left_on;
+  }
+  n->input = left_side.node();
+  n->right = right_side.node();
+  return DataFrame(n);
+}
+
+DataFrame merge(const DataFrame& left, const DataFrame& right, const MergeOptions& options) {
+  return left.merge(right, options);
+}
+
+}  // namespace tessera::dataframe
