@@ -505,7 +505,7 @@ DataFrame Series::value_counts() const {
   auto counts = aggregate(to_frame(), spec, {});
   auto n = make_node(NodeKind::SortValues, "value-counts");
   n->input = counts.node();
-  n->sort_column = "count";
+  n->sort_columns = {"count"};
   n->ascending = false;
   n->schema = counts.node()->schema;
   n->npartitions = 1;

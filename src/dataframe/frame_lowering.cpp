@@ -159,9 +159,31 @@ std::vector<Key> FrameLowering::lower(const NodePtr& node, const std::optional<s
     }
     case NodeKind::SortValues: {
       auto in = lower(n.input);
-      keys.push_back(part_key(name, 0));
-      graph_.add(make_task(keys.back(), kOpSortValues, {Value(sort_params(n.sort_column, n.ascending)), KeyRef{in.at(0)}},
-                           false));
+      const Object sort = sort_params(n.sort_columns, n.ascending);
+      if (np == 1) {  // one task sorts every partition together
+        std::vector<Arg> args{Value(sort)};
+        for (const auto& k : in) args.push_back(KeyRef{k});
+        keys.push_back(part_key(name, 0));
+        graph_.add(make_task(keys.back(), kOpSortValues, std::move(args), false));
+        break;
+      }
+      // Range-partitioned by the first column (its bounds from the divisions task), then each
+      // range sorted: partition j holds only values at or past those of partition j - 1.
+      const Key bounds = lower(n.divisions).at(0);
+      const Object split = range_split_params(n.sort_columns.front(), n.npartitions, n.ascending);
+      std::vector<Key> splits;
+      for (std::size_t i = 0; i < in.size(); ++i) {
+        splits.push_back(name + "-split-" + std::to_string(i));
+        graph_.add(make_task(splits.back(), kOpRangeSplit, {Value(split), KeyRef{in[i]}, KeyRef{bounds}}, false));
+      }
+      for (std::size_t j = 0; j < np; ++j) {
+        const Key unpacked = name + "-range-" + std::to_string(j);
+        std::vector<Arg> args{Value(shuffle_unpack_params(static_cast<std::int64_t>(j)))};
+        for (const auto& k : splits) args.push_back(KeyRef{k});
+        graph_.add(make_task(unpacked, kOpShuffleUnpack, std::move(args), false));
+        keys.push_back(part_key(name, j));
+        graph_.add(make_task(keys.back(), kOpSortValues, {Value(sort), KeyRef{unpacked}}, false));
+      }
       break;
     }
     case NodeKind::Head: {

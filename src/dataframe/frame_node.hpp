@@ -36,7 +36,7 @@ enum class NodeKind : std::uint8_t {
   Map,            ///< a partition program per partition
   MapPartitions,  ///< a registered partition function per partition
   Aggregate,      ///< groupby-aggregate (or a whole-frame reduction: no keys)
-  SortValues,     ///< one partition sorted by a column (value_counts)
+  SortValues,     ///< sorted by columns: range-partitioned by the first, each range sorted
   Head,           ///< the first n rows of the first partition(s), one partition
   Quantiles,      ///< approximate quantiles of columns, one partition
   ToDevice,       ///< partitions moved to GPUs as device frames
@@ -76,9 +76,11 @@ struct FrameNode {
   // Aggregate
   GroupbySpec spec;
   AggregateOptions options;
-  // SortValues
-  std::string sort_column;
+  // SortValues: with more than one partition, rows are placed by the first column's ranges,
+  // whose bounds are the approximate quantiles `divisions` computes (a Quantiles node).
+  std::vector<std::string> sort_columns;
   bool ascending = true;
+  std::shared_ptr<const FrameNode> divisions;
   // Head
   std::int64_t head_rows = 0;
   std::int64_t head_partitions = 1;
@@ -136,6 +138,7 @@ inline constexpr const char* kOpSortValues = "tessera.frame.sort_values";
 inline constexpr const char* kOpHead = "tessera.frame.head";
 inline constexpr const char* kOpShuffleSplit = "tessera.frame.shuffle_split";
 inline constexpr const char* kOpShuffleUnpack = "tessera.frame.shuffle_unpack";
+inline constexpr const char* kOpRangeSplit = "tessera.frame.range_split";
 inline constexpr const char* kOpMerge = "tessera.frame.merge";
 inline constexpr const char* kOpQuantilePartial = "tessera.frame.quantile_partial";
 inline constexpr const char* kOpQuantileCombine = "tessera.frame.quantile_combine";

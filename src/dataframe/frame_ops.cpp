@@ -127,20 +127,29 @@ Value hash_split_op(const OpContext&, std::span<const Value> args) {
 }
 
 struct SortParams {
-  std::string column;
+  std::vector<std::string> columns;
   bool ascending = true;
   template <class A>
   void serialize(A& ar) {
-    ar(column, ascending);
+    ar(columns, ascending);
   }
 };
 
+// The partitions given, concatenated and sorted by the columns (ties broken by the next column;
+// missing values, null and NaN, last in either direction, as pandas' na_position="last"). Stable:
+// rows equal in every sort column keep their order.
 Value sort_values_op(const OpContext&, std::span<const Value> args) {
   ensure_arrow_compute();
   const auto p = from_object<SortParams>(arg(args, 0).object());
-  auto t = table_of(arg(args, 1), "sort_values");
-  cp::SortOptions options({cp::SortKey(p.column, p.ascending ? cp::SortOrder::Ascending : cp::SortOrder::Descending)});
-  auto idx = unwrap(cp::SortIndices(arrow::Datum(t), options), "sort_values");
+  std::vector<std::shared_ptr<arrow::Table>> parts;
+  for (std::size_t i = 1; i < args.size(); ++i)
+    parts.push_back(table_of(args[i], "sort_values")->ReplaceSchemaMetadata(nullptr));
+  if (parts.empty()) throw Error("sort_values: a task sorts no partition");
+  auto t = parts.size() == 1 ? parts.front() : unwrap(arrow::ConcatenateTables(parts), "sort_values");
+  std::vector<cp::SortKey> keys;
+  for (const auto& c : p.columns)
+    keys.emplace_back(c, p.ascending ? cp::SortOrder::Ascending : cp::SortOrder::Descending);
+  auto idx = unwrap(cp::SortIndices(arrow::Datum(t), cp::SortOptions(keys)), "sort_values");
   return table_value(unwrap(cp::Take(arrow::Datum(t), arrow::Datum(idx)), "sort_values").table());
 }
 
@@ -177,8 +186,8 @@ Object combine_params(const GroupbySpec& spec, const std::vector<std::string>& i
 Object split_params(const std::vector<std::string>& by, std::int64_t parts, std::int64_t part) {
   return to_object(SplitParams{by, parts, part}, "tessera.frame.SplitParams");
 }
-Object sort_params(const std::string& column, bool ascending) {
-  return to_object(SortParams{column, ascending}, "tessera.frame.SortParams");
+Object sort_params(const std::vector<std::string>& columns, bool ascending) {
+  return to_object(SortParams{columns, ascending}, "tessera.frame.SortParams");
 }
 
 std::shared_ptr<arrow::Table> run_partition_function(const std::string& name, const std::shared_ptr<arrow::Table>& t) {

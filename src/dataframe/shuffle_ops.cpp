@@ -1,4 +1,4 @@
-// The tasks of a hash shuffle and of a merge (docs/dataframe-shuffle.md).
+// The tasks of a hash shuffle, of a sort's range shuffle and of a merge (docs/dataframe-shuffle.md).
 //
 // Today's shuffle is the task-based one: a split task per input partition orders its rows by
 // output partition (the offsets of each output's rows in the schema's metadata), and an unpack
@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 
 #include <cereal/types/string.hpp>
 #include <cereal/types/vector.hpp>
@@ -42,15 +43,12 @@ struct ShuffleSplitParams {
   }
 };
 
-Value shuffle_split_op(const OpContext&, std::span<const Value> args) {
-  ensure_arrow_compute();
-  const auto p = from_object<ShuffleSplitParams>(arg(args, 0).object());
-  if (p.parts < 1 || p.parts > (std::int64_t{1} << 31))
-    throw Error("shuffle: " + std::to_string(p.parts) + " output partitions (1 to 2^31)");
-  auto table = table_of(arg(args, 1), "shuffle");
-  const auto parts = hash_partitions(*table, p.on, static_cast<std::uint32_t>(p.parts));
-  // A counting sort by output partition; stable, so rows keep their input order within each.
-  std::vector<std::int64_t> offsets(static_cast<std::size_t>(p.parts) + 1, 0);
+// `table` with its rows ordered by output partition (a stable counting sort: rows keep their
+// input order within each) and the offsets of each partition's rows in the schema's metadata: what
+// an unpack task slices.
+Value split_layout(const std::shared_ptr<arrow::Table>& table, const std::vector<std::uint32_t>& parts,
+                   std::int64_t count) {
+  std::vector<std::int64_t> offsets(static_cast<std::size_t>(count) + 1, 0);
   for (const auto part : parts) ++offsets[part + 1];
   for (std::size_t j = 1; j < offsets.size(); ++j) offsets[j] += offsets[j - 1];
   std::vector<std::int64_t> next(offsets.begin(), offsets.end() - 1);
@@ -66,6 +64,71 @@ Value shuffle_split_op(const OpContext&, std::span<const Value> args) {
   auto metadata = std::make_shared<arrow::KeyValueMetadata>(std::vector<std::string>{kOffsetsKey},
                                                             std::vector<std::string>{text});
   return table_value(sorted->ReplaceSchemaMetadata(metadata));
+}
+
+void check_parts(std::int64_t parts, const char* what) {
+  if (parts < 1 || parts > (std::int64_t{1} << 31))
+    throw Error(std::string(what) + ": " + std::to_string(parts) + " output partitions (1 to 2^31)");
+}
+
+Value shuffle_split_op(const OpContext&, std::span<const Value> args) {
+  ensure_arrow_compute();
+  const auto p = from_object<ShuffleSplitParams>(arg(args, 0).object());
+  check_parts(p.parts, "shuffle");
+  auto table = table_of(arg(args, 1), "shuffle");
+  return split_layout(table, hash_partitions(*table, p.on, static_cast<std::uint32_t>(p.parts)), p.parts);
+}
+
+struct RangeSplitParams {
+  std::string column;
+  std::int64_t parts = 1;
+  bool ascending = true;
+  template <class A>
+  void serialize(A& ar) {
+    ar(column, parts, ascending);
+  }
+};
+
+// A column's values as doubles (null stays null): how a sort compares them to the bounds. The
+// conversion is monotonic, so equal values share a range and the ranges keep the order.
+std::shared_ptr<arrow::DoubleArray> as_doubles(const std::shared_ptr<arrow::ChunkedArray>& column,
+                                               const std::string& name) {
+  auto d = unwrap(cp::Cast(arrow::Datum(column), arrow::float64()), "sort_values: column '" + name + "'");
+  auto combined = unwrap(arrow::Concatenate(d.chunked_array()->chunks()), "sort_values");
+  return std::static_pointer_cast<arrow::DoubleArray>(combined);
+}
+
+// A sort's split: each row's range among `parts`, by the bounds (the first column's approximate
+// quantiles, the second argument); missing values (null, NaN) in the last range, as pandas puts
+// them last whichever the direction.
+Value range_split_op(const OpContext&, std::span<const Value> args) {
+  ensure_arrow_compute();
+  const auto p = from_object<RangeSplitParams>(arg(args, 0).object());
+  check_parts(p.parts, "sort_values");
+  auto table = table_of(arg(args, 1), "sort_values");
+  auto bounds_table = table_of(arg(args, 2), "sort_values (bounds)");
+  auto column = table->GetColumnByName(p.column);
+  auto bounds_column = bounds_table->GetColumnByName(p.column);
+  if (!column || !bounds_column) throw Error("sort_values: column '" + p.column + "' is missing from a partition");
+  std::vector<double> bounds;
+  if (bounds_column->length() > 0) {
+    auto b = as_doubles(bounds_column, p.column);
+    for (std::int64_t i = 0; i < b->length(); ++i)
+      if (b->IsValid(i) && !std::isnan(b->Value(i))) bounds.push_back(b->Value(i));
+  }
+  std::sort(bounds.begin(), bounds.end());
+  if (bounds.size() > static_cast<std::size_t>(p.parts - 1)) bounds.resize(static_cast<std::size_t>(p.parts - 1));
+  const auto last = static_cast<std::uint32_t>(p.parts - 1);
+  std::vector<std::uint32_t> parts(static_cast<std::size_t>(table->num_rows()), last);
+  if (table->num_rows() > 0) {
+    auto v = as_doubles(column, p.column);
+    for (std::int64_t r = 0; r < v->length(); ++r) {
+      if (v->IsNull(r) || std::isnan(v->Value(r))) continue;  // missing: the last range
+      auto range = static_cast<std::uint32_t>(std::upper_bound(bounds.begin(), bounds.end(), v->Value(r)) - bounds.begin());
+      parts[static_cast<std::size_t>(r)] = p.ascending ? range : last - range;
+    }
+  }
+  return split_layout(table, parts, p.parts);
 }
 
 // The rows of output partition `part` in one split.
@@ -121,6 +184,7 @@ Value merge_op(const OpContext&, std::span<const Value> args) {
 const bool shuffle_ops_registered = [] {
   register_op(kOpShuffleSplit, shuffle_split_op);
   register_op(kOpShuffleUnpack, shuffle_unpack_op);
+  register_op(kOpRangeSplit, range_split_op);
   register_op(kOpMerge, merge_op);
   return true;
 }();
@@ -131,6 +195,9 @@ Object shuffle_split_params(const std::vector<std::string>& on, std::int64_t par
   return to_object(ShuffleSplitParams{on, parts}, "tessera.frame.ShuffleSplitParams");
 }
 Object shuffle_unpack_params(std::int64_t part) { return to_object(part, "tessera.frame.Part"); }
+Object range_split_params(const std::string& column, std::int64_t parts, bool ascending) {
+  return to_object(RangeSplitParams{column, parts, ascending}, "tessera.frame.RangeSplitParams");
+}
 Object merge_params(const JoinSpec& spec) { return to_object(spec, "tessera.frame.JoinSpec"); }
 
 }  // namespace tessera::dataframe::detail

@@ -79,16 +79,21 @@ TEST(DataFrameCluster, MergesAndShufflesOnWorkerProcessesEqualTheThreadPool) {
   auto hashed = trips.merge(names, {.how = "outer", .on = {"name"}, .npartitions = 3, .broadcast = false});
   auto by_count = trips.merge(trips.groupby({"passenger_count"}).size(), {.on = {"passenger_count"}, .broadcast = false});
   auto shuffled = trips.shuffle({"passenger_count"}, 4);
+  auto sorted = trips.sort_values({"tip_amount", "passenger_count"}, false);
   ThreadPoolExecutor pool(2);
   LocalCluster cluster(tessera_test::processes_over_tcp());
   Client client(cluster.client_address(), ClientOptions{.token = cluster.token(), .timeout = 10});
   ASSERT_TRUE(client.wait_for_workers(2, 10s));
-  for (const auto* df : {&broadcast, &hashed, &by_count, &shuffled}) {
+  for (const auto* df : {&broadcast, &hashed, &by_count, &shuffled, &sorted}) {
     auto local = df->compute(pool), remote = df->compute(client);
     EXPECT_EQ(remote->num_rows(), local->num_rows()) << df->name();
     EXPECT_EQ(testing::sorted_rows(remote), testing::sorted_rows(local)) << df->name();
   }
   EXPECT_EQ(broadcast.len(client), 6000);
+  auto order = sorted.compute(client);  // descending by tip_amount, which has no missing values
+  ASSERT_EQ(order->num_rows(), 6000);
+  for (std::int64_t r = 1; r < order->num_rows(); ++r)
+    ASSERT_GE(testing::number(order, "tip_amount", r - 1), testing::number(order, "tip_amount", r)) << r;
   // groupby drops the rows with no passenger_count, so the inner merge has every other row.
   EXPECT_EQ(by_count.len(client), trips.len(pool) - trips[trips["passenger_count"].isnull()].len(pool));
 }

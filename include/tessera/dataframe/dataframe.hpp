@@ -123,6 +123,14 @@ class DataFrame {
    * whatever their numeric type. Host frames only.
    */
   DataFrame shuffle(const std::vector<std::string>& on, std::int64_t npartitions = 0) const;
+  /**
+   * @brief The rows sorted by `by` (ties by the next column; missing values last, as pandas'
+   * default na_position: NaN, then null), as many partitions as now, in order: partition i's rows come before
+   * partition i + 1's. With a numeric first column the partitions are ranges bounded by its
+   * approximate quantiles and sorted in parallel; otherwise one task sorts the whole frame.
+   * Rows equal in every sort column keep no particular order between partitions. Host frames only.
+   */
+  DataFrame sort_values(const std::vector<std::string>& by, bool ascending = true) const;
   /** @brief This frame (the left side) joined with `right` (pandas' merge; MergeOptions). */
   DataFrame merge(const DataFrame& right, const MergeOptions& options = {}) const;
 

@@ -1,0 +1,54 @@
+// DataFrame::sort_values: building the expression. Dask's way: the first sort column's
+// approximate quantiles (quantiles.cpp, a task in the same graph, not computed at build time)
+// bound one range per output partition; each input partition's rows go to their ranges
+// (range_split in shuffle_ops.cpp, the shuffle's split layout and unpack), and each range is
+// sorted on its own, so the partitions in order are the sorted frame.
+#include <arrow/api.h>
+
+#include <set>
+
+#include "frame_node.hpp"
+#include "quantiles.hpp"
+#include "tessera/dataframe/dataframe.hpp"
+
+namespace tessera::dataframe {
+
+using namespace detail;
+
+namespace {
+
+// Whether ranges of the column's values can be bounded by its quantiles (which are numbers).
+bool rangeable(const arrow::DataType& t) {
+  return arrow::is_integer(t.id()) || arrow::is_floating(t.id()) || t.id() == arrow::Type::BOOL;
+}
+
+}  // namespace
+
+DataFrame DataFrame::sort_values(const std::vector<std::string>& by, bool ascending) const {
+  const FrameNode& in = node_of(*this);
+  if (in.device) throw Error("sort_values is not supported on device frames yet: to_host() first (issue 30)");
+  if (by.empty()) throw Error("sort_values: no columns to sort by");
+  std::set<std::string> seen;
+  for (const auto& c : by) {
+    if (!in.schema->GetFieldByName(c)) throw Error("sort_values: the frame has no column '" + c + "'");
+    if (!seen.insert(c).second) throw Error("sort_values: column '" + c + "' is given twice");
+  }
+  auto n = make_node(NodeKind::SortValues, "sort-values");
+  n->input = node();
+  n->schema = in.schema;
+  n->sort_columns = by;
+  n->ascending = ascending;
+  // Strings, timestamps and the like have no numeric quantiles yet: their sort is one task over
+  // every partition (right, but one partition's worth of memory for the whole frame).
+  const bool ranged = in.npartitions > 1 && rangeable(*in.schema->GetFieldByName(by.front())->type());
+  n->npartitions = ranged ? in.npartitions : 1;
+  if (ranged) {
+    std::vector<double> q;
+    for (std::int64_t j = 1; j < in.npartitions; ++j)
+      q.push_back(static_cast<double>(j) / static_cast<double>(in.npartitions));
+    n->divisions = quantiles((*this)[std::vector<std::string>{by.front()}], {by.front()}, q).node();
+  }
+  return DataFrame(n);
+}
+
+}  // namespace tessera::dataframe
