@@ -5,6 +5,7 @@
 #     does not package; CMake finds them through this environment (cmake/TesseraArrow.cmake).
 #   - pandas: the reference the dataframe tests compare results with.
 #   - moto[server]: a local S3-compatible server for the s3:// tests.
+#   - tpchgen-cli: writes TPC-H data (benchmarks/tpch.py).
 #   - dask[dataframe], distributed, polars, duckdb: the engines the dataframe benchmarks run
 #     beside Tessera (benchmarks/dataframe_compare.py, benchmarks/merge_compare.py).
 #   - kubernetes-validate: checks deploy/kubernetes/ against Kubernetes' schemas, offline (the
@@ -15,7 +16,7 @@
 set -euo pipefail
 
 PYENV="${TESSERA_PYENV:-$HOME/.cache/tessera/pyenv}"
-PINS=(pyarrow==26.0.1 pandas==3.1.1 "moto[server]==5.2.5" "dask[dataframe]==2026.8.0" distributed==2026.8.0 polars==2.1.0 duckdb==2.0.1 kubernetes-validate==1.37.0)
+PINS=(pyarrow==26.0.1 pandas==3.1.1 "moto[server]==5.2.5" "dask[dataframe]==2026.8.0" distributed==2026.8.0 polars==2.1.0 duckdb==2.0.1 tpchgen-cli==4.0.0 kubernetes-validate==1.37.0)
 
 # The interpreter that makes the environment: Debian's python3 (python3-venv is in setup.sh).
 PYTHON="${TESSERA_PYTHON:-}"

@@ -40,6 +40,10 @@ std::shared_ptr<arrow::DataType> parse_type(const std::string& name) {
       {"int64", [] { return arrow::int64(); }},     {"int32", [] { return arrow::int32(); }},
       {"int16", [] { return arrow::int16(); }},     {"int8", [] { return arrow::int8(); }},
       {"uint8", [] { return arrow::uint8(); }},     {"bool", [] { return arrow::boolean(); }},
+      {"uint16", [] { return arrow::uint16(); }},   {"uint32", [] { return arrow::uint32(); }},
+      {"uint64", [] { return arrow::uint64(); }},   {"date32", [] { return arrow::date32(); }},
+      {"date32[day]", [] { return arrow::date32(); }}, {"date64", [] { return arrow::date64(); }},
+      {"date64[ms]", [] { return arrow::date64(); }},
       {"string", [] { return arrow::utf8(); }},     {"str", [] { return arrow::utf8(); }},
       {"large_string", [] { return arrow::large_utf8(); }},
   };
@@ -53,7 +57,8 @@ std::shared_ptr<arrow::DataType> parse_type(const std::string& name) {
   for (const auto& [n, unit] : units)
     if (name == n) return arrow::timestamp(unit);
   throw Error("unknown dtype '" + name +
-              "' (known: float64, float32, int64, int32, int16, int8, uint8, bool, string, timestamp[s|ms|us|ns])");
+              "' (known: float64, float32, int64, int32, int16, int8, uint8 to uint64, bool, string, large_string, date32, "
+              "date64, timestamp[s|ms|us|ns])");
 }
 
 namespace {

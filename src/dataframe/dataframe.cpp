@@ -140,15 +140,27 @@ Series binary(const char* fn, const Series& a, const ColumnExpr& b_expr, const D
     throw Error(std::string("cannot combine columns of two different frames ('") + a.name() + "' with a column of " +
                 b_frame->name() + "): frames have no index to align on; assign both into one frame first");
   ColumnExpr e;
+  // pandas compares a date or timestamp column with a string ("1998-09-02"): the string is read
+  // as the column's type, once here (a string that is no date fails when the graph is built).
+  ColumnExpr b = b_expr;
+  if (b.kind == ColumnExpr::Kind::Literal && std::holds_alternative<std::string>(b.literal)) {
+    const auto t = type_of(*a.expr(), node_of(a.frame()).schema);
+    if (arrow::is_temporal(t->id())) {
+      ColumnExpr c = call("cast", {std::move(b)});
+      c.cast_to = t->ToString();
+      parse_type(c.cast_to);  // throws for a type the tasks could not name
+      b = std::move(c);
+    }
+  }
   if (std::string(fn) == "truediv") {
     auto f64 = [](ColumnExpr x) {
       ColumnExpr c = call("cast", {std::move(x)});
       c.cast_to = "float64";
       return c;
     };
-    e = call("divide", {f64(*a.expr()), f64(b_expr)});
+    e = call("divide", {f64(*a.expr()), f64(b)});
   } else {
-    e = call(fn, {*a.expr(), b_expr});
+    e = call(fn, {*a.expr(), b});
   }
   type_of(e, node_of(a.frame()).schema);  // throws now for types the function cannot take
   return Series(a.frame(), std::make_shared<const ColumnExpr>(std::move(e)), a.name());
@@ -506,7 +518,7 @@ DataFrame Series::value_counts() const {
   auto n = make_node(NodeKind::SortValues, "value-counts");
   n->input = counts.node();
   n->sort_columns = {"count"};
-  n->ascending = false;
+  n->ascending = {false};
   n->schema = counts.node()->schema;
   n->npartitions = 1;
   return DataFrame(n);

@@ -134,7 +134,9 @@ std::vector<Key> FrameLowering::lower(const NodePtr& node, const std::optional<s
       break;
     case NodeKind::Map: {
       auto in = lower(n.input, program_inputs(n.program, needed));
-      const Object params = map_params(narrowed ? trimmed(n.program, needed) : n.program);
+      // Always trimmed: earlier steps (an astype of every column) must not read columns the
+      // source below was told it need not read, even when this node's own outputs are all needed.
+      const Object params = map_params(trimmed(n.program, needed));
       for (std::size_t i = 0; i < np; ++i) {
         keys.push_back(part_key(name, i));
         graph_.add(make_task(keys.back(), kOpMap, {Value(params), KeyRef{in[i]}}, n.device));
@@ -170,7 +172,7 @@ std::vector<Key> FrameLowering::lower(const NodePtr& node, const std::optional<s
       // Range-partitioned by the first column (its bounds from the divisions task), then each
       // range sorted: partition j holds only values at or past those of partition j - 1.
       const Key bounds = lower(n.divisions).at(0);
-      const Object split = range_split_params(n.sort_columns.front(), n.npartitions, n.ascending);
+      const Object split = range_split_params(n.sort_columns.front(), n.npartitions, n.ascending.front());
       std::vector<Key> splits;
       for (std::size_t i = 0; i < in.size(); ++i) {
         splits.push_back(name + "-split-" + std::to_string(i));
@@ -245,7 +247,10 @@ std::vector<Key> FrameLowering::lower(const NodePtr& node, const std::optional<s
       break;
     }
     case NodeKind::Merge: {
-      const auto left = lower(n.input), right = lower(n.right);
+      // Each side reads only the columns the needed result columns come from, and its keys.
+      std::set<std::string> left_reads, right_reads;
+      join_reads(*n.input->schema, *n.right->schema, n.join, needed, left_reads, right_reads);
+      const auto left = lower(n.input, left_reads), right = lower(n.right, right_reads);
       JoinSpec spec = n.join;
       auto add = [&](std::size_t i, const std::vector<Key>& l, const std::vector<Key>& r) {
         spec.left_parts = static_cast<std::int64_t>(l.size());

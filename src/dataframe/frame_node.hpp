@@ -79,7 +79,7 @@ struct FrameNode {
   // SortValues: with more than one partition, rows are placed by the first column's ranges,
   // whose bounds are the approximate quantiles `divisions` computes (a Quantiles node).
   std::vector<std::string> sort_columns;
-  bool ascending = true;
+  std::vector<bool> ascending;  // one per sort column
   std::shared_ptr<const FrameNode> divisions;
   // Head
   std::int64_t head_rows = 0;

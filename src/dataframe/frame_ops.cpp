@@ -128,7 +128,7 @@ Value hash_split_op(const OpContext&, std::span<const Value> args) {
 
 struct SortParams {
   std::vector<std::string> columns;
-  bool ascending = true;
+  std::vector<bool> ascending;  // one per column
   template <class A>
   void serialize(A& ar) {
     ar(columns, ascending);
@@ -147,8 +147,9 @@ Value sort_values_op(const OpContext&, std::span<const Value> args) {
   if (parts.empty()) throw Error("sort_values: a task sorts no partition");
   auto t = parts.size() == 1 ? parts.front() : unwrap(arrow::ConcatenateTables(parts), "sort_values");
   std::vector<cp::SortKey> keys;
-  for (const auto& c : p.columns)
-    keys.emplace_back(c, p.ascending ? cp::SortOrder::Ascending : cp::SortOrder::Descending);
+  if (p.ascending.size() != p.columns.size()) throw Error("sort_values: one direction per column is needed");
+  for (std::size_t i = 0; i < p.columns.size(); ++i)
+    keys.emplace_back(p.columns[i], p.ascending[i] ? cp::SortOrder::Ascending : cp::SortOrder::Descending);
   auto idx = unwrap(cp::SortIndices(arrow::Datum(t), cp::SortOptions(keys)), "sort_values");
   return table_value(unwrap(cp::Take(arrow::Datum(t), arrow::Datum(idx)), "sort_values").table());
 }
@@ -186,7 +187,7 @@ Object combine_params(const GroupbySpec& spec, const std::vector<std::string>& i
 Object split_params(const std::vector<std::string>& by, std::int64_t parts, std::int64_t part) {
   return to_object(SplitParams{by, parts, part}, "tessera.frame.SplitParams");
 }
-Object sort_params(const std::vector<std::string>& columns, bool ascending) {
+Object sort_params(const std::vector<std::string>& columns, const std::vector<bool>& ascending) {
   return to_object(SortParams{columns, ascending}, "tessera.frame.SortParams");
 }
 

@@ -18,6 +18,7 @@
  */
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,11 +46,17 @@ struct JoinSpec {
   /** The type each key pair is compared as (Arrow type names, parse_type). */
   std::vector<std::string> key_types;
   std::string left_suffix = "_x", right_suffix = "_y";
+  /**
+   * The column names both sides have (other than keys merged into one column), which get the
+   * suffixes: fixed by plan_join from the whole schemas, so that a task reading only some columns
+   * of each side (column projection) names its result columns the same.
+   */
+  std::vector<std::string> suffixed;
   /** The task's first `left_parts` arguments after the parameters are left partitions, the rest right. */
   std::int64_t left_parts = 1;
   template <class A>
   void serialize(A& ar) {
-    ar(how, left_on, right_on, key_types, left_suffix, right_suffix, left_parts);
+    ar(how, left_on, right_on, key_types, left_suffix, right_suffix, suffixed, left_parts);
   }
 };
 
@@ -59,6 +66,14 @@ struct JoinSpec {
  * differ, key types that cannot be compared, an output column name given twice.
  */
 std::shared_ptr<arrow::Schema> plan_join(const arrow::Schema& left, const arrow::Schema& right, JoinSpec& spec);
+
+/**
+ * @brief The columns of each side a merge must read to give the `needed` result columns: their
+ * sources, and always the keys.
+ */
+void join_reads(const arrow::Schema& left, const arrow::Schema& right, const JoinSpec& spec,
+                const std::set<std::string>& needed, std::set<std::string>& left_reads,
+                std::set<std::string>& right_reads);
 
 /** @brief The rows of `left` joined with those of `right` (spec from plan_join). */
 std::shared_ptr<arrow::Table> join_tables(const std::shared_ptr<arrow::Table>& left,

@@ -1,6 +1,7 @@
 // read_parquet (one partition per file, reading only the columns consumers need) and
 // to_parquet (one file per partition).
 #include <arrow/api.h>
+#include <arrow/compute/api.h>
 #include <arrow/filesystem/api.h>
 #include <parquet/arrow/reader.h>
 #include <parquet/arrow/writer.h>
@@ -45,6 +46,33 @@ std::unique_ptr<parquet::arrow::FileReader> open_parquet(const std::string& uri,
   return unwrap(parquet::arrow::OpenFile(file, arrow::default_memory_pool()), "read_parquet: " + uri);
 }
 
+// Arrow's view types (string_view, binary_view: what tpchgen-cli and Polars write) have few
+// compute kernels yet (no comparison with a string, no take): columns of them are read as string
+// and binary, which every kernel takes.
+std::shared_ptr<arrow::DataType> readable_type(const std::shared_ptr<arrow::DataType>& t) {
+  if (t->id() == arrow::Type::STRING_VIEW) return arrow::utf8();
+  if (t->id() == arrow::Type::BINARY_VIEW) return arrow::binary();
+  return t;
+}
+
+std::shared_ptr<arrow::Schema> readable_schema(const std::shared_ptr<arrow::Schema>& schema) {
+  arrow::FieldVector fields;
+  for (const auto& f : schema->fields()) fields.push_back(f->WithType(readable_type(f->type())));
+  return arrow::schema(fields, schema->metadata());
+}
+
+std::shared_ptr<arrow::Table> readable_table(std::shared_ptr<arrow::Table> table, const std::string& uri) {
+  for (int i = 0; i < table->num_columns(); ++i) {
+    const auto& f = table->field(i);
+    auto want = readable_type(f->type());
+    if (want == f->type()) continue;
+    ensure_arrow_compute();
+    auto cast = unwrap(arrow::compute::Cast(arrow::Datum(table->column(i)), want), "read_parquet: " + uri);
+    table = unwrap(table->SetColumn(i, f->WithType(want), cast.chunked_array()), "read_parquet: " + uri);
+  }
+  return table;
+}
+
 Value read_piece(const OpContext&, std::span<const Value> args) {
   const auto piece = from_object<ParquetPiece>(arg(args, 0).object());
   const auto include = from_object<std::vector<std::string>>(arg(args, 1).object());
@@ -57,7 +85,7 @@ Value read_piece(const OpContext&, std::span<const Value> args) {
     if (i < 0) throw Error("read_parquet: " + piece.uri + " has no column '" + c + "'");
     indices.push_back(i);
   }
-  return table_value(unwrap(reader->ReadTable(indices), "read_parquet: " + piece.uri));
+  return table_value(readable_table(unwrap(reader->ReadTable(indices), "read_parquet: " + piece.uri), piece.uri));
 }
 
 Value write_piece(const OpContext&, std::span<const Value> args) {
@@ -88,6 +116,7 @@ DataFrame read_parquet(const std::string& path, const ReadParquetOptions& option
   const auto files = expand_paths({path}, storage, ".parquet");
   std::shared_ptr<arrow::Schema> schema;
   check_arrow(open_parquet(files.front(), storage)->GetSchema(&schema), "read_parquet: " + files.front());
+  schema = readable_schema(schema);
   if (!options.columns.empty()) {
     arrow::FieldVector kept;
     for (const auto& c : options.columns) {

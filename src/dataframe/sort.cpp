@@ -25,9 +25,16 @@ bool rangeable(const arrow::DataType& t) {
 }  // namespace
 
 DataFrame DataFrame::sort_values(const std::vector<std::string>& by, bool ascending) const {
+  return sort_values(by, std::vector<bool>(by.size(), ascending));
+}
+
+DataFrame DataFrame::sort_values(const std::vector<std::string>& by, const std::vector<bool>& ascending) const {
   const FrameNode& in = node_of(*this);
   if (in.device) throw Error("sort_values is not supported on device frames yet: to_host() first (issue 30)");
   if (by.empty()) throw Error("sort_values: no columns to sort by");
+  if (ascending.size() != by.size())
+    throw Error("sort_values: " + std::to_string(ascending.size()) + " directions for " + std::to_string(by.size()) +
+                " columns (give one per column)");
   std::set<std::string> seen;
   for (const auto& c : by) {
     if (!in.schema->GetFieldByName(c)) throw Error("sort_values: the frame has no column '" + c + "'");
@@ -47,6 +54,7 @@ DataFrame DataFrame::sort_values(const std::vector<std::string>& by, bool ascend
     for (std::int64_t j = 1; j < in.npartitions; ++j)
       q.push_back(static_cast<double>(j) / static_cast<double>(in.npartitions));
     n->divisions = quantiles((*this)[std::vector<std::string>{by.front()}], {by.front()}, q).node();
+    // The ranges follow the first column's direction.
   }
   return DataFrame(n);
 }

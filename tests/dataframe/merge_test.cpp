@@ -19,6 +19,7 @@
 #include "../../src/dataframe/partition_index.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/dataframe/dataframe.hpp"
+#include "tessera/dataframe/io.hpp"
 #include "tessera/exec/executor.hpp"
 
 namespace tessera::dataframe {
@@ -272,6 +273,28 @@ TEST(Merge, SharedColumnsGetSuffixesAndNoKeyMeansTheSharedColumns) {
   // No key given: pandas joins on every column both have (k and v here): no row matches.
   EXPECT_EQ(merge_frame(left, 1).merge(merge_frame(right, 1)).compute()->num_rows(), 0);
   EXPECT_EQ(merge_frame(left, 1).merge(merge_frame(right, 1)).columns(), std::vector<std::string>({"k", "v", "only_left"}));
+}
+
+TEST(Merge, AResultColumnUsedAloneKeepsItsSuffixAndItsValues) {
+  // Consumers of some result columns make each side read only what those come from (column
+  // projection); the suffixes were fixed from the whole schemas, so v_x stays v_x.
+  testing::TempDir dir;
+  auto left = merge_table({"k", "v", "a"}, {merge_ints({1, 2, 3}), merge_doubles({10, 20, 30}), merge_doubles({7, 8, 9})});
+  auto right = merge_table({"k", "v", "b"}, {merge_ints({3, 1, 4}), merge_doubles({0.5, 1.5, 2.5}), merge_doubles({1, 2, 3})});
+  merge_frame(left, 2).to_parquet(dir.file("left"));
+  merge_frame(right, 2).to_parquet(dir.file("right"));
+  auto l = read_parquet(dir.file("left") + "/*.parquet"), r = read_parquet(dir.file("right") + "/*.parquet");
+  MergeOptions o;
+  o.on = {"k"};
+  o.broadcast = false;
+  auto m = l.merge(r, o);
+  EXPECT_EQ(m.columns(), std::vector<std::string>({"k", "v_x", "a", "v_y", "b"}));
+  auto only_left = m[std::vector<std::string>{"v_x"}].compute();
+  EXPECT_EQ(sorted_rows(only_left), std::vector<std::string>({"v_x=10 ", "v_x=30 "}));
+  auto mixed = m[std::vector<std::string>{"b", "v_x"}].compute();
+  EXPECT_EQ(sorted_rows(mixed), std::vector<std::string>({"b=1 v_x=30 ", "b=2 v_x=10 "}));
+  auto sums = m.groupby({"k"})["v_y"].sum().compute();
+  EXPECT_EQ(sorted_rows(sums), std::vector<std::string>({"k=1 v_y=1.5 ", "k=3 v_y=0.5 "}));
 }
 
 TEST(Merge, ChainedMergesOnOneKeyShuffleEachInputOnce) {

@@ -131,6 +131,8 @@ class DataFrame {
    * Rows equal in every sort column keep no particular order between partitions. Host frames only.
    */
   DataFrame sort_values(const std::vector<std::string>& by, bool ascending = true) const;
+  /** @brief The same with a direction per column (pandas' `ascending=[False, True]`). */
+  DataFrame sort_values(const std::vector<std::string>& by, const std::vector<bool>& ascending) const;
   /** @brief This frame (the left side) joined with `right` (pandas' merge; MergeOptions). */
   DataFrame merge(const DataFrame& right, const MergeOptions& options = {}) const;
 
