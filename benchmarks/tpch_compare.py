@@ -124,8 +124,12 @@ def run_python_engine(engine, data, queries, repeat):
 def same(a, b):
     if a is None or b is None:
         return a is b
-    if isinstance(a, float) and isinstance(b, float):
-        return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-6)
+
+    def number(v):
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+    if number(a) and number(b):
+        return math.isclose(float(a), float(b), rel_tol=1e-6, abs_tol=1e-6)
     return str(a) == str(b)
 
 
