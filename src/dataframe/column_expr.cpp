@@ -74,6 +74,41 @@ arrow::Datum literal_datum(const Literal& l) {
       l);
 }
 
+// The values of an is_in call (its arguments after the first), as one array of their common type.
+arrow::Datum value_set(const ColumnExpr& e) {
+  std::unique_ptr<arrow::ArrayBuilder> builder;
+  bool strings = false, floats = false;
+  for (std::size_t i = 1; i < e.args.size(); ++i) {
+    strings |= std::holds_alternative<std::string>(e.args[i].literal);
+    floats |= std::holds_alternative<double>(e.args[i].literal);
+  }
+  if (strings) {
+    arrow::StringBuilder b;
+    for (std::size_t i = 1; i < e.args.size(); ++i)
+      if (auto s = std::get_if<std::string>(&e.args[i].literal)) check_arrow(b.Append(*s), "isin");
+      else check_arrow(b.AppendNull(), "isin");
+    return arrow::Datum(unwrap(b.Finish(), "isin"));
+  }
+  if (floats) {
+    arrow::DoubleBuilder b;
+    for (std::size_t i = 1; i < e.args.size(); ++i) {
+      const auto& l = e.args[i].literal;
+      if (auto d = std::get_if<double>(&l)) check_arrow(b.Append(*d), "isin");
+      else if (auto n = std::get_if<std::int64_t>(&l)) check_arrow(b.Append(static_cast<double>(*n)), "isin");
+      else check_arrow(b.AppendNull(), "isin");
+    }
+    return arrow::Datum(unwrap(b.Finish(), "isin"));
+  }
+  arrow::Int64Builder b;
+  for (std::size_t i = 1; i < e.args.size(); ++i) {
+    const auto& l = e.args[i].literal;
+    if (auto n = std::get_if<std::int64_t>(&l)) check_arrow(b.Append(*n), "isin");
+    else if (auto t = std::get_if<bool>(&l)) check_arrow(b.Append(*t ? 1 : 0), "isin");
+    else check_arrow(b.AppendNull(), "isin");
+  }
+  return arrow::Datum(unwrap(b.Finish(), "isin"));
+}
+
 }  // namespace
 
 cp::Expression to_arrow(const ColumnExpr& e) {
@@ -86,6 +121,15 @@ cp::Expression to_arrow(const ColumnExpr& e) {
       if (e.name == "cast") return cp::call("cast", std::move(args), cp::CastOptions::Safe(parse_type(e.cast_to)));
       // pandas' isnull: NaN counts as missing.
       if (e.name == "is_null_nan") return cp::call("is_null", std::move(args), cp::NullOptions(true));
+      // Functions with options: the option is the call's last argument, a literal.
+      if (e.name == "is_in") {
+        // args[1..]: the values; Arrow casts the set to the column's type.
+        return cp::call("is_in", {args.front()}, cp::SetLookupOptions(value_set(e)));
+      }
+      if (e.name == "starts_with" || e.name == "ends_with" || e.name == "match_substring" || e.name == "match_like") {
+        const auto& pattern = std::get<std::string>(e.args.at(1).literal);
+        return cp::call(e.name, {args.front()}, cp::MatchSubstringOptions(pattern));
+      }
       return cp::call(e.name, std::move(args));
     }
   }
@@ -94,7 +138,7 @@ cp::Expression to_arrow(const ColumnExpr& e) {
 
 void fields_of(const ColumnExpr& e, std::vector<std::string>& out) {
   if (e.kind == ColumnExpr::Kind::Field) out.push_back(e.name);
-  for (const auto& a : e.args) fields_of(a, out);
+  for (const auto& a : e.args) fields_of(a, out);  // option literals name no column
 }
 
 std::string to_string(const ColumnExpr& e) {

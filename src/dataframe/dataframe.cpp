@@ -141,11 +141,16 @@ Series binary(const char* fn, const Series& a, const ColumnExpr& b_expr, const D
                 b_frame->name() + "): frames have no index to align on; assign both into one frame first");
   ColumnExpr e;
   // pandas compares a date or timestamp column with a string ("1998-09-02"): the string is read
-  // as the column's type, once here (a string that is no date fails when the graph is built).
+  // as the column's type in each task, and once here, so that a string that is no date fails now.
   ColumnExpr b = b_expr;
   if (b.kind == ColumnExpr::Kind::Literal && std::holds_alternative<std::string>(b.literal)) {
     const auto t = type_of(*a.expr(), node_of(a.frame()).schema);
     if (arrow::is_temporal(t->id())) {
+      const auto& text = std::get<std::string>(b.literal);
+      auto read = arrow::compute::Cast(arrow::Datum(std::make_shared<arrow::StringScalar>(text)), t);
+      if (!read.ok())
+        throw Error("cannot read '" + text + "' as a " + t->ToString() + " to compare with '" + a.name() +
+                    "': " + read.status().message());
       ColumnExpr c = call("cast", {std::move(b)});
       c.cast_to = t->ToString();
       parse_type(c.cast_to);  // throws for a type the tasks could not name
@@ -485,6 +490,51 @@ Series Series::astype(const std::string& type) const {
 }
 
 Series Series::isnull() const { return unary("is_null_nan", *this); }
+
+namespace {
+
+// A call of `fn` on this Series with literal options after it (is_in's values, a pattern).
+Series with_literals(const char* fn, const Series& s, const std::vector<Literal>& literals) {
+  std::vector<ColumnExpr> args{*s.expr()};
+  for (const auto& l : literals) args.push_back(literal(l));
+  ColumnExpr e = call(fn, std::move(args));
+  type_of(e, node_of(s.frame()).schema);  // throws now for a type the function cannot take
+  return Series(s.frame(), std::make_shared<const ColumnExpr>(std::move(e)), s.name());
+}
+
+void require_same_frame(const Series& a, const Series& b, const char* what) {
+  if (a.frame().node() != b.frame().node())
+    throw Error(std::string(what) + ": the Series come from different frames; assign them into one frame first");
+}
+
+}  // namespace
+
+Series Series::isin(const std::vector<Literal>& values) const { return with_literals("is_in", *this, values); }
+Series Series::str_startswith(const std::string& prefix) const { return with_literals("starts_with", *this, {prefix}); }
+Series Series::str_endswith(const std::string& suffix) const { return with_literals("ends_with", *this, {suffix}); }
+Series Series::str_contains(const std::string& text) const { return with_literals("match_substring", *this, {text}); }
+Series Series::str_like(const std::string& pattern) const { return with_literals("match_like", *this, {pattern}); }
+Series Series::dt_year() const { return unary("year", *this); }
+
+namespace {
+// A mask whose missing values count as false (pandas' where and filters).
+ColumnExpr mask_expr(const Series& mask) { return call("coalesce", {*mask.expr(), literal(false)}); }
+}  // namespace
+
+Series Series::where(const Series& mask, const Literal& other) const {
+  require_same_frame(*this, mask, "where");
+  ColumnExpr e = call("if_else", {mask_expr(mask), *expr_, literal(other)});
+  type_of(e, node_of(frame_).schema);
+  return Series(frame_, std::make_shared<const ColumnExpr>(std::move(e)), name_);
+}
+
+Series Series::where(const Series& mask, const Series& other) const {
+  require_same_frame(*this, mask, "where");
+  require_same_frame(*this, other, "where");
+  ColumnExpr e = call("if_else", {mask_expr(mask), *expr_, *other.expr()});
+  type_of(e, node_of(frame_).schema);
+  return Series(frame_, std::make_shared<const ColumnExpr>(std::move(e)), name_);
+}
 Series Series::notnull() const { return ~unary("is_null_nan", *this); }
 
 DataFrame Series::to_frame() const {

@@ -199,6 +199,24 @@ class Series {
   Series astype(const std::string& type) const;
   Series isnull() const;
   Series notnull() const;
+  /**
+   * @brief Whether each value is one of `values` (pandas' isin): a missing value is only when
+   * `values` holds a null (`Literal{}`), as pandas matches NaN with NaN.
+   */
+  Series isin(const std::vector<Literal>& values) const;
+  /** @name String tests (pandas' .str accessor; literal text, no regular expressions) */
+  ///@{
+  Series str_startswith(const std::string& prefix) const;
+  Series str_endswith(const std::string& suffix) const;
+  Series str_contains(const std::string& text) const;
+  /** @brief SQL's LIKE: `%` any text, `_` one character. */
+  Series str_like(const std::string& pattern) const;
+  ///@}
+  /** @brief The year of a date or timestamp (pandas' .dt.year). */
+  Series dt_year() const;
+  /** @brief These values where `mask` is true, `other` elsewhere (pandas' Series.where). */
+  Series where(const Series& mask, const Literal& other) const;
+  Series where(const Series& mask, const Series& other) const;
 
   /** @brief A one-column frame holding the values (what compute() computes). */
   DataFrame to_frame() const;
