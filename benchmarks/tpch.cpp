@@ -3,7 +3,7 @@
 // (best of --repeat; reading the files is part of it), the result's rows (values as numbers,
 // strings and dates as text), which benchmarks/tpch_compare.py checks against DuckDB's.
 //
-//   tpch --data DIR [--queries 1,3,5,6,10,12] [--scheduler threads|sync|distributed|ADDRESS]
+//   tpch --data DIR [--queries 1,3,4,5,6,7,8,9,10,12,13,14,17,18,19] [--scheduler threads|sync|distributed|ADDRESS]
 //        [--repeat N]
 //
 // Money columns are decimal(15,2) in the files; they are read as float64 (as Dask and pandas
@@ -138,8 +138,144 @@ std::shared_ptr<arrow::Table> q12(const Tables& t, tessera::Executor& ex) {
   return j.groupby({"l_shipmode"}).agg(Aggs{{"high_line_count", {"sum"}}, {"low_line_count", {"sum"}}}).compute(ex);
 }
 
+using Cols = std::vector<std::string>;
+using tessera::dataframe::AggregateOptions;
+using tessera::dataframe::Literal;
+
+MergeOptions semi(std::vector<std::string> left, std::vector<std::string> right) {
+  MergeOptions o = on(std::move(left), std::move(right));
+  o.how = "leftsemi";
+  return o;
+}
+
+std::shared_ptr<arrow::Table> q4(const Tables& t, tessera::Executor& ex) {
+  auto o = t("orders");
+  o = o[(o["o_orderdate"] >= "1993-07-01") & (o["o_orderdate"] < "1993-10-01")];
+  auto l = t("lineitem");
+  l = l[l["l_commitdate"] < l["l_receiptdate"]][Cols{"l_orderkey"}];
+  auto late = o.merge(l, semi({"o_orderkey"}, {"l_orderkey"}));
+  return late.groupby({"o_orderpriority"}).size().rename({{"size", "order_count"}}).compute(ex);
+}
+
+std::shared_ptr<arrow::Table> q7(const Tables& t, tessera::Executor& ex) {
+  auto n = t("nation");
+  n = n[n["n_name"].isin({"FRANCE", "GERMANY"})][Cols{"n_nationkey", "n_name"}];
+  auto s = t("supplier").merge(n.rename({{"n_name", "supp_nation"}}), on({"s_nationkey"}, {"n_nationkey"}));
+  auto c = t("customer").merge(n.rename({{"n_name", "cust_nation"}}), on({"c_nationkey"}, {"n_nationkey"}));
+  auto l = t("lineitem");
+  l = l[(l["l_shipdate"] >= "1995-01-01") & (l["l_shipdate"] <= "1996-12-31")];
+  auto j = l.merge(s[Cols{"s_suppkey", "supp_nation"}], on({"l_suppkey"}, {"s_suppkey"}))
+               .merge(t("orders")[Cols{"o_orderkey", "o_custkey"}], on({"l_orderkey"}, {"o_orderkey"}))
+               .merge(c[Cols{"c_custkey", "cust_nation"}], on({"o_custkey"}, {"c_custkey"}));
+  j = j[((j["supp_nation"] == "FRANCE") & (j["cust_nation"] == "GERMANY")) |
+        ((j["supp_nation"] == "GERMANY") & (j["cust_nation"] == "FRANCE"))];
+  j = j.assign("l_year", j["l_shipdate"].dt_year());
+  j = j.assign("revenue", revenue(j));
+  return j.groupby({"supp_nation", "cust_nation", "l_year"}).agg(Aggs{{"revenue", {"sum"}}}).compute(ex);
+}
+
+std::shared_ptr<arrow::Table> q8(const Tables& t, tessera::Executor& ex) {
+  auto r = t("region");
+  r = r[r["r_name"] == "AMERICA"];
+  auto n1 = t("nation").merge(r, on({"n_regionkey"}, {"r_regionkey"}))[Cols{"n_nationkey"}];
+  auto c = t("customer").merge(n1, on({"c_nationkey"}, {"n_nationkey"}))[Cols{"c_custkey"}];
+  auto o = t("orders");
+  o = o[(o["o_orderdate"] >= "1995-01-01") & (o["o_orderdate"] <= "1996-12-31")];
+  auto p = t("part");
+  p = p[p["p_type"] == "ECONOMY ANODIZED STEEL"][Cols{"p_partkey"}];
+  auto s = t("supplier").merge(t("nation")[Cols{"n_nationkey", "n_name"}], on({"s_nationkey"}, {"n_nationkey"}));
+  auto j = t("lineitem")
+               .merge(p, on({"l_partkey"}, {"p_partkey"}))
+               .merge(o[Cols{"o_orderkey", "o_custkey", "o_orderdate"}], on({"l_orderkey"}, {"o_orderkey"}))
+               .merge(c, on({"o_custkey"}, {"c_custkey"}))
+               .merge(s[Cols{"s_suppkey", "n_name"}], on({"l_suppkey"}, {"s_suppkey"}));
+  j = j.assign("o_year", j["o_orderdate"].dt_year());
+  j = j.assign("volume", revenue(j));
+  j = j.assign("brazil", j["volume"].where(j["n_name"] == "BRAZIL", 0.0));
+  auto g = j.groupby({"o_year"}).agg(Aggs{{"brazil", {"sum"}}, {"volume", {"sum"}}});
+  return g.assign("mkt_share", g["brazil"] / g["volume"])[Cols{"o_year", "mkt_share"}].compute(ex);
+}
+
+std::shared_ptr<arrow::Table> q9(const Tables& t, tessera::Executor& ex) {
+  auto p = t("part");
+  p = p[p["p_name"].str_contains("green")][Cols{"p_partkey"}];
+  auto s = t("supplier").merge(t("nation")[Cols{"n_nationkey", "n_name"}], on({"s_nationkey"}, {"n_nationkey"}));
+  auto j = t("lineitem")
+               .merge(p, on({"l_partkey"}, {"p_partkey"}))
+               .merge(t("partsupp"), on({"l_suppkey", "l_partkey"}, {"ps_suppkey", "ps_partkey"}))
+               .merge(s[Cols{"s_suppkey", "n_name"}], on({"l_suppkey"}, {"s_suppkey"}))
+               .merge(t("orders")[Cols{"o_orderkey", "o_orderdate"}], on({"l_orderkey"}, {"o_orderkey"}));
+  j = j.assign("o_year", j["o_orderdate"].dt_year());
+  j = j.assign("amount", revenue(j) - j["ps_supplycost"] * j["l_quantity"]);
+  auto g = j.groupby({"n_name", "o_year"}).agg(Aggs{{"amount", {"sum"}}});
+  return g.rename({{"n_name", "nation"}, {"amount", "sum_profit"}})
+      .sort_values({"nation", "o_year"}, std::vector<bool>{true, false})
+      .compute(ex);
+}
+
+std::shared_ptr<arrow::Table> q13(const Tables& t, tessera::Executor& ex) {
+  auto o = t("orders");
+  o = o[~o["o_comment"].str_like("%special%requests%")][Cols{"o_orderkey", "o_custkey"}];
+  MergeOptions left = on({"c_custkey"}, {"o_custkey"});
+  left.how = "left";
+  auto j = t("customer")[Cols{"c_custkey"}].merge(o, left);
+  auto per = j.groupby({"c_custkey"}).agg(Aggs{{"o_orderkey", {"count"}}}, AggregateOptions{.split_out = 4});
+  auto dist = per.rename({{"o_orderkey", "c_count"}}).groupby({"c_count"}).size().rename({{"size", "custdist"}});
+  return dist.sort_values({"custdist", "c_count"}, false).compute(ex);
+}
+
+std::shared_ptr<arrow::Table> q14(const Tables& t, tessera::Executor& ex) {
+  auto l = t("lineitem");
+  l = l[(l["l_shipdate"] >= "1995-09-01") & (l["l_shipdate"] < "1995-10-01")];
+  auto j = l.merge(t("part")[Cols{"p_partkey", "p_type"}], on({"l_partkey"}, {"p_partkey"}));
+  j = j.assign("revenue", revenue(j));
+  j = j.assign("promo", j["revenue"].where(j["p_type"].str_startswith("PROMO"), 0.0));
+  auto sums = j[Cols{"promo", "revenue"}].sum();
+  return sums.assign("promo_revenue", sums["promo"] * 100.0 / sums["revenue"])[Cols{"promo_revenue"}].compute(ex);
+}
+
+std::shared_ptr<arrow::Table> q17(const Tables& t, tessera::Executor& ex) {
+  auto p = t("part");
+  p = p[(p["p_brand"] == "Brand#23") & (p["p_container"] == "MED BOX")][Cols{"p_partkey"}];
+  auto lp = t("lineitem")[Cols{"l_partkey", "l_quantity", "l_extendedprice"}].merge(p, on({"l_partkey"}, {"p_partkey"}));
+  auto avg = lp.groupby({"l_partkey"}).agg(Aggs{{"l_quantity", {"mean"}}}).rename({{"l_quantity", "avg_quantity"}});
+  MergeOptions same;
+  same.on = {"l_partkey"};
+  auto j = lp.merge(avg, same);
+  j = j[j["l_quantity"] < j["avg_quantity"] * 0.2];
+  auto total = j[Cols{"l_extendedprice"}].sum();
+  return total.assign("avg_yearly", total["l_extendedprice"] / 7.0)[Cols{"avg_yearly"}].compute(ex);
+}
+
+std::shared_ptr<arrow::Table> q18(const Tables& t, tessera::Executor& ex) {
+  auto li = t("lineitem")[Cols{"l_orderkey", "l_quantity"}];
+  auto per = li.groupby({"l_orderkey"}).agg(Aggs{{"l_quantity", {"sum"}}}, AggregateOptions{.split_out = 4});
+  auto big = per[per["l_quantity"] > 300.0][Cols{"l_orderkey"}];
+  auto o = t("orders").merge(big, semi({"o_orderkey"}, {"l_orderkey"}));
+  auto j = t("customer").merge(o, on({"c_custkey"}, {"o_custkey"})).merge(li, on({"o_orderkey"}, {"l_orderkey"}));
+  auto g = j.groupby({"c_name", "c_custkey", "o_orderkey", "o_orderdate", "o_totalprice"})
+               .agg(Aggs{{"l_quantity", {"sum"}}})
+               .rename({{"l_quantity", "sum_qty"}});
+  return g.sort_values({"o_totalprice", "o_orderdate"}, std::vector<bool>{false, true}).head(100, ex);
+}
+
+std::shared_ptr<arrow::Table> q19(const Tables& t, tessera::Executor& ex) {
+  auto l = t("lineitem");
+  l = l[l["l_shipmode"].isin({"AIR", "AIR REG"}) & (l["l_shipinstruct"] == "DELIVER IN PERSON")];
+  auto j = l.merge(t("part"), on({"l_partkey"}, {"p_partkey"}));
+  auto kind = [&](const char* brand, std::vector<Literal> containers, double lo, std::int64_t size) {
+    return (j["p_brand"] == brand) & j["p_container"].isin(containers) & (j["l_quantity"] >= lo) &
+           (j["l_quantity"] <= lo + 10) & (j["p_size"] >= std::int64_t{1}) & (j["p_size"] <= size);
+  };
+  j = j[kind("Brand#12", {"SM CASE", "SM BOX", "SM PACK", "SM PKG"}, 1, 5) |
+        kind("Brand#23", {"MED BAG", "MED BOX", "MED PKG", "MED PACK"}, 10, 10) |
+        kind("Brand#34", {"LG CASE", "LG BOX", "LG PACK", "LG PKG"}, 20, 15)];
+  return revenue(j).rename("revenue").sum().compute(ex);
+}
+
 const std::map<int, Query>& queries() {
-  static const std::map<int, Query> q{{1, q1}, {3, q3}, {5, q5}, {6, q6}, {10, q10}, {12, q12}};
+  static const std::map<int, Query> q{{1, q1},  {3, q3},   {4, q4},   {5, q5},   {6, q6},   {7, q7},   {8, q8},  {9, q9},
+                                      {10, q10}, {12, q12}, {13, q13}, {14, q14}, {17, q17}, {18, q18}, {19, q19}};
   return q;
 }
 
@@ -178,7 +314,7 @@ std::string json_rows(const arrow::Table& t) {
 
 int run(int argc, char** argv) {
   tessera::init(argc, argv);
-  std::string data, list = "1,3,5,6,10,12", scheduler = "threads";
+  std::string data, list = "1,3,4,5,6,7,8,9,10,12,13,14,17,18,19", scheduler = "threads";
   int repeat = 1;
   bench::ClusterArgs cluster;
   CLI::App app{"TPC-H queries on Tessera DataFrames"};
@@ -196,7 +332,7 @@ int run(int argc, char** argv) {
     const int number = std::stoi(item);
     auto it = queries().find(number);
     if (it == queries().end()) {
-      std::fprintf(stderr, "tpch: query %d is not written yet (written: 1, 3, 5, 6, 10, 12)\n", number);
+      std::fprintf(stderr, "tpch: query %d is not written yet (written: 1, 3-10, 12-14, 17-19)\n", number);
       return 2;
     }
     double best = 1e300;
