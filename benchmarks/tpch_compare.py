@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """TPC-H queries on Tessera beside DuckDB and Dask DataFrame, in the same run, results checked.
 
-  python benchmarks/tpch_compare.py [--data DIR] [--scale 1] [--queries 1,3,4,...,19]
+  python benchmarks/tpch_compare.py [--data DIR] [--scale 1] [--queries 1,2,...,22]
       [--repeat 3] [--engines LIST] [--tessera BIN]
 
 --data is a folder of tpchgen-cli's Parquet output (one folder per table); when it holds no
@@ -146,7 +146,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default="/tmp/tpch-sf1")
     ap.add_argument("--scale", default="1")
-    ap.add_argument("--queries", default="1,3,4,5,6,7,8,9,10,12,13,14,17,18,19")
+    ap.add_argument("--queries", default=",".join(str(q) for q in range(1, 23)))
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--engines", default=",".join(ENGINES))
     ap.add_argument("--tessera", default=os.path.join(os.environ.get("TESSERA_BUILD_DIR", os.path.join(ROOT, "build")),

@@ -126,6 +126,11 @@ cp::Expression to_arrow(const ColumnExpr& e) {
         // args[1..]: the values; Arrow casts the set to the column's type.
         return cp::call("is_in", {args.front()}, cp::SetLookupOptions(value_set(e)));
       }
+      if (e.name == "utf8_slice_codeunits") {  // args[1], args[2]: start and stop
+        return cp::call(e.name, {args.front()},
+                        cp::SliceOptions(std::get<std::int64_t>(e.args.at(1).literal),
+                                         std::get<std::int64_t>(e.args.at(2).literal)));
+      }
       if (e.name == "starts_with" || e.name == "ends_with" || e.name == "match_substring" || e.name == "match_like") {
         const auto& pattern = std::get<std::string>(e.args.at(1).literal);
         return cp::call(e.name, {args.front()}, cp::MatchSubstringOptions(pattern));

@@ -514,6 +514,12 @@ Series Series::str_startswith(const std::string& prefix) const { return with_lit
 Series Series::str_endswith(const std::string& suffix) const { return with_literals("ends_with", *this, {suffix}); }
 Series Series::str_contains(const std::string& text) const { return with_literals("match_substring", *this, {text}); }
 Series Series::str_like(const std::string& pattern) const { return with_literals("match_like", *this, {pattern}); }
+Series Series::str_slice(std::int64_t start, std::int64_t stop) const {
+  if (start < 0 || stop < start)
+    throw Error("str_slice: start " + std::to_string(start) + " and stop " + std::to_string(stop) +
+                " (0 <= start <= stop; negative indices are not supported)");
+  return with_literals("utf8_slice_codeunits", *this, {start, stop});
+}
 Series Series::dt_year() const { return unary("year", *this); }
 
 namespace {

@@ -52,6 +52,8 @@ TEST(ColumnFunctions, IsinStringTestsYearWhereAndDateComparisonsGiveTheirValues)
   EXPECT_EQ(values_of(df["s"].str_like("%BRASS").to_frame()), V({"true", "false", "false", "false", "null"}));
   EXPECT_EQ(values_of(df["s"].str_like("PROM_").to_frame()), V({"false", "false", "true", "false", "null"}));
   EXPECT_EQ(values_of(df["d"].dt_year().to_frame()), V({"1993", "1994", "1994", "1995", "1970"}));
+  EXPECT_EQ(values_of(df["s"].str_slice(0, 2).to_frame()), V({"PR", "ST", "PR", "la", "null"}));
+  EXPECT_NE(message_of([&] { df["s"].str_slice(2, 1); }).find("str_slice"), std::string::npos);
   EXPECT_EQ(values_of(df["n"].where(df["n"] > std::int64_t{2}, std::int64_t{0}).to_frame()), V({"0", "0", "3", "4", "5"}));
   EXPECT_EQ(values_of(df["n"].where(df["s"].str_startswith("PROMO"), df["n"] * std::int64_t{10}).to_frame()),
             V({"1", "20", "3", "40", "50"}));  // a null mask takes `other`, as pandas' where

@@ -211,6 +211,8 @@ class Series {
   Series str_contains(const std::string& text) const;
   /** @brief SQL's LIKE: `%` any text, `_` one character. */
   Series str_like(const std::string& pattern) const;
+  /** @brief Characters [start, stop) of each string (pandas' .str.slice; no negative indices). */
+  Series str_slice(std::int64_t start, std::int64_t stop) const;
   ///@}
   /** @brief The year of a date or timestamp (pandas' .dt.year). */
   Series dt_year() const;
