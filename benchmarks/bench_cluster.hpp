@@ -1,4 +1,6 @@
 #pragma once
+#include <sys/resource.h>
+
 // Shared by the distributed benchmarks: the cluster flags of shared/design.md and a client
 // that owns its LocalCluster (a scheduler and --workers processes with --threads each, stopped
 // when the client goes) unless --scheduler names a running one.
@@ -12,6 +14,13 @@
 #include <tessera/tessera.hpp>
 
 namespace bench {
+
+/** @brief Peak resident memory in MB of this process (RUSAGE_SELF) or its waited-for children. */
+inline double peak_mb(int who) {
+  rusage u{};
+  getrusage(who, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
 
 struct ClusterArgs {
   std::string scheduler;  // address of a running scheduler; empty: start a LocalCluster

@@ -55,12 +55,6 @@ std::string escape(const std::string& s) {
   return o;
 }
 
-double peak_mb(int who) {
-  rusage u{};
-  getrusage(who, &u);
-  return static_cast<double>(u.ru_maxrss) / 1024.0;
-}
-
 int run(int argc, char** argv) {
   tessera::init(argc, argv);
   std::string csv, by = "passenger_count", column = "tip_amount", agg = "mean";
@@ -123,7 +117,7 @@ int run(int argc, char** argv) {
       "\"groups\": %lld, \"peak_rss_mb\": %.1f, \"peak_rss_workers_mb\": %.1f, \"result\": %s}\n",
       distributed ? "distributed" : scheduler.c_str(), device.c_str(), distributed ? cluster.workers : 0, by.c_str(),
       column.c_str(), agg.c_str(), best, static_cast<long long>(n_rows), static_cast<long long>(result->num_rows()),
-      peak_mb(RUSAGE_SELF), distributed ? peak_mb(RUSAGE_CHILDREN) : 0.0, json.c_str());
+      bench::peak_mb(RUSAGE_SELF), distributed ? bench::peak_mb(RUSAGE_CHILDREN) : 0.0, json.c_str());
   return 0;
 }
 

@@ -29,12 +29,6 @@ std::vector<std::string> comma_list(const std::string& s) {
   return out;
 }
 
-double peak_mb(int who) {
-  rusage u{};
-  getrusage(who, &u);
-  return static_cast<double>(u.ru_maxrss) / 1024.0;
-}
-
 int run(int argc, char** argv) {
   tessera::init(argc, argv);
   std::string left, right, on, left_on, right_on, how = "inner", broadcast = "auto", scheduler = "threads", out;
@@ -89,7 +83,7 @@ int run(int argc, char** argv) {
       distributed ? "distributed" : scheduler.c_str(), distributed ? cluster.workers : 0, how.c_str(), broadcast.c_str(),
       static_cast<long long>(l.npartitions()), static_cast<long long>(r.npartitions()),
       static_cast<long long>(merged.npartitions()), best, count(lengths[1]), count(lengths[2]), count(lengths[0]),
-      peak_mb(RUSAGE_SELF), distributed ? peak_mb(RUSAGE_CHILDREN) : 0.0);
+      bench::peak_mb(RUSAGE_SELF), distributed ? bench::peak_mb(RUSAGE_CHILDREN) : 0.0);
   return 0;
 }
 
