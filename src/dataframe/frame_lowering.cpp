@@ -251,10 +251,13 @@ std::vector<Key> FrameLowering::lower(const NodePtr& node, const std::optional<s
       std::set<std::string> left_reads, right_reads;
       join_reads(*n.input->schema, *n.right->schema, n.join, needed, left_reads, right_reads);
       const auto left = lower(n.input, left_reads), right = lower(n.right, right_reads);
+      // Every task of one merge has the same count of left partitions: one parameter object.
       JoinSpec spec = n.join;
+      spec.left_parts =
+          n.strategy == MergeStrategy::Single || n.strategy == MergeStrategy::BroadcastLeft ? static_cast<std::int64_t>(left.size()) : 1;
+      const Object params = merge_params(spec);
       auto add = [&](std::size_t i, const std::vector<Key>& l, const std::vector<Key>& r) {
-        spec.left_parts = static_cast<std::int64_t>(l.size());
-        std::vector<Arg> args{Value(merge_params(spec))};
+        std::vector<Arg> args{Value(params)};
         for (const auto& k : l) args.push_back(KeyRef{k});
         for (const auto& k : r) args.push_back(KeyRef{k});
         keys.push_back(part_key(name, i));
@@ -328,12 +331,21 @@ std::vector<Key> FrameLowering::lower_aggregate(const FrameNode& n, const std::v
     out.push_back(tree(partials, n.name + "-0"));
     return out;
   }
+  // Each partial table is split once by its keys' hash (the shuffle's split, so its rows are
+  // hashed once, not once per output); piece (part, i) is part's slice of split i, and each part
+  // has its own tree.
+  const Object split = shuffle_split_params(n.spec.by, n.options.split_out);
+  std::vector<Key> splits;
+  for (std::size_t i = 0; i < partials.size(); ++i) {
+    splits.push_back(n.name + "-split-" + std::to_string(i));
+    graph_.add(make_task(splits.back(), kOpShuffleSplit, {Value(split), KeyRef{partials[i]}}, false));
+  }
   for (int part = 0; part < n.options.split_out; ++part) {
     std::vector<Key> pieces;
-    const Object split = split_params(n.spec.by, n.options.split_out, part);
-    for (std::size_t i = 0; i < partials.size(); ++i) {
-      pieces.push_back(n.name + "-split-" + std::to_string(part) + "-" + std::to_string(i));
-      graph_.add(make_task(pieces.back(), kOpHashSplit, {Value(split), KeyRef{partials[i]}}, false));
+    const Object slice = shuffle_unpack_params(part);
+    for (std::size_t i = 0; i < splits.size(); ++i) {
+      pieces.push_back(n.name + "-piece-" + std::to_string(part) + "-" + std::to_string(i));
+      graph_.add(make_task(pieces.back(), kOpShuffleUnpack, {Value(slice), KeyRef{splits[i]}}, false));
     }
     out.push_back(tree(pieces, n.name + "-" + std::to_string(part)));
   }

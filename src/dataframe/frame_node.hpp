@@ -133,7 +133,6 @@ inline constexpr const char* kOpMap = "tessera.frame.map";
 inline constexpr const char* kOpMapPartitions = "tessera.frame.map_partitions";
 inline constexpr const char* kOpGroupbyPartial = "tessera.frame.groupby_partial";
 inline constexpr const char* kOpGroupbyCombine = "tessera.frame.groupby_combine";
-inline constexpr const char* kOpHashSplit = "tessera.frame.hash_split";
 inline constexpr const char* kOpSortValues = "tessera.frame.sort_values";
 inline constexpr const char* kOpHead = "tessera.frame.head";
 inline constexpr const char* kOpShuffleSplit = "tessera.frame.shuffle_split";

@@ -18,7 +18,6 @@
 #include "frame_ops.hpp"
 #include "frame_params.hpp"
 #include "groupby_host.hpp"
-#include "partition_host.hpp"
 #include "tessera/ops/registry.hpp"
 #include "tessera/ops/serialize.hpp"
 
@@ -102,30 +101,6 @@ Value groupby_combine_op(const OpContext&, std::span<const Value> args) {
   return table_value(groupby_combine(parts, p.spec, types));
 }
 
-struct SplitParams {
-  std::vector<std::string> by;
-  std::int64_t parts = 1, part = 0;
-  template <class A>
-  void serialize(A& ar) {
-    ar(by, parts, part);
-  }
-};
-
-// The rows whose key hash falls in part `part` of `parts` (split_out), by the shuffle's row
-// assignment (partition_index.hpp).
-Value hash_split_op(const OpContext&, std::span<const Value> args) {
-  ensure_arrow_compute();
-  const auto p = from_object<SplitParams>(arg(args, 0).object());
-  auto table = table_of(arg(args, 1), "hash_split");
-  const auto parts = hash_partitions(*table, p.by, static_cast<std::uint32_t>(p.parts));
-  arrow::BooleanBuilder mask;
-  check_arrow(mask.Reserve(table->num_rows()), "hash_split");
-  for (const auto part : parts) mask.UnsafeAppend(static_cast<std::int64_t>(part) == p.part);
-  std::shared_ptr<arrow::Array> m;
-  check_arrow(mask.Finish(&m), "hash_split");
-  return table_value(unwrap(cp::Filter(arrow::Datum(table), arrow::Datum(m)), "hash_split").table());
-}
-
 struct SortParams {
   std::vector<std::string> columns;
   std::vector<bool> ascending;  // one per column
@@ -172,7 +147,6 @@ const bool frame_ops_registered = [] {
   register_op(kOpMapPartitions, map_partitions_op);
   register_op(kOpGroupbyPartial, groupby_partial_op);
   register_op(kOpGroupbyCombine, groupby_combine_op);
-  register_op(kOpHashSplit, hash_split_op);
   register_op(kOpSortValues, sort_values_op);
   register_op(kOpHead, head_op);
   return true;
@@ -183,9 +157,6 @@ const bool frame_ops_registered = [] {
 Object map_params(const Program& program) { return to_object(program, "tessera.frame.Program"); }
 Object combine_params(const GroupbySpec& spec, const std::vector<std::string>& input_types) {
   return to_object(CombineParams{spec, input_types}, "tessera.frame.CombineParams");
-}
-Object split_params(const std::vector<std::string>& by, std::int64_t parts, std::int64_t part) {
-  return to_object(SplitParams{by, parts, part}, "tessera.frame.SplitParams");
 }
 Object sort_params(const std::vector<std::string>& columns, const std::vector<bool>& ascending) {
   return to_object(SortParams{columns, ascending}, "tessera.frame.SortParams");

@@ -19,7 +19,6 @@ using PartitionFunction = std::function<std::shared_ptr<arrow::Table>(const std:
 
 Object map_params(const Program& program);
 Object combine_params(const GroupbySpec& spec, const std::vector<std::string>& input_types);
-Object split_params(const std::vector<std::string>& by, std::int64_t parts, std::int64_t part);
 Object sort_params(const std::vector<std::string>& columns, const std::vector<bool>& ascending);
 /** @brief A sort's range split: rows of `column` placed among `parts` ranges (ascending or not). */
 Object range_split_params(const std::string& column, std::int64_t parts, bool ascending);

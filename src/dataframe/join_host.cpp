@@ -129,6 +129,35 @@ std::vector<std::shared_ptr<arrow::DataType>> key_types_of(const JoinSpec& spec)
   return out;
 }
 
+// The result's schema for sides with these schemas (which may be projections of the planned ones).
+std::shared_ptr<arrow::Schema> output_schema(const arrow::Schema& left, const arrow::Schema& right,
+                                             const JoinSpec& spec) {
+  const auto types = key_types_of(spec);
+  std::map<std::string, std::size_t> left_key, right_key;
+  for (std::size_t i = 0; i < spec.left_on.size(); ++i) {
+    left_key.emplace(spec.left_on[i], i);
+    right_key.emplace(spec.right_on[i], i);
+  }
+  arrow::FieldVector fields;
+  std::set<std::string> seen;
+  for (const auto& c : output_columns(left, right, spec)) {
+    std::shared_ptr<arrow::DataType> type;
+    if (c.from == OutColumn::From::Key) {
+      type = types[c.index];
+    } else {
+      const auto& f = c.from == OutColumn::From::Left ? left.field(static_cast<int>(c.index))
+                                                       : right.field(static_cast<int>(c.index));
+      const auto& keys = c.from == OutColumn::From::Left ? left_key : right_key;
+      auto k = keys.find(f->name());
+      type = k != keys.end() ? types[k->second] : f->type();
+    }
+    if (!seen.insert(c.name).second)
+      throw Error("merge: two result columns would be named '" + c.name + "' (choose other suffixes)");
+    fields.push_back(arrow::field(c.name, type));
+  }
+  return arrow::schema(fields);
+}
+
 }  // namespace
 
 void join_reads(const arrow::Schema& left, const arrow::Schema& right, const JoinSpec& spec,
@@ -164,9 +193,6 @@ const char* join_how_name(JoinHow how) {
   }
   return "?";
 }
-
-// The result's schema for sides with these schemas (which may be projections of the planned ones).
-std::shared_ptr<arrow::Schema> output_schema(const arrow::Schema& left, const arrow::Schema& right, const JoinSpec& spec);
 
 std::shared_ptr<arrow::Schema> plan_join(const arrow::Schema& left, const arrow::Schema& right, JoinSpec& spec) {
   if (spec.left_on.empty()) throw Error("merge: no key columns (give on, or left_on and right_on)");
@@ -204,34 +230,6 @@ std::shared_ptr<arrow::Schema> plan_join(const arrow::Schema& left, const arrow:
   return output_schema(left, right, spec);
 }
 
-std::shared_ptr<arrow::Schema> output_schema(const arrow::Schema& left, const arrow::Schema& right,
-                                             const JoinSpec& spec) {
-  const auto types = key_types_of(spec);
-  std::map<std::string, std::size_t> left_key, right_key;
-  for (std::size_t i = 0; i < spec.left_on.size(); ++i) {
-    left_key.emplace(spec.left_on[i], i);
-    right_key.emplace(spec.right_on[i], i);
-  }
-  arrow::FieldVector fields;
-  std::set<std::string> seen;
-  for (const auto& c : output_columns(left, right, spec)) {
-    std::shared_ptr<arrow::DataType> type;
-    if (c.from == OutColumn::From::Key) {
-      type = types[c.index];
-    } else {
-      const auto& f = c.from == OutColumn::From::Left ? left.field(static_cast<int>(c.index))
-                                                       : right.field(static_cast<int>(c.index));
-      const auto& keys = c.from == OutColumn::From::Left ? left_key : right_key;
-      auto k = keys.find(f->name());
-      type = k != keys.end() ? types[k->second] : f->type();
-    }
-    if (!seen.insert(c.name).second)
-      throw Error("merge: two result columns would be named '" + c.name + "' (choose other suffixes)");
-    fields.push_back(arrow::field(c.name, type));
-  }
-  return arrow::schema(fields);
-}
-
 std::shared_ptr<arrow::Table> join_tables(const std::shared_ptr<arrow::Table>& left,
                                           const std::shared_ptr<arrow::Table>& right, const JoinSpec& spec) {
   ensure_arrow_compute();
@@ -259,8 +257,8 @@ std::shared_ptr<arrow::Table> join_tables(const std::shared_ptr<arrow::Table>& l
   for (const auto& c : output_columns(*left->schema(), *right->schema(), spec)) {
     std::shared_ptr<arrow::ChunkedArray> column;
     if (c.from == OutColumn::From::Key) {
-      auto lc = joined->GetColumnByName(lkeys[c.index].name() ? *lkeys[c.index].name() : "");
-      auto rc = joined->GetColumnByName(rkeys[c.index].name() ? *rkeys[c.index].name() : "");
+      auto lc = joined->GetColumnByName(*lkeys[c.index].name());
+      auto rc = joined->GetColumnByName(*rkeys[c.index].name());
       column = unwrap(cp::CallFunction("coalesce", {lc, rc}), "merge: key '" + c.name + "'").chunked_array();
     } else {
       const std::string name = (c.from == OutColumn::From::Left ? "l" : "r") + std::to_string(c.index);
