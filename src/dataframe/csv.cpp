@@ -107,7 +107,7 @@ std::shared_ptr<arrow::io::RandomAccessFile> open_input(const std::string& uri, 
   return unwrap(fs->OpenInputFile(path), "cannot open " + uri);
 }
 
-Value read_piece(const OpContext&, std::span<const Value> args) {
+Value read_csv_piece(const OpContext&, std::span<const Value> args) {
   const auto piece = from_object<CsvPiece>(arg(args, 0).object());
   const auto include = from_object<std::vector<std::string>>(arg(args, 1).object());
   auto file = open_input(piece.uri, piece.storage);
@@ -156,7 +156,7 @@ Value read_piece(const OpContext&, std::span<const Value> args) {
 }
 
 const bool csv_registered = [] {
-  register_op(kOpReadCsv, read_piece);
+  register_op(kOpReadCsv, read_csv_piece);
   return true;
 }();
 

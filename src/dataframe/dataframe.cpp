@@ -66,11 +66,34 @@ DataFrame with_step(const DataFrame& df, Step step, std::shared_ptr<arrow::Schem
   } else {
     n->input = df.node();
   }
+  // Rows stay in their partitions, so the frame stays hash-partitioned on columns the step
+  // passes through unchanged (a filter; a projection that keeps them under their names).
+  bool keeps_partitioning = true;
+  if (step.kind == Step::Kind::Project)
+    for (const auto& c : in.hash_partitioned_by) {
+      auto at = std::find(step.names.begin(), step.names.end(), c);
+      if (at == step.names.end()) {
+        keeps_partitioning = false;
+        break;
+      }
+      const auto& e = step.exprs[static_cast<std::size_t>(at - step.names.begin())];
+      if (e.kind != ColumnExpr::Kind::Field || e.name != c) keeps_partitioning = false;
+    }
+  if (keeps_partitioning) n->hash_partitioned_by = in.hash_partitioned_by;
   n->program.push_back(std::move(step));
   n->schema = std::move(schema);
   n->npartitions = in.npartitions;
   n->device = in.device;
   return DataFrame(n);
+}
+
+// Whether every group of `by` has all its rows in one partition of `in` (hash-partitioned on a
+// subset of the keys), so that groups need no combining across partitions.
+bool groups_within_partitions(const FrameNode& in, const std::vector<std::string>& by) {
+  if (in.hash_partitioned_by.empty() || in.npartitions <= 1) return false;
+  for (const auto& c : in.hash_partitioned_by)
+    if (std::find(by.begin(), by.end(), c) == by.end()) return false;
+  return true;
 }
 
 DataFrame aggregate(const DataFrame& df_in, GroupbySpec spec, const AggregateOptions& options) {
@@ -106,6 +129,14 @@ DataFrame aggregate(const DataFrame& df_in, GroupbySpec spec, const AggregateOpt
   n->options = options;
   n->schema = arrow::schema(fields);
   n->npartitions = n->spec.by.empty() ? 1 : options.split_out;
+  // A frame already partitioned on (some of) the keys, as a shuffle or a hash join leaves it:
+  // each partition is aggregated alone and the result keeps that partitioning (Dask reaches the
+  // same by shuffle-based group-bys; split_out is then the input's partition count).
+  if (!n->spec.by.empty() && options.split_out == 1 && groups_within_partitions(in, n->spec.by)) {
+    n->per_partition = true;
+    n->npartitions = in.npartitions;
+    n->hash_partitioned_by = in.hash_partitioned_by;
+  }
   return DataFrame(n);
 }
 
@@ -566,6 +597,14 @@ DataFrame Series::count() const { return reduce_series(*this, Agg::Count); }
 DataFrame Series::std() const { return reduce_series(*this, Agg::Std); }
 DataFrame Series::var() const { return reduce_series(*this, Agg::Var); }
 
+DataFrame Series::nunique(const AggregateOptions& options) const {
+  // The distinct values (a group-by on them), then how many are not missing.
+  const bool floating = arrow::is_floating(type_of(*expr_, node_of(frame_).schema)->id());
+  const Series values_of = floating ? where(notnull(), Literal{}) : *this;  // NaN is missing, as in pandas
+  const DataFrame values = values_of.to_frame().groupby({name_}).size(options);
+  return values[name_].count();
+}
+
 DataFrame Series::value_counts() const {
   GroupbySpec spec;
   spec.by = {name_};
@@ -646,6 +685,43 @@ DataFrame GroupBy::agg(const std::string& how, const AggregateOptions& options) 
   std::map<std::string, std::vector<std::string>> m;
   for (const auto& c : columns) m[c] = {how};
   return agg(m, options);
+}
+
+DataFrame GroupBy::nunique(const AggregateOptions& options) const {
+  std::vector<std::string> columns = selected_;
+  if (columns.empty())
+    for (const auto& f : node_of(frame_).schema->fields())
+      if (std::find(by_.begin(), by_.end(), f->name()) == by_.end()) columns.push_back(f->name());
+  if (columns.empty()) throw Error("nunique: no column to count besides the keys");
+  for (const auto& c : columns)
+    if (std::find(by_.begin(), by_.end(), c) != by_.end())
+      throw Error("nunique: '" + c + "' is a key of this groupby");
+  // Distinct (keys, value) pairs, then the non-missing values per group. With many groups the
+  // rows are shuffled on the keys once, so both group-bys run within partitions.
+  std::vector<std::string> cols = by_;
+  cols.insert(cols.end(), columns.begin(), columns.end());
+  DataFrame base = frame_[cols];
+  for (const auto& c : columns)  // NaN is missing, as in pandas: one null group, not counted
+    if (arrow::is_floating(node_of(base).schema->GetFieldByName(c)->type()->id()))
+      base = base.assign(c, base[c].where(base[c].notnull(), Literal{}));
+  if (options.split_out > 1 && !groups_within_partitions(node_of(base), by_)) base = base.shuffle(by_, options.split_out);
+  AggregateOptions within = options;
+  within.split_out = 1;
+  // Every group (a group whose values are all missing counts 0, and has no distinct pair).
+  DataFrame out = base.groupby(by_).size(within);
+  MergeOptions left;
+  left.on = by_;
+  left.how = "left";
+  for (const auto& c : columns) {
+    std::vector<std::string> keys = by_;
+    keys.push_back(c);
+    const DataFrame pairs = base[keys].groupby(keys).size(within);
+    out = out.merge(pairs.groupby(by_)[c].count(within), left);
+    out = out.assign(c, out[c].where(out[c].notnull(), Literal{std::int64_t{0}}));
+  }
+  std::vector<std::string> result = by_;
+  result.insert(result.end(), columns.begin(), columns.end());
+  return out[result];
 }
 
 DataFrame GroupBy::size(const AggregateOptions& options) const {

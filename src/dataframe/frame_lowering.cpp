@@ -78,18 +78,19 @@ Program trimmed(Program program, const std::set<std::string>& needed) {
 
 }  // namespace
 
-std::vector<Key> FrameLowering::lower(const NodePtr& node, const std::optional<std::set<std::string>>& needed_in) {
+std::vector<Key> FrameLowering::lower_node(const NodePtr& node, const std::optional<std::set<std::string>>& needed_in) {
   const FrameNode& n = *node;
   // Needs narrower than the node's columns get their own keys (a projection of the same node).
   std::set<std::string> needed = needed_in ? *needed_in : all_columns(n);
   for (auto it = needed.begin(); it != needed.end();)
     it = n.schema->GetFieldByName(*it) ? std::next(it) : needed.erase(it);
-  if (n.kind == NodeKind::Source) {
-    if (reads_fixed_) {
-      if (auto it = source_reads_.find(n.name); it != source_reads_.end()) needed = it->second;
-    } else {
-      source_reads_[n.name].insert(needed.begin(), needed.end());
-    }
+  // Every consumer of a node gets the same keys, for the union of the columns they all read (a
+  // first pass records it): a shuffle or a read that two consumers share runs once, not once per
+  // set of columns.
+  if (reads_fixed_) {
+    if (auto it = node_reads_.find(n.name); it != node_reads_.end()) needed.insert(it->second.begin(), it->second.end());
+  } else {
+    node_reads_[n.name].insert(needed.begin(), needed.end());
   }
   const bool narrowed = needed.size() < static_cast<std::size_t>(n.schema->num_fields());
   std::string name = n.name;
@@ -133,7 +134,7 @@ std::vector<Key> FrameLowering::lower(const NodePtr& node, const std::optional<s
       }
       break;
     case NodeKind::Map: {
-      auto in = lower(n.input, program_inputs(n.program, needed));
+      auto in = lower_node(n.input, program_inputs(n.program, needed));
       // Always trimmed: earlier steps (an astype of every column) must not read columns the
       // source below was told it need not read, even when this node's own outputs are all needed.
       const Object params = map_params(trimmed(n.program, needed));
@@ -144,7 +145,7 @@ std::vector<Key> FrameLowering::lower(const NodePtr& node, const std::optional<s
       break;
     }
     case NodeKind::MapPartitions: {
-      auto in = lower(n.input);
+      auto in = lower_node(n.input);
       const Object fn = to_object(n.function, "tessera.frame.Function");
       for (std::size_t i = 0; i < np; ++i) {
         keys.push_back(part_key(name, i));
@@ -156,11 +157,11 @@ std::vector<Key> FrameLowering::lower(const NodePtr& node, const std::optional<s
       std::set<std::string> reads(n.spec.by.begin(), n.spec.by.end());
       for (const auto& a : n.spec.aggs)
         if (a.how != Agg::Size) reads.insert(a.column);
-      keys = lower_aggregate(n, lower(n.input, reads));
+      keys = lower_aggregate(n, lower_node(n.input, reads));
       break;
     }
     case NodeKind::SortValues: {
-      auto in = lower(n.input);
+      auto in = lower_node(n.input);
       const Object sort = sort_params(n.sort_columns, n.ascending);
       if (np == 1) {  // one task sorts every partition together
         std::vector<Arg> args{Value(sort)};
@@ -171,7 +172,7 @@ std::vector<Key> FrameLowering::lower(const NodePtr& node, const std::optional<s
       }
       // Range-partitioned by the first column (its bounds from the divisions task), then each
       // range sorted: partition j holds only values at or past those of partition j - 1.
-      const Key bounds = lower(n.divisions).at(0);
+      const Key bounds = lower_node(n.divisions).at(0);
       const Object split = range_split_params(n.sort_columns.front(), n.npartitions, n.ascending.front());
       std::vector<Key> splits;
       for (std::size_t i = 0; i < in.size(); ++i) {
@@ -189,7 +190,7 @@ std::vector<Key> FrameLowering::lower(const NodePtr& node, const std::optional<s
       break;
     }
     case NodeKind::Head: {
-      auto in = lower(n.input);
+      auto in = lower_node(n.input);
       std::vector<Arg> args{Value(to_object(n.head_rows, "tessera.frame.Rows"))};
       for (std::int64_t i = 0; i < n.head_partitions && i < static_cast<std::int64_t>(in.size()); ++i)
         args.push_back(KeyRef{in[i]});
@@ -198,7 +199,7 @@ std::vector<Key> FrameLowering::lower(const NodePtr& node, const std::optional<s
       break;
     }
     case NodeKind::Quantiles: {
-      auto in = lower(n.input, std::set<std::string>(n.quantile_columns.begin(), n.quantile_columns.end()));
+      auto in = lower_node(n.input, std::set<std::string>(n.quantile_columns.begin(), n.quantile_columns.end()));
       const Object params = quantile_params(n.quantile_columns, n.quantiles);
       std::vector<Arg> args{Value(params)};
       for (std::size_t i = 0; i < in.size(); ++i) {
@@ -211,7 +212,7 @@ std::vector<Key> FrameLowering::lower(const NodePtr& node, const std::optional<s
       break;
     }
     case NodeKind::ToDevice: {
-      auto in = lower(n.input, needed);
+      auto in = lower_node(n.input, needed);
       const Object none = to_object(std::int64_t{0}, "tessera.frame.None");
       for (std::size_t i = 0; i < np; ++i) {
         keys.push_back(part_key(name, i));
@@ -220,7 +221,7 @@ std::vector<Key> FrameLowering::lower(const NodePtr& node, const std::optional<s
       break;
     }
     case NodeKind::ToHost: {
-      auto in = lower(n.input, needed);
+      auto in = lower_node(n.input, needed);
       const Object none = to_object(std::int64_t{0}, "tessera.frame.None");
       for (std::size_t i = 0; i < np; ++i) {
         keys.push_back(part_key(name, i));
@@ -231,7 +232,7 @@ std::vector<Key> FrameLowering::lower(const NodePtr& node, const std::optional<s
     case NodeKind::Shuffle: {
       std::set<std::string> reads = needed;
       reads.insert(n.shuffle_on.begin(), n.shuffle_on.end());
-      auto in = lower(n.input, reads);
+      auto in = lower_node(n.input, reads);
       const Object split = shuffle_split_params(n.shuffle_on, n.npartitions);
       std::vector<Key> splits;
       for (std::size_t i = 0; i < in.size(); ++i) {
@@ -250,7 +251,7 @@ std::vector<Key> FrameLowering::lower(const NodePtr& node, const std::optional<s
       // Each side reads only the columns the needed result columns come from, and its keys.
       std::set<std::string> left_reads, right_reads;
       join_reads(*n.input->schema, *n.right->schema, n.join, needed, left_reads, right_reads);
-      const auto left = lower(n.input, left_reads), right = lower(n.right, right_reads);
+      const auto left = lower_node(n.input, left_reads), right = lower_node(n.right, right_reads);
       // Every task of one merge has the same count of left partitions: one parameter object.
       JoinSpec spec = n.join;
       spec.left_parts =
@@ -278,14 +279,15 @@ std::vector<Key> FrameLowering::lower(const NodePtr& node, const std::optional<s
   return keys;
 }
 
+std::vector<Key> FrameLowering::lower(const NodePtr& node) { return lower_all({node}).front(); }
+
 std::vector<std::vector<Key>> FrameLowering::lower_all(const std::vector<NodePtr>& nodes) {
-  if (nodes.size() == 1) return {lower(nodes.front())};  // one output: its own needs are the union
-  for (const auto& n : nodes) lower(n);
+  for (const auto& n : nodes) lower_node(n);
   graph_ = Graph();
   done_.clear();
   reads_fixed_ = true;
   std::vector<std::vector<Key>> out;
-  for (const auto& n : nodes) out.push_back(lower(n));
+  for (const auto& n : nodes) out.push_back(lower_node(n));
   return out;
 }
 
@@ -327,6 +329,13 @@ std::vector<Key> FrameLowering::lower_aggregate(const FrameNode& n, const std::v
     return prefix;
   };
   std::vector<Key> out;
+  if (n.per_partition) {  // every group within one partition: finalise each partial alone
+    for (std::size_t i = 0; i < partials.size(); ++i) {
+      out.push_back(n.name + "-" + std::to_string(i));
+      graph_.add(make_task(out.back(), kOpGroupbyCombine, {Value(finish), KeyRef{partials[i]}}, device));
+    }
+    return out;
+  }
   if (n.options.split_out <= 1 || n.spec.by.empty()) {
     out.push_back(tree(partials, n.name + "-0"));
     return out;

@@ -76,6 +76,9 @@ struct FrameNode {
   // Aggregate
   GroupbySpec spec;
   AggregateOptions options;
+  // The input keeps every group's rows in one partition (it is hash-partitioned on some of the
+  // keys): each partition is aggregated alone, one output partition per input partition.
+  bool per_partition = false;
   // SortValues: with more than one partition, rows are placed by the first column's ranges,
   // whose bounds are the approximate quantiles `divisions` computes (a Quantiles node).
   std::vector<std::string> sort_columns;
@@ -109,22 +112,25 @@ const FrameNode& node_of(const DataFrame& df);
 class FrameLowering {
  public:
   explicit FrameLowering(const Executor* executor) : executor_(executor) {}
-  /** Keys of `node`'s partitions; `needed`: the columns consumers read (nullopt: all). */
-  std::vector<Key> lower(const NodePtr& node, const std::optional<std::set<std::string>>& needed = std::nullopt);
+  /** Keys of `node`'s partitions (lower_all of one node). */
+  std::vector<Key> lower(const NodePtr& node);
   Graph& graph() { return graph_; }
   /**
-   * @brief Keys of several outputs in one graph: each source reads the union of the columns
-   * every output needs, once (a first pass records them, the second lowers).
+   * @brief Keys of several outputs in one graph: each node (a source, a shuffle, a merge) is
+   * lowered once, for the union of the columns all its consumers read (a first pass records
+   * them, the second lowers).
    */
   std::vector<std::vector<Key>> lower_all(const std::vector<NodePtr>& nodes);
 
  private:
+  /** Keys of `node`'s partitions; `needed`: the columns consumers read (nullopt: all). */
+  std::vector<Key> lower_node(const NodePtr& node, const std::optional<std::set<std::string>>& needed = std::nullopt);
   std::vector<Key> lower_aggregate(const FrameNode& n, const std::vector<Key>& in);
   const Executor* executor_;
   Graph graph_;
   std::unordered_map<std::string, std::vector<Key>> done_;
-  // Source node name -> the columns all consumers read (lower_all's first pass).
-  std::unordered_map<std::string, std::set<std::string>> source_reads_;
+  // Node name -> the columns all its consumers read (lower_all's first pass).
+  std::unordered_map<std::string, std::set<std::string>> node_reads_;
   bool reads_fixed_ = false;
 };
 

@@ -73,7 +73,7 @@ std::shared_ptr<arrow::Table> readable_table(std::shared_ptr<arrow::Table> table
   return table;
 }
 
-Value read_piece(const OpContext&, std::span<const Value> args) {
+Value read_parquet_piece(const OpContext&, std::span<const Value> args) {
   const auto piece = from_object<ParquetPiece>(arg(args, 0).object());
   const auto include = from_object<std::vector<std::string>>(arg(args, 1).object());
   auto reader = open_parquet(piece.uri, piece.storage);
@@ -102,7 +102,7 @@ Value write_piece(const OpContext&, std::span<const Value> args) {
 }
 
 const bool parquet_registered = [] {
-  register_op(kOpReadParquet, read_piece);
+  register_op(kOpReadParquet, read_parquet_piece);
   register_op(kOpWriteParquet, write_piece);
   return true;
 }();

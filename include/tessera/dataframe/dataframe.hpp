@@ -237,6 +237,8 @@ class Series {
   DataFrame quantile(const std::vector<double>& q) const;
   /** @brief Each value and how often it occurs, most frequent first (pandas' value_counts). */
   DataFrame value_counts() const;
+  /** @brief Distinct values, missing ones not counted (pandas' nunique), in one row. */
+  DataFrame nunique(const AggregateOptions& options = {}) const;
   std::shared_ptr<arrow::Table> compute(Executor& executor = local_executor()) const;
 
   const DataFrame& frame() const { return frame_; }
@@ -305,6 +307,13 @@ class GroupBy {
   DataFrame var(const AggregateOptions& options = {}) const { return agg("var", options); }
   /** @brief Rows per group, in a column named "size". */
   DataFrame size(const AggregateOptions& options = {}) const;
+  /**
+   * @brief Distinct values of each selected (or every non-key) column per group, missing values
+   * not counted (pandas' nunique); int64 columns under the selected names. With split_out > 1
+   * the frame is shuffled on the keys first and each partition counts alone, as Dask does for
+   * many groups; an input already partitioned on the keys is not shuffled again.
+   */
+  DataFrame nunique(const AggregateOptions& options = {}) const;
 
  private:
   DataFrame frame_;
