@@ -40,7 +40,7 @@ std::vector<Z> complex_of(const Block& b) {
   return out;
 }
 
-void expect_close(const std::vector<Z>& got, const std::vector<Z>& want, double tol = 1e-10) {
+void expect_fft_close(const std::vector<Z>& got, const std::vector<Z>& want, double tol = 1e-10) {
   ASSERT_EQ(got.size(), want.size());
   for (std::size_t i = 0; i < got.size(); ++i)
     EXPECT_LE(std::abs(got[i] - want[i]), tol * (1 + std::abs(want[i]))) << "element " << i << ": " << got[i] << " vs " << want[i];
@@ -63,11 +63,11 @@ TEST(Fft, OneDimensionalMatchesTheDftForEveryNAndNorm) {
       const Array f = fft::fft(a, n, -1, norm);
       EXPECT_EQ(f.dtype(), DType::Complex128);
       EXPECT_EQ(f.shape(), (Shape{n}));
-      expect_close(complex_of(f.compute()), dft(x, n, false, fscale));
-      expect_close(complex_of(fft::ifft(a, n, 0, norm).compute()), dft(x, n, true, iscale));
+      expect_fft_close(complex_of(f.compute()), dft(x, n, false, fscale));
+      expect_fft_close(complex_of(fft::ifft(a, n, 0, norm).compute()), dft(x, n, true, iscale));
     }
   }
-  expect_close(complex_of(fft::ifft(fft::fft(a)).compute()), x);
+  expect_fft_close(complex_of(fft::ifft(fft::fft(a)).compute()), x);
 }
 
 TEST(Fft, AlongEitherAxisOfChunked2dArrays) {
@@ -81,7 +81,7 @@ TEST(Fft, AlongEitherAxisOfChunked2dArrays) {
       const auto got = complex_of(f.compute(*e.ex));
       for (int r = 0; r < 6; ++r) {
         std::vector<Z> row(x.begin() + r * 5, x.begin() + r * 5 + 5);
-        expect_close(std::vector<Z>(got.begin() + r * 5, got.begin() + r * 5 + 5), dft(row, 5, false, 1));
+        expect_fft_close(std::vector<Z>(got.begin() + r * 5, got.begin() + r * 5 + 5), dft(row, 5, false, 1));
       }
     }
     // Axis 0 transformed (a strided line), padded to 8.
@@ -108,7 +108,7 @@ TEST(Fft, RealTransformsAndRoundTrips) {
   for (int row = 0; row < 4; ++row) {
     std::vector<Z> line(xr.begin() + row * 9, xr.begin() + row * 9 + 9);
     const auto want = dft(line, 9, false, 1);
-    expect_close(std::vector<Z>(got.begin() + row * 5, got.begin() + row * 5 + 5), std::vector<Z>(want.begin(), want.begin() + 5));
+    expect_fft_close(std::vector<Z>(got.begin() + row * 5, got.begin() + row * 5 + 5), std::vector<Z>(want.begin(), want.begin() + 5));
   }
   // irfft: the odd length must be given; the default is 2 (m - 1) = 8.
   const Array back = fft::irfft(r, 9);
@@ -131,21 +131,21 @@ TEST(Fft, NdTransformsAreSeparable) {
   const Array a = complex_array(x, {3, 4, 5}, {1, -1, -1});
   // fft2 over the last two axes == fft(fft(a, axis 2), axis 1).
   const auto want = complex_of(fft::fft(fft::fft(a, std::nullopt, 2), std::nullopt, 1).compute());
-  expect_close(complex_of(fft::fft2(a).compute()), want);
-  expect_close(complex_of(fft::fftn(a, std::nullopt, std::vector<int>{1, 2}).compute()), want);
+  expect_fft_close(complex_of(fft::fft2(a).compute()), want);
+  expect_fft_close(complex_of(fft::fftn(a, std::nullopt, std::vector<int>{1, 2}).compute()), want);
   // s pads: fftn with s over the last two axes.
   const Array padded = fft::fftn(a, Shape{6, 7});
   EXPECT_EQ(padded.shape(), (Shape{3, 6, 7}));
-  expect_close(complex_of(padded.compute()), complex_of(fft::fft(fft::fft(a, 7, 2), 6, 1).compute()));
+  expect_fft_close(complex_of(padded.compute()), complex_of(fft::fft(fft::fft(a, 7, 2), 6, 1).compute()));
   // Round trips over every axis (one chunk each).
   const Array whole = a.rechunk({-1});
-  expect_close(complex_of(fft::ifftn(fft::fftn(whole)).compute()), x);
-  expect_close(complex_of(fft::ifft2(fft::fft2(a, std::nullopt, {-1, -2}, "ortho"), std::nullopt, {-1, -2}, "ortho").compute()), x);
+  expect_fft_close(complex_of(fft::ifftn(fft::fftn(whole)).compute()), x);
+  expect_fft_close(complex_of(fft::ifft2(fft::fft2(a, std::nullopt, {-1, -2}, "ortho"), std::nullopt, {-1, -2}, "ortho").compute()), x);
   // rfftn / irfftn: real axis last.
   const Array re = real(a);
   const Array rf = fft::rfft2(re);
   EXPECT_EQ(rf.shape(), (Shape{3, 4, 3}));
-  expect_close(complex_of(rf.compute()), complex_of(fft::fft(fft::rfft(re), std::nullopt, 1).compute()));
+  expect_fft_close(complex_of(rf.compute()), complex_of(fft::fft(fft::rfft(re), std::nullopt, 1).compute()));
   const auto rt = fft::irfft2(rf, Shape{4, 5}).compute().to_doubles();
   const auto orig = re.compute().to_doubles();
   for (std::size_t i = 0; i < orig.size(); ++i) EXPECT_NEAR(rt[i], orig[i], 1e-10);
@@ -162,10 +162,10 @@ TEST(Fft, ResultDtypesAreNumpy2s) {
   EXPECT_EQ(fft::irfft(fft::rfft(f32)).dtype(), DType::Float32);
   const auto c = fft::fft(f32).compute();
   EXPECT_EQ(c.dtype(), DType::Complex64);
-  expect_close(complex_of(c), {{10, 0}, {-2, 2}, {-2, 0}, {-2, -2}}, 1e-6);
+  expect_fft_close(complex_of(c), {{10, 0}, {-2, 2}, {-2, 0}, {-2, -2}}, 1e-6);
   const Array ints = from_block(Block::from_values<std::int8_t>({1, 2, 3, 4}, {4}), {-1});
   EXPECT_EQ(fft::fft(ints).dtype(), DType::Complex128);
-  expect_close(complex_of(fft::fft(ints).compute()), {{10, 0}, {-2, 2}, {-2, 0}, {-2, -2}});
+  expect_fft_close(complex_of(fft::fft(ints).compute()), {{10, 0}, {-2, 2}, {-2, 0}, {-2, -2}});
   EXPECT_EQ(fft::fft(f32.astype(DType::Float16)).dtype(), DType::Complex64);
 }
 
@@ -202,7 +202,7 @@ TEST(Fft, FrequenciesAndShiftsAreNumpys) {
   // Shifts of complex spectra.
   const Array z = fft::fft(complex_array(test_signal(5), {5}, {-1}));
   const auto zs = complex_of(fft::fftshift(z).compute()), zz = complex_of(z.compute());
-  expect_close(zs, {zz[3], zz[4], zz[0], zz[1], zz[2]});
+  expect_fft_close(zs, {zz[3], zz[4], zz[0], zz[1], zz[2]});
 }
 
 }  // namespace
