@@ -1,5 +1,6 @@
 #pragma once
-// Helpers for the dataframe tests: scratch folders with CSV files, and reading computed tables.
+// Helpers for the dataframe tests: scratch folders with CSV files, frames cut from a table, and
+// reading computed tables.
 #include <unistd.h>
 
 #include <atomic>
@@ -13,6 +14,8 @@
 #include <vector>
 
 #include <arrow/api.h>
+
+#include "tessera/dataframe/dataframe.hpp"
 
 namespace tessera::dataframe::testing {
 
@@ -39,6 +42,14 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+/** A frame of `parts` partitions cut from `t` in contiguous slices (the last ones may be empty). */
+inline DataFrame sliced_frame(const std::shared_ptr<arrow::Table>& t, int parts) {
+  std::vector<std::shared_ptr<arrow::Table>> pieces;
+  const std::int64_t each = (t->num_rows() + parts - 1) / parts;
+  for (int p = 0; p < parts; ++p) pieces.push_back(t->Slice(std::min<std::int64_t>(p * each, t->num_rows()), each));
+  return from_tables(pieces);
+}
 
 /** Value of `column` at `row` as a double (null: NaN). */
 inline double number(const std::shared_ptr<arrow::Table>& t, const std::string& column, std::int64_t row) {

@@ -27,6 +27,7 @@ namespace {
 
 namespace pi = detail::partition_index;
 using tessera_test::message_of;
+using testing::sliced_frame;
 using testing::sorted_rows;
 
 // A column of optional int64 values (nullopt: null).
@@ -51,14 +52,6 @@ std::shared_ptr<arrow::Table> merge_table(const std::vector<std::string>& names,
   arrow::FieldVector fields;
   for (std::size_t i = 0; i < names.size(); ++i) fields.push_back(arrow::field(names[i], columns[i]->type()));
   return arrow::Table::Make(arrow::schema(fields), columns);
-}
-
-// A frame of `parts` partitions cut from `t` in contiguous slices.
-DataFrame merge_frame(const std::shared_ptr<arrow::Table>& t, int parts) {
-  std::vector<std::shared_ptr<arrow::Table>> pieces;
-  const std::int64_t each = (t->num_rows() + parts - 1) / parts;
-  for (int p = 0; p < parts; ++p) pieces.push_back(t->Slice(std::min<std::int64_t>(p * each, t->num_rows()), each));
-  return from_tables(pieces);
 }
 
 // Each partition of `df`, computed on its own.
@@ -101,7 +94,7 @@ TEST(Shuffle, EachRowLandsInThePartitionOfItsKeyNoneIsLostAndKeyTypesAgree) {
     values.push_back(r);
   }
   auto t = merge_table({"k", "v"}, {merge_ints(keys), merge_doubles(values)});
-  auto shuffled = merge_frame(t, 5).shuffle({"k"}, 7);
+  auto shuffled = sliced_frame(t, 5).shuffle({"k"}, 7);
   EXPECT_EQ(shuffled.npartitions(), 7);
   auto parts = merge_partitions(shuffled);
   ASSERT_EQ(parts.size(), 7u);
@@ -120,7 +113,7 @@ TEST(Shuffle, EachRowLandsInThePartitionOfItsKeyNoneIsLostAndKeyTypesAgree) {
   EXPECT_EQ(sorted_rows(shuffled.compute()), sorted_rows(t));
   // The same keys as float64 (NaN where null) land where the int64 ones did.
   auto ft = merge_table({"k", "v"}, {merge_doubles(float_keys), merge_doubles(values)});
-  auto fparts = merge_partitions(merge_frame(ft, 3).shuffle({"k"}, 7));
+  auto fparts = merge_partitions(sliced_frame(ft, 3).shuffle({"k"}, 7));
   for (std::size_t p = 0; p < fparts.size(); ++p) {
     auto part = fparts[p]->CombineChunks().ValueOrDie();
     if (part->num_rows() == 0) continue;
@@ -138,7 +131,7 @@ TEST(Shuffle, EachRowLandsInThePartitionOfItsKeyNoneIsLostAndKeyTypesAgree) {
 }
 
 TEST(Shuffle, BadArgumentsAreRefusedWhenBuilt) {
-  auto df = merge_frame(merge_table({"k"}, {merge_ints({1, 2})}), 1);
+  auto df = sliced_frame(merge_table({"k"}, {merge_ints({1, 2})}), 1);
   EXPECT_NE(message_of([&] { df.shuffle({"nope"}); }).find("no column 'nope'"), std::string::npos);
   EXPECT_NE(message_of([&] { df.shuffle({}); }).find("no key columns"), std::string::npos);
   EXPECT_NE(message_of([&] { df.shuffle({"k", "k"}); }).find("twice"), std::string::npos);
@@ -223,12 +216,12 @@ TEST(Merge, EveryHowAndEveryStrategyAgreesWithTheRowByRowReference) {
       o.on = {"k"};
       o.broadcast = layout.broadcast;
       if (layout.broadcast == true && how == "outer") {
-        EXPECT_NE(message_of([&] { merge_frame(lt, layout.left_parts).merge(merge_frame(rt, layout.right_parts), o); })
+        EXPECT_NE(message_of([&] { sliced_frame(lt, layout.left_parts).merge(sliced_frame(rt, layout.right_parts), o); })
                       .find("cannot broadcast"),
                   std::string::npos);
         continue;
       }
-      auto merged = merge(merge_frame(lt, layout.left_parts), merge_frame(rt, layout.right_parts), o);
+      auto merged = merge(sliced_frame(lt, layout.left_parts), sliced_frame(rt, layout.right_parts), o);
       auto got = sorted_rows(merged.compute());
       const bool semi = how == "leftsemi" || how == "leftanti";
       EXPECT_EQ(semi ? renamed_semi(got) : got, expected)
@@ -251,7 +244,7 @@ TEST(Merge, KeysOfDifferentNumericTypesMatchAndSeveralKeysPairUp) {
   o.right_on = {"x", "b"};
   o.how = "inner";
   for (int parts : {1, 3}) {
-    auto merged = merge_frame(left, parts).merge(merge_frame(right, parts), o);
+    auto merged = sliced_frame(left, parts).merge(sliced_frame(right, parts), o);
     EXPECT_EQ(merged.columns(), std::vector<std::string>({"a", "b", "v", "x", "w"}));
     EXPECT_EQ(merged.dtype("a"), "double");  // compared as float64, as pandas does
     auto rows = sorted_rows(merged.compute());
@@ -266,13 +259,13 @@ TEST(Merge, SharedColumnsGetSuffixesAndNoKeyMeansTheSharedColumns) {
   o.on = {"k"};
   o.left_suffix = "_left";
   o.right_suffix = "_right";
-  auto merged = merge_frame(left, 1).merge(merge_frame(right, 1), o);
+  auto merged = sliced_frame(left, 1).merge(sliced_frame(right, 1), o);
   EXPECT_EQ(merged.columns(), std::vector<std::string>({"k", "v_left", "only_left", "v_right"}));
   EXPECT_EQ(sorted_rows(merged.compute()),
             std::vector<std::string>({"k=2 v_left=2 only_left=6 v_right=7 ", "k=2 v_left=2 only_left=6 v_right=8 "}));
   // No key given: pandas joins on every column both have (k and v here): no row matches.
-  EXPECT_EQ(merge_frame(left, 1).merge(merge_frame(right, 1)).compute()->num_rows(), 0);
-  EXPECT_EQ(merge_frame(left, 1).merge(merge_frame(right, 1)).columns(), std::vector<std::string>({"k", "v", "only_left"}));
+  EXPECT_EQ(sliced_frame(left, 1).merge(sliced_frame(right, 1)).compute()->num_rows(), 0);
+  EXPECT_EQ(sliced_frame(left, 1).merge(sliced_frame(right, 1)).columns(), std::vector<std::string>({"k", "v", "only_left"}));
 }
 
 TEST(Merge, AResultColumnUsedAloneKeepsItsSuffixAndItsValues) {
@@ -281,8 +274,8 @@ TEST(Merge, AResultColumnUsedAloneKeepsItsSuffixAndItsValues) {
   testing::TempDir dir;
   auto left = merge_table({"k", "v", "a"}, {merge_ints({1, 2, 3}), merge_doubles({10, 20, 30}), merge_doubles({7, 8, 9})});
   auto right = merge_table({"k", "v", "b"}, {merge_ints({3, 1, 4}), merge_doubles({0.5, 1.5, 2.5}), merge_doubles({1, 2, 3})});
-  merge_frame(left, 2).to_parquet(dir.file("left"));
-  merge_frame(right, 2).to_parquet(dir.file("right"));
+  sliced_frame(left, 2).to_parquet(dir.file("left"));
+  sliced_frame(right, 2).to_parquet(dir.file("right"));
   auto l = read_parquet(dir.file("left") + "/*.parquet"), r = read_parquet(dir.file("right") + "/*.parquet");
   MergeOptions o;
   o.on = {"k"};
@@ -304,20 +297,20 @@ TEST(Merge, ChainedMergesOnOneKeyShuffleEachInputOnce) {
   MergeOptions o;
   o.on = {"k"};
   o.broadcast = false;
-  auto ab = merge_frame(a, 3).merge(merge_frame(b, 3), o);
-  auto abc = ab.merge(merge_frame(c, 2), o);
+  auto ab = sliced_frame(a, 3).merge(sliced_frame(b, 3), o);
+  auto abc = ab.merge(sliced_frame(c, 2), o);
   std::vector<Key> keys;
   Graph g = abc.to_graph(&keys);
   int splits = 0;
   for (const auto& [key, task] : g.tasks()) splits += task.op == "tessera.frame.shuffle_split";
   EXPECT_EQ(splits, 3 + 3 + 2) << "ab is already partitioned on k: only a, b and c are split";
-  auto direct = merge_frame(a, 1).merge(merge_frame(b, 1), o).merge(merge_frame(c, 1), o);
+  auto direct = sliced_frame(a, 1).merge(sliced_frame(b, 1), o).merge(sliced_frame(c, 1), o);
   EXPECT_EQ(sorted_rows(abc.compute()), sorted_rows(direct.compute()));
 }
 
 TEST(Merge, BadArgumentsAreRefusedWhenBuilt) {
-  auto l = merge_frame(merge_table({"k", "s"}, {merge_ints({1}), merge_strings({"a"})}), 1);
-  auto r = merge_frame(merge_table({"k", "t"}, {merge_ints({1}), merge_strings({"a"})}), 1);
+  auto l = sliced_frame(merge_table({"k", "s"}, {merge_ints({1}), merge_strings({"a"})}), 1);
+  auto r = sliced_frame(merge_table({"k", "t"}, {merge_ints({1}), merge_strings({"a"})}), 1);
   auto msg = [](const std::function<void()>& f) { return message_of(f); };
   MergeOptions o;
   o.on = {"k"};
@@ -338,12 +331,12 @@ TEST(Merge, BadArgumentsAreRefusedWhenBuilt) {
   both.on = {"k"};
   both.left_on = {"k"};
   EXPECT_NE(msg([&] { l.merge(r, both); }).find("not both"), std::string::npos);
-  auto unrelated = merge_frame(merge_table({"z"}, {merge_ints({1})}), 1);
+  auto unrelated = sliced_frame(merge_table({"z"}, {merge_ints({1})}), 1);
   EXPECT_NE(msg([&] { l.merge(unrelated); }).find("share no column"), std::string::npos);
   MergeOptions clash;  // s_x would be made twice: a left column named so, and s with its suffix
   clash.on = {"k"};
-  auto l2 = merge_frame(merge_table({"k", "s", "s_x"}, {merge_ints({1}), merge_strings({"a"}), merge_strings({"b"})}), 1);
-  auto r2 = merge_frame(merge_table({"k", "s"}, {merge_ints({1}), merge_strings({"a"})}), 1);
+  auto l2 = sliced_frame(merge_table({"k", "s", "s_x"}, {merge_ints({1}), merge_strings({"a"}), merge_strings({"b"})}), 1);
+  auto r2 = sliced_frame(merge_table({"k", "s"}, {merge_ints({1}), merge_strings({"a"})}), 1);
   EXPECT_NE(msg([&] { l2.merge(r2, clash); }).find("two result columns would be named 's_x'"), std::string::npos);
 }
 

@@ -23,6 +23,7 @@ namespace tessera::dataframe {
 namespace {
 
 using tessera_test::message_of;
+using testing::sliced_frame;
 using testing::sorted_rows;
 
 struct NuniqueRows {
@@ -57,13 +58,6 @@ std::shared_ptr<arrow::Table> nunique_table(const NuniqueRows& r) {
                                arrow::field("x", arrow::float64()), arrow::field("s", arrow::utf8())});
   return arrow::Table::Make(schema, {g.Finish().ValueOrDie(), v.Finish().ValueOrDie(), x.Finish().ValueOrDie(),
                                      s.Finish().ValueOrDie()});
-}
-
-DataFrame nunique_frame(const std::shared_ptr<arrow::Table>& t, int parts) {
-  std::vector<std::shared_ptr<arrow::Table>> pieces;
-  const std::int64_t each = (t->num_rows() + parts - 1) / parts;
-  for (int p = 0; p < parts; ++p) pieces.push_back(t->Slice(std::min<std::int64_t>(p * each, t->num_rows()), each));
-  return from_tables(pieces);
 }
 
 // pandas' df.groupby("g")[["v", "x", "s"]].nunique(): missing values not counted, a group whose
@@ -111,7 +105,7 @@ TEST(Nunique, PerGroupEqualsTheReferenceWithMissingKeysValuesAndNaN) {
       AggregateOptions o;
       o.split_out = split_out;
       o.split_every = 2;
-      const auto got = nunique_frame(table, parts).groupby({"g"}).nunique(o);
+      const auto got = sliced_frame(table, parts).groupby({"g"}).nunique(o);
       EXPECT_EQ(got.columns(), (std::vector<std::string>{"g", "v", "x", "s"}));
       EXPECT_EQ(sorted_rows(got.compute()), expected) << parts << " partitions, split_out " << split_out;
     }
@@ -124,7 +118,7 @@ TEST(Nunique, ManyGroupsShuffleOnceAndEachPartitionCountsAlone) {
   const auto table = nunique_table(rows);
   AggregateOptions o;
   o.split_out = 4;
-  const auto got = nunique_frame(table, 5).groupby({"g"})[std::vector<std::string>{"v", "x", "s"}].nunique(o);
+  const auto got = sliced_frame(table, 5).groupby({"g"})[std::vector<std::string>{"v", "x", "s"}].nunique(o);
   EXPECT_EQ(got.npartitions(), 4);
   // One shuffle of the five input partitions; every group-by within partitions (a combine task
   // reads one partial), and the three counts are merged partition by partition.
@@ -146,7 +140,7 @@ TEST(Nunique, ManyGroupsShuffleOnceAndEachPartitionCountsAlone) {
 TEST(Nunique, OfASeriesCountsDistinctValuesNotMissingOnes) {
   std::mt19937 rng(13);
   const auto rows = nunique_rows(rng, 500, 10);
-  const auto df = nunique_frame(nunique_table(rows), 3);
+  const auto df = sliced_frame(nunique_table(rows), 3);
   std::set<std::int64_t> v;
   std::set<double> x;
   for (std::size_t i = 0; i < rows.v.size(); ++i) {
@@ -163,7 +157,7 @@ TEST(Nunique, OfASeriesCountsDistinctValuesNotMissingOnes) {
 
 TEST(Nunique, AKeyOrNoColumnIsRefused) {
   std::mt19937 rng(14);
-  const auto df = nunique_frame(nunique_table(nunique_rows(rng, 10, 3)), 1);
+  const auto df = sliced_frame(nunique_table(nunique_rows(rng, 10, 3)), 1);
   EXPECT_THROW(df.groupby({"g"})["g"].nunique(), Error);
   EXPECT_NE(message_of([&] { df[std::vector<std::string>{"g"}].groupby({"g"}).nunique(); }).find("no column"),
             std::string::npos);
@@ -172,7 +166,7 @@ TEST(Nunique, AKeyOrNoColumnIsRefused) {
 TEST(PartitionedGroupby, AFrameShuffledOnTheKeysIsAggregatedPartitionByPartition) {
   std::mt19937 rng(15);
   const auto rows = nunique_rows(rng, 2000, 50);
-  const auto df = nunique_frame(nunique_table(rows), 4);
+  const auto df = sliced_frame(nunique_table(rows), 4);
   const auto shuffled = df.shuffle({"g"}, 3);
   // A filter and a projection that keeps the key keep the partitioning.
   const auto kept = shuffled[shuffled["v"] > Literal{std::int64_t{2}}][std::vector<std::string>{"g", "v", "x"}];
@@ -191,7 +185,7 @@ TEST(PartitionedGroupby, AFrameShuffledOnTheKeysIsAggregatedPartitionByPartition
 TEST(PartitionedGroupby, AKeyRecomputedOrAnotherKeyCombinesAcrossPartitions) {
   std::mt19937 rng(16);
   const auto rows = nunique_rows(rng, 1000, 30);
-  const auto df = nunique_frame(nunique_table(rows), 4);
+  const auto df = sliced_frame(nunique_table(rows), 4);
   const auto shuffled = df.shuffle({"g"}, 3);
   // g replaced by another expression: its rows are no longer known to be together.
   const auto changed = shuffled.assign("g", shuffled["v"]);

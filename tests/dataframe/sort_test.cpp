@@ -19,6 +19,7 @@ namespace tessera::dataframe {
 namespace {
 
 using tessera_test::message_of;
+using testing::sliced_frame;
 using testing::sorted_rows;
 
 struct SortRow {
@@ -39,13 +40,6 @@ std::shared_ptr<arrow::Table> sort_table(const std::vector<SortRow>& rows) {
   return arrow::Table::Make(arrow::schema({arrow::field("a", arrow::float64()), arrow::field("b", arrow::int64()),
                                            arrow::field("s", arrow::utf8())}),
                             {a.Finish().ValueOrDie(), b.Finish().ValueOrDie(), s.Finish().ValueOrDie()});
-}
-
-DataFrame sort_frame(const std::shared_ptr<arrow::Table>& t, int parts) {
-  std::vector<std::shared_ptr<arrow::Table>> pieces;
-  const std::int64_t each = (t->num_rows() + parts - 1) / parts;
-  for (int p = 0; p < parts; ++p) pieces.push_back(t->Slice(std::min<std::int64_t>(p * each, t->num_rows()), each));
-  return from_tables(pieces);
 }
 
 // "a|b" of each row in order: what the sort decides (s breaks no ties).
@@ -87,7 +81,7 @@ TEST(SortValues, PartitionsInOrderAreTheSortedFrameWithMissingValuesLast) {
   }
   const auto t = sort_table(rows);
   for (bool ascending : {true, false}) {
-    auto sorted = sort_frame(t, 6).sort_values({"a", "b"}, ascending);
+    auto sorted = sliced_frame(t, 6).sort_values({"a", "b"}, ascending);
     EXPECT_EQ(sorted.npartitions(), 6);
     auto got = sorted.compute();
     EXPECT_EQ(sort_keys_of(got), reference_keys(rows, ascending)) << (ascending ? "ascending" : "descending");
@@ -101,8 +95,8 @@ TEST(SortValues, PartitionsInOrderAreTheSortedFrameWithMissingValuesLast) {
     EXPECT_GE(non_empty, 4);
   }
   // One partition, and a string first column (sorted in one task), give the same order.
-  EXPECT_EQ(sort_keys_of(sort_frame(t, 1).sort_values({"a", "b"}).compute()), reference_keys(rows, true));
-  auto by_string = sort_frame(t, 4).sort_values({"s"});
+  EXPECT_EQ(sort_keys_of(sliced_frame(t, 1).sort_values({"a", "b"}).compute()), reference_keys(rows, true));
+  auto by_string = sliced_frame(t, 4).sort_values({"s"});
   EXPECT_EQ(by_string.npartitions(), 1);
   auto s = by_string.compute();
   for (std::int64_t r = 1; r < s->num_rows(); ++r)
@@ -112,11 +106,11 @@ TEST(SortValues, PartitionsInOrderAreTheSortedFrameWithMissingValuesLast) {
 
 TEST(SortValues, AFrameOfOneValueOrNoRowsSortsAndBadColumnsAreRefused) {
   std::vector<SortRow> same(100, SortRow{2.5, 1, "x"});
-  auto got = sort_frame(sort_table(same), 3).sort_values({"a"}).compute();
+  auto got = sliced_frame(sort_table(same), 3).sort_values({"a"}).compute();
   EXPECT_EQ(got->num_rows(), 100);
-  auto empty = sort_frame(sort_table({}), 2).sort_values({"b"}).compute();
+  auto empty = sliced_frame(sort_table({}), 2).sort_values({"b"}).compute();
   EXPECT_EQ(empty->num_rows(), 0);
-  auto df = sort_frame(sort_table(same), 2);
+  auto df = sliced_frame(sort_table(same), 2);
   EXPECT_NE(message_of([&] { df.sort_values({"nope"}); }).find("no column 'nope'"), std::string::npos);
   EXPECT_NE(message_of([&] { df.sort_values({}); }).find("no columns"), std::string::npos);
   EXPECT_NE(message_of([&] { df.sort_values({"a", "a"}); }).find("twice"), std::string::npos);
