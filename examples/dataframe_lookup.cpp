@@ -16,6 +16,8 @@
 #include <tessera/dataframe/io.hpp>
 #include <tessera/tessera.hpp>
 
+#include "scheduler_flag.hpp"
+
 namespace {
 
 // The lookup: each of timeseries()' 26 names, its team (three of them) and a weight.
@@ -54,14 +56,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   using namespace tessera;
-  std::unique_ptr<distributed::Client> client;
-  if (scheduler == "distributed") client = std::make_unique<distributed::Client>(std::make_shared<distributed::LocalCluster>());
-  else if (scheduler.find("://") != std::string::npos) client = std::make_unique<distributed::Client>(scheduler);
-  else if (scheduler != "threads" && scheduler != "sync") {
-    std::fprintf(stderr, "dataframe_lookup: --scheduler must be threads, sync, distributed or an address\n");
-    return 2;
-  }
-  Executor& executor = client ? static_cast<Executor&>(*client) : local_executor(scheduler);
+  auto run = tessera_examples::open_scheduler("dataframe_lookup", scheduler);
+  if (!run.executor) return 2;
+  Executor& executor = *run.executor;
 
   dataframe::TimeseriesOptions o;
   o.start = "2000-01-01";

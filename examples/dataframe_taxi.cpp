@@ -23,6 +23,8 @@
 #include <tessera/dataframe/io.hpp>
 #include <tessera/tessera.hpp>
 
+#include "scheduler_flag.hpp"
+
 namespace {
 
 const char* kHeader =
@@ -86,14 +88,9 @@ int main(int argc, char** argv) {
     csv = (scratch / "yellow_tripdata_2019-*.csv").string();
   }
 
-  std::unique_ptr<distributed::Client> client;
-  if (scheduler == "distributed") client = std::make_unique<distributed::Client>(std::make_shared<distributed::LocalCluster>());
-  else if (scheduler.find("://") != std::string::npos) client = std::make_unique<distributed::Client>(scheduler);
-  else if (scheduler != "threads" && scheduler != "sync") {
-    std::fprintf(stderr, "dataframe_taxi: --scheduler must be threads, sync, distributed or an address\n");
-    return 2;
-  }
-  Executor& executor = client ? static_cast<Executor&>(*client) : local_executor(scheduler);
+  auto run = tessera_examples::open_scheduler("dataframe_taxi", scheduler);
+  if (!run.executor) return 2;
+  Executor& executor = *run.executor;
 
   const auto t0 = std::chrono::steady_clock::now();
   dataframe::ReadCsvOptions options;

@@ -13,6 +13,8 @@
 #include <tessera/dataframe/io.hpp>
 #include <tessera/tessera.hpp>
 
+#include "scheduler_flag.hpp"
+
 int main(int argc, char** argv) {
   tessera::init(argc, argv);
   int days = 30;
@@ -25,14 +27,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   using namespace tessera;
-  std::unique_ptr<distributed::Client> client;
-  if (scheduler == "distributed") client = std::make_unique<distributed::Client>(std::make_shared<distributed::LocalCluster>());
-  else if (scheduler.find("://") != std::string::npos) client = std::make_unique<distributed::Client>(scheduler);
-  else if (scheduler != "threads" && scheduler != "sync") {
-    std::fprintf(stderr, "dataframe_timeseries: --scheduler must be threads, sync, distributed or an address\n");
-    return 2;
-  }
-  Executor& executor = client ? static_cast<Executor&>(*client) : local_executor(scheduler);
+  auto run = tessera_examples::open_scheduler("dataframe_timeseries", scheduler);
+  if (!run.executor) return 2;
+  Executor& executor = *run.executor;
 
   // Days from 2000-01-01, one partition per day.
   using namespace std::chrono;

@@ -10,6 +10,8 @@
 #include <CLI/CLI.hpp>
 #include <tessera/tessera.hpp>
 
+#include "scheduler_flag.hpp"
+
 int main(int argc, char** argv) {
   tessera::init(argc, argv);
   std::int64_t n = 20000, chunk = 2000;
@@ -24,14 +26,9 @@ int main(int argc, char** argv) {
   auto x = random::normal(/*seed=*/0, /*mean=*/10.0, /*stddev=*/1.0, {n, n}, {chunk, chunk});
   auto y = (x + 1)[{step(2), step(2)}].sum();
 
-  std::unique_ptr<distributed::Client> client;
-  if (scheduler == "distributed") client = std::make_unique<distributed::Client>(std::make_shared<distributed::LocalCluster>());
-  else if (scheduler.find("://") != std::string::npos) client = std::make_unique<distributed::Client>(scheduler);
-  else if (scheduler != "threads" && scheduler != "sync") {
-    std::fprintf(stderr, "seed_workload: --scheduler must be threads, sync, distributed or an address\n");
-    return 2;
-  }
-  Executor& executor = client ? static_cast<Executor&>(*client) : local_executor(scheduler);
+  auto run = tessera_examples::open_scheduler("seed_workload", scheduler);
+  if (!run.executor) return 2;
+  Executor& executor = *run.executor;
 
   const auto t0 = std::chrono::steady_clock::now();
   const double value = y.compute(executor).item();

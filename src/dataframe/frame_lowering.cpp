@@ -89,8 +89,9 @@ std::vector<Key> FrameLowering::lower_node(const NodePtr& node, const std::optio
   // set of columns.
   if (reads_fixed_) {
     if (auto it = node_reads_.find(n.name); it != node_reads_.end()) needed.insert(it->second.begin(), it->second.end());
-  } else {
-    node_reads_[n.name].insert(needed.begin(), needed.end());
+  } else if (auto [it, first] = node_reads_.try_emplace(n.name, needed); !first && it->second != needed) {
+    it->second.insert(needed.begin(), needed.end());
+    reads_differ_ = true;
   }
   const bool narrowed = needed.size() < static_cast<std::size_t>(n.schema->num_fields());
   std::string name = n.name;
@@ -282,7 +283,9 @@ std::vector<Key> FrameLowering::lower_node(const NodePtr& node, const std::optio
 std::vector<Key> FrameLowering::lower(const NodePtr& node) { return lower_all({node}).front(); }
 
 std::vector<std::vector<Key>> FrameLowering::lower_all(const std::vector<NodePtr>& nodes) {
-  for (const auto& n : nodes) lower_node(n);
+  std::vector<std::vector<Key>> first;
+  for (const auto& n : nodes) first.push_back(lower_node(n));
+  if (!reads_differ_) return first;  // every node was read for one set of columns: lowered once already
   graph_ = Graph();
   done_.clear();
   reads_fixed_ = true;

@@ -118,7 +118,7 @@ class FrameLowering {
   /**
    * @brief Keys of several outputs in one graph: each node (a source, a shuffle, a merge) is
    * lowered once, for the union of the columns all its consumers read (a first pass records
-   * them, the second lowers).
+   * them; a second lowers again only when some node was read for two different sets).
    */
   std::vector<std::vector<Key>> lower_all(const std::vector<NodePtr>& nodes);
 
@@ -131,6 +131,7 @@ class FrameLowering {
   std::unordered_map<std::string, std::vector<Key>> done_;
   // Node name -> the columns all its consumers read (lower_all's first pass).
   std::unordered_map<std::string, std::set<std::string>> node_reads_;
+  bool reads_differ_ = false;  // some node was read for two sets of columns: lower again
   bool reads_fixed_ = false;
 };
 
