@@ -64,13 +64,6 @@ struct Values {
   bool valid(std::int64_t r) const { return array->IsValid(r) && (!is_double || !std::isnan(d[r])); }
 };
 
-// Types values_of takes: numbers, booleans and the temporal types min and max read.
-bool numeric_values(const arrow::DataType& t) {
-  const auto id = t.id();
-  return arrow::is_integer(id) || arrow::is_floating(id) || id == arrow::Type::BOOL ||
-         id == arrow::Type::TIMESTAMP || id == arrow::Type::DATE32 || id == arrow::Type::DATE64;
-}
-
 Values values_of(const std::shared_ptr<arrow::Array>& a) {
   Values v;
   const bool dbl = accumulates_as_double(*a->type());
@@ -576,8 +569,8 @@ std::shared_ptr<arrow::Table> groupby_partial(const std::shared_ptr<arrow::Table
       const AggSpec& s = spec.aggs[i];
       if (s.how == Agg::Size) continue;
       const auto& column = batch->GetColumnByName(s.column);
-      if (s.how == Agg::Count && !numeric_values(*column->type())) {
-        // Counting needs only validity: strings and other types are not converted to numbers.
+      if (s.how == Agg::Count && !arrow::is_floating(column->type_id())) {
+        // Counting needs only validity (and NaN, for floats): other types are not converted.
         auto& n = g.accs[i].n;
         for (std::int64_t r = 0; r < batch->num_rows(); ++r) n[ids[r]] += column->IsValid(r);
         continue;

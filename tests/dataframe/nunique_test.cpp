@@ -155,6 +155,49 @@ TEST(Nunique, OfASeriesCountsDistinctValuesNotMissingOnes) {
   EXPECT_EQ(first((df["v"] * Literal{std::int64_t{2}}).nunique().compute()), static_cast<std::int64_t>(v.size()));
 }
 
+TEST(Nunique, BoolAndDateColumnsAreCountedAndCountedDistinct) {
+  // Per group g: b (bool with nulls) and d (date32 with nulls).
+  arrow::Int64Builder g;
+  arrow::BooleanBuilder b;
+  arrow::Date32Builder d;
+  std::map<std::int64_t, std::set<int>> bs, ds;
+  std::map<std::int64_t, std::int64_t> bn;
+  for (int i = 0; i < 300; ++i) {
+    const std::int64_t key = i % 7;
+    g.Append(key).ok();
+    if (i % 5 == 0) {
+      b.AppendNull().ok();
+    } else {
+      b.Append(i % 3 == 0).ok();
+      bs[key].insert(i % 3 == 0);
+      ++bn[key];
+    }
+    if (i % 4 == 0) {
+      d.AppendNull().ok();
+    } else {
+      d.Append(10950 + i % 11).ok();
+      ds[key].insert(i % 11);
+    }
+  }
+  auto schema = arrow::schema({arrow::field("g", arrow::int64()), arrow::field("b", arrow::boolean()),
+                               arrow::field("d", arrow::date32())});
+  const auto df = sliced_frame(
+      arrow::Table::Make(schema, {g.Finish().ValueOrDie(), b.Finish().ValueOrDie(), d.Finish().ValueOrDie()}), 3);
+  const auto counted = df.groupby({"g"})["b"].count().compute();
+  const auto distinct = df.groupby({"g"}).nunique().compute();
+  ASSERT_EQ(counted->num_rows(), 7);
+  ASSERT_EQ(distinct->num_rows(), 7);
+  for (std::int64_t r = 0; r < 7; ++r) {
+    const auto key = static_cast<std::int64_t>(testing::number(counted, "g", r));
+    EXPECT_EQ(testing::number(counted, "b", r), static_cast<double>(bn[key])) << key;
+  }
+  for (std::int64_t r = 0; r < 7; ++r) {
+    const auto key = static_cast<std::int64_t>(testing::number(distinct, "g", r));
+    EXPECT_EQ(testing::number(distinct, "b", r), static_cast<double>(bs[key].size())) << key;
+    EXPECT_EQ(testing::number(distinct, "d", r), static_cast<double>(ds[key].size())) << key;
+  }
+}
+
 TEST(Nunique, AKeyOrNoColumnIsRefused) {
   std::mt19937 rng(14);
   const auto df = sliced_frame(nunique_table(nunique_rows(rng, 10, 3)), 1);
