@@ -1,7 +1,7 @@
 // The handshake (src/comm/wire.cpp, wire_auth.cpp) as a listener with a token meets a peer: the
 // peer's hello (fixed part, then body), the check of both hellos, then the peer's proof of the
-// token, 32 bytes that must equal the HMAC over both hellos (tcp.cpp's Handshake). The input is
-// the peer's side of the exchange: its hello, then its proof.
+// token, 32 bytes that must equal the HMAC over both hellos (src/comm/tcp_setup.cpp). The input
+// is the peer's side of the exchange: its hello, then its proof.
 #include <cstddef>
 #include <cstdint>
 #include <string>

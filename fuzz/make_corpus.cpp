@@ -42,7 +42,7 @@ Block iota_block(std::int64_t n) {
   return b;
 }
 
-// A message as it goes on the wire: preamble, header, frames (tcp.cpp).
+// A message as it goes on the wire: preamble, header, frames (tcp_conn.cpp).
 std::string on_the_wire(const comm::Message& m) {
   const std::string header = comm::encode_header(m);
   std::vector<std::uint64_t> lens;

@@ -1,8 +1,8 @@
 // The frame reader: what tcp:// (and ucx://'s TCP stage) does with the bytes of a message as they
-// arrive (src/comm/tcp.cpp, begin_message and finish_message): the fixed preamble and its checks,
-// the frame lengths and theirs, then, once the header and frames are all there, the header's
-// decoding and the blocks that refer to frames. Nothing is allocated for a length that the checks
-// have not passed and the input does not hold (a peer's message costs what it sent).
+// arrive (src/comm/tcp_conn.cpp, begin_message and finish_message): the fixed preamble and its
+// checks, the frame lengths and theirs, then, once the header and frames are all there, the
+// header's decoding and the blocks that refer to frames. Nothing is allocated for a length that
+// the checks have not passed and the input does not hold (a peer's message costs what it sent).
 #include <cstddef>
 #include <cstdint>
 #include <cstring>

@@ -1,5 +1,5 @@
 // What a receiver checks in a message's preamble before it allocates anything for the message
-// (tcp.cpp and ucx_engine.cpp read the bytes; see docs/protocol.md, "Framing"). Kept apart from
+// (tcp_conn.cpp and ucx_engine.cpp read the bytes; see docs/protocol.md, "Framing"). Kept apart from
 // comm.cpp so that the fuzz target for the frame reader (fuzz/preamble_fuzz.cpp) links only this.
 #include <cstdio>
 #include <cstring>

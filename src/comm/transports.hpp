@@ -11,7 +11,7 @@ namespace tessera::comm::detail {
 
 /** tcp://; its connect and listen also take ucx:// addresses (the listener keeps the scheme). */
 std::shared_ptr<Transport> make_tcp_transport();
-/** tls://: tcp:// inside mutual TLS (tcp.cpp, tls_context.hpp, docs/security.md). */
+/** tls://: tcp:// inside mutual TLS (tcp*.cpp, tls_context.hpp, docs/security.md). */
 std::shared_ptr<Transport> make_tls_transport();
 std::shared_ptr<Transport> make_inproc_transport();
 /** ucx://: TCP on host:port, then UCX when both ends have it (ucx.cpp, docs/ucx.md). */
@@ -21,7 +21,7 @@ std::shared_ptr<Transport> transport_for(const std::string& address);
 /** Our side of a handshake. */
 wire::Hello make_hello(const CommOptions& options, std::string address);
 
-// ---- shared by the byte-stream transports (tcp.cpp, ucx_engine.cpp) -----------------------------
+// ---- shared by the byte-stream transports (tcp_conn.cpp, ucx_engine.cpp) ------------------------
 
 /** The error a send gets on a closed comm. */
 std::exception_ptr closed_error(const std::string& peer, const std::string& why);

@@ -33,7 +33,7 @@ inline constexpr std::size_t kPreambleFixedBytes = 24;      ///< before the fram
 inline constexpr std::size_t kHelloFixedBytes = 12;         ///< magic, version, body length
 // A hello comes before the peer has proved anything, so it must cost little: its body (a nonce,
 // a name, an address, the transports, ~100-300 bytes in practice) is at most 4 KiB, and is read
-// as it arrives (tcp.cpp). Was 64 KiB, allocated and zeroed when the prefix claimed it.
+// as it arrives (tcp_setup.cpp). Was 64 KiB, allocated and zeroed when the prefix claimed it.
 inline constexpr std::size_t kMaxHelloBody = 4 * 1024;
 inline constexpr std::size_t kNonceBytes = 32;
 inline constexpr std::size_t kProofBytes = 32;          ///< HMAC-SHA256
