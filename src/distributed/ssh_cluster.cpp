@@ -401,7 +401,7 @@ struct SSHCluster::Impl {
     else argv.insert(argv.end(), {"--dashboard-address", s.dashboard_address});
     argv.insert(argv.end(), s.extra_args.begin(), s.extra_args.end());
     auto p = std::make_unique<SshProcess>(host, "scheduler", "scheduler", opt.log_lines);
-    // Printed at every log level (cli.cpp), on stderr.
+    // Printed at every log level (cli_scheduler.cpp), on stderr.
     const std::string marker = "tessera-scheduler listening at ";
     p->watch_for(marker);
     p->start(ssh_argv(host, ssh_remote_command(argv, remote_env())), opt.token);

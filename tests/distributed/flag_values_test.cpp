@@ -132,9 +132,10 @@ bool accepts_tcp(const std::string& ip, int port) {
 }  // namespace
 
 // M1, docs/security.md line 10. The doc says the scheduler listens on "every interface" by
-// default; the code (src/distributed/cli.cpp, `host = "127.0.0.1"`; SchedulerOptions::address)
-// and docs/deployment.md say 127.0.0.1. This test states what the code does, the safer default:
-// a scheduler started without --host is reachable from this machine only. Line 10 is wrong.
+// default; the code (src/distributed/cli_scheduler.cpp, `host = "127.0.0.1"`;
+// SchedulerOptions::address) and docs/deployment.md say 127.0.0.1. This test states what the
+// code does, the safer default: a scheduler started without --host is reachable from this
+// machine only. Line 10 is wrong.
 TEST(FlagValues, TheSchedulerListensOnLoopbackOnlyWithoutHost) {
   tessera_test::ServerBinaries bins;
   TESSERA_NEED_SERVER_BINARIES(bins);
