@@ -377,6 +377,7 @@ UcxStatus engine_status() {
 }
 bool engine_running() noexcept { return false; }
 std::shared_ptr<UcxCommBase> make_comm(const CommOptions&, std::string, std::string, PeerInfo) { return nullptr; }
+RingTraffic ring_traffic() noexcept { return {}; }
 }  // namespace ucx
 #endif
 

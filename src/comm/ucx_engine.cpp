@@ -19,7 +19,9 @@
 // several parts for a device frame staged through pinned host chunks. Every active message
 // carries a 48-byte header naming the receiver's connection, the message's sequence number and,
 // for parts, the item, offset and item size, so parts may arrive in any order and straight into
-// a receive buffer from the frame pool (rendezvous: ucp_am_recv_data_nbx, no copy).
+// a receive buffer from the frame pool (rendezvous: ucp_am_recv_data_nbx, no copy). Between two
+// processes of one host, large host frames go through a shared ring instead once the peer took
+// one (ucx_engine_ring.cpp).
 #include <sched.h>
 
 #include <algorithm>
@@ -100,6 +102,8 @@ void Engine::start_worker() {
   ucp_worker_release_address(worker, a);
   spin_window_ = std::chrono::microseconds(env_long("TESSERA_UCX_SPIN_US", 100));
   ignore_pings = env_long("TESSERA_UCX_TEST_IGNORE_PINGS", 0) != 0;
+  rings = !env_off("TESSERA_UCX_RING");
+  ring_bad_nonce = env_long("TESSERA_UCX_TEST_RING_BAD_NONCE", 0) != 0;
   alive = true;
   sleep();
 }
@@ -120,6 +124,7 @@ void Engine::poll() {
     const auto burst = Clock::now();
     do {
       if (ucp_worker_progress(worker)) news = true;
+      if (!ring_links.empty() && progress_rings()) news = true;
       if (!deferred_.empty()) {
         news = true;
         run_deferred();
@@ -148,6 +153,10 @@ void Engine::sleep() {
     }
     run_deferred();
     if (poll_posted_ || !alive) return;
+    if (!ring_links.empty() && !rings_may_sleep()) {  // a ring has slots to move: keep polling
+      kick();
+      return;
+    }
     const auto st = ucp_worker_arm(worker);
     if (st == UCS_ERR_BUSY) continue;  // events came in meanwhile: drain them first
     if (st != UCS_OK) {
@@ -183,6 +192,7 @@ void Engine::shutdown() {
   }
   alive = false;
   links.clear();
+  ring_links.clear();
   deferred_.clear();
   stage_queue.clear();
   stage_free.clear();
@@ -248,13 +258,16 @@ class UcxComm final : public UcxCommBase {
   }
   void start(std::shared_ptr<Comm> ctl) override {
     transport_ = link_->describe_lanes();
+    link_->note_lanes(transport_);
     link_->start(std::move(ctl));
   }
   void abandon() override {
     abandoned_ = true;
     link_->abandon();
   }
-  std::string transport() const override { return transport_; }
+  std::string transport() const override {
+    return link_->ring_in_use() ? transport_ + " + shared ring" : transport_;
+  }
   bool sends_device_frames() const override { return true; }
 
   void close() override {

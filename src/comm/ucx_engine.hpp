@@ -52,4 +52,10 @@ class UcxCommBase : public Comm {
 std::shared_ptr<UcxCommBase> make_comm(const CommOptions& options, std::string local, std::string peer,
                                        PeerInfo info);
 
+/** Bytes this process wrote into and read out of shared rings (ucx_engine_ring.cpp); any thread. */
+struct RingTraffic {
+  std::uint64_t written = 0, read = 0;
+};
+RingTraffic ring_traffic() noexcept;
+
 }  // namespace tessera::comm::detail::ucx

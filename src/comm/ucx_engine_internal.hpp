@@ -2,9 +2,11 @@
 // Private to the UCX engine (ucx_engine*.cpp, built only with UCX): the process's Engine, one
 // connection's Link and what a message in flight needs. ucx_engine.cpp holds the engine and the
 // Comm, ucx_engine_link.cpp a link's setup and closing, ucx_engine_send.cpp and
-// ucx_engine_receive.cpp the two directions of a message.
+// ucx_engine_receive.cpp the two directions of a message, ucx_engine_ring.cpp the shared ring
+// that carries large host frames between two processes of one host.
 #include <ucp/api/ucp.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -22,6 +24,7 @@
 #include "../core/logging.hpp"
 #include "frame_pool.hpp"
 #include "inbox.hpp"
+#include "shm_ring.hpp"
 #include "transports.hpp"
 #include "ucx_engine.hpp"
 
@@ -33,7 +36,19 @@ using boost::system::error_code;
 inline constexpr unsigned kAmId = 21;
 inline constexpr const char* kBye = "tessera.ucx-bye";
 
-enum Kind : std::uint32_t { kPing = 1, kPong = 2, kHead = 3, kPart = 4 };
+enum Kind : std::uint32_t {
+  kPing = 1,
+  kPong = 2,
+  kHead = 3,
+  kPart = 4,
+  // The shared ring (ucx_engine_ring.cpp): the writer offers it (a RingOffer as data), the
+  // reader takes or refuses it, and either side wakes the other when it went to sleep.
+  kRingOffer = 5,
+  kRingAccept = 6,
+  kRingDecline = 7,
+  kRingWake = 8,   // to the reader: slots were written while it slept
+  kRingSpace = 9,  // to the writer: slots were freed while it slept
+};
 inline constexpr std::uint32_t kFlagDevice = 1;  // part: device memory on the sender, sent directly
 
 /** The user header of every active message. */
@@ -56,6 +71,12 @@ inline constexpr std::size_t kInlineItem = 4096;
 // Device frames without CUDA in UCX go through pinned host chunks, copy and send overlapped.
 inline constexpr std::size_t kStageChunk = std::size_t{8} << 20;
 inline constexpr std::size_t kStageBuffers = 4;
+// The shared ring: 8 slots of 256 KiB (2 MiB, which stays in the last-level cache while both
+// sides copy: docs/ucx.md), for host frames of at least 64 KiB; smaller ones cost less as
+// active messages than a slot each.
+inline constexpr std::uint32_t kRingSlots = 8;
+inline constexpr std::size_t kRingSlotBytes = std::size_t{256} << 10;
+inline constexpr std::size_t kRingMinItem = std::size_t{64} << 10;
 // Parts may run ahead of delivery by at most this many messages (a bound on bookkeeping).
 inline constexpr std::uint64_t kMaxAhead = 1u << 20;
 // While receive back-pressure holds rendezvous data back, how often to look whether the owner
@@ -80,6 +101,8 @@ class Engine {
   bool cuda = false;    // UCX handles CUDA memory
   bool alive = false;
   bool ignore_pings = false;  // TESSERA_UCX_TEST_IGNORE_PINGS=1: tests of the handshake's fallback
+  bool rings = true;          // TESSERA_UCX_RING=0: no shared rings, offered or taken
+  bool ring_bad_nonce = false;  // TESSERA_UCX_TEST_RING_BAD_NONCE=1: offers the peer must refuse
 
   std::unordered_map<std::uint64_t, std::shared_ptr<Link>> links;
   std::uint64_t next_id = 0;
@@ -100,6 +123,13 @@ class Engine {
   std::size_t stage_allocated = 0;
 
   std::size_t closing_eps = 0;
+
+  // Links with a shared ring in use (either way), polled with the worker (ucx_engine_ring.cpp).
+  std::unordered_set<std::uint64_t> ring_links;
+  /** Moves slots through every ring; true when any moved. */
+  bool progress_rings();
+  /** True when no ring has work left that needs the loop to keep spinning (each side armed). */
+  bool rings_may_sleep();
 
   explicit Engine(std::shared_ptr<asio::io_context> io) : io_(std::move(io)), efd_(*io_) {}
 
@@ -178,6 +208,7 @@ struct PartCtx {
   std::shared_ptr<SendOp> op;  // null for ping and pong
   AmHeader hdr;
   Frame stage;  // a staging buffer, given back on completion
+  std::vector<std::uint8_t> payload;  // a control message's data (a ring offer), kept until sent
 };
 
 /** One rendezvous receive in flight: keeps its buffer alive whatever happens to the link. */
@@ -225,6 +256,8 @@ class Link : public std::enable_shared_from_this<Link> {
   std::uint64_t id() const noexcept { return id_; }
   bool usable() const noexcept { return e_.alive && ep_ && !failed_ && !closed_ && !closing_; }
   bool receiving() const noexcept { return e_.alive && !failed_ && !closed_ && !abandoned_; }
+  /** What was issued may still go out (also while closing, unlike usable()). */
+  bool sending() const noexcept { return e_.alive && ep_ && !failed_ && !closed_ && !abandoned_; }
 
   // ---- setup ----
   void connect(const Offer& theirs);
@@ -241,9 +274,12 @@ class Link : public std::enable_shared_from_this<Link> {
   /** One chunk of a device frame, copied into the pinned buffer `stage` (given back when sent). */
   void send_staged(std::uint64_t seq, std::uint32_t item, std::size_t offset, std::size_t item_size, Frame stage,
                    std::size_t n, const std::shared_ptr<SendOp>& op);
-  void send_control(std::uint32_t kind);
+  /** A control message (no sequence number), with a few bytes of data kept until sent. */
+  void send_control(std::uint32_t kind, std::vector<std::uint8_t> payload = {});
   static void on_sent(void* request, ucs_status_t status, void* user_data);
   void part_done(PartCtx* ctx, ucs_status_t status);
+  /** One operation of `op` (may be null) completed with `status`. */
+  void operation_done(const std::shared_ptr<SendOp>& op, ucs_status_t status);
   void finish_op(const std::shared_ptr<SendOp>& op);
 
   // ---- receiving (inside ucp_worker_progress) ----
@@ -284,6 +320,33 @@ class Link : public std::enable_shared_from_this<Link> {
   void deliver();
   void on_pong();
 
+  // ---- the shared ring (ucx_engine_ring.cpp) ----
+  // A ring per direction, made by its writer when the link first sends a large host frame and
+  // offered in-band; until the peer took it, and for good when it refused, frames go as parts.
+  /** Whether the item of `size` bytes (a host frame) goes through the ring; offers one first time. */
+  bool ring_takes(std::size_t size);
+  /** Queues one item of `op` for the ring (its header says seq, item and item size). */
+  void ring_send(const std::shared_ptr<SendOp>& op, const AmHeader& part, const void* data, std::size_t size);
+  /** The ring's control messages (inside ucp_worker_progress). */
+  void on_ring_message(const AmHeader& h, const void* data, std::size_t length, bool rndv);
+  /** Writes queued slots and drains arrived ones; true when any moved. */
+  bool progress_ring();
+  /** Both ring sides armed for sleep (or nothing to do). */
+  bool ring_may_sleep();
+  /** Backlog let go: the reader side looks at its ring again. */
+  void ring_resume();
+  /** The link ends: the rings go (a reader keeps its own mapping of the peer's). */
+  void drop_rings();
+  /**
+   * Whether UCX chose shared memory for this link (sysv, posix, cma, xpmem or knem lanes): the
+   * ring replaces that path only, so it is never offered across hosts, nor where UCX_TLS leaves
+   * shared memory out; in one process (UCX's self lane) only for tests
+   * (TESSERA_UCX_TEST_RING_SELF=1), since there two copies on one thread cost more than one.
+   */
+  void note_lanes(const std::string& lanes);
+  /** True once a ring carries data either way (Comm::transport says so); any thread. */
+  bool ring_in_use() const noexcept { return ring_in_use_.load(std::memory_order_relaxed); }
+
   // ---- closing and failures ----
   void on_ctl_message(const Message& m);
   void on_ctl_close(std::exception_ptr reason);
@@ -298,7 +361,10 @@ class Link : public std::enable_shared_from_this<Link> {
   static void on_ep_error(void* arg, ucp_ep_h, ucs_status_t status);
   static void on_ep_closed(void* request, ucs_status_t, void*);
   void close_ep();
-  void unregister() { e_.links.erase(id_); }
+  void unregister() {
+    e_.links.erase(id_);
+    e_.ring_links.erase(id_);
+  }
 
  private:
   Engine& e_;
@@ -327,6 +393,25 @@ class Link : public std::enable_shared_from_this<Link> {
   boost::asio::steady_timer resume_timer_{*CommRuntime::instance().io()};
   bool resume_pending_ = false;
   bool rndv_taken_ = false;  // set by recv_into: accept_am received the rendezvous data
+  // the shared ring
+  enum class RingState { kUnused, kOffered, kInUse, kRefused };
+  struct RingJob {
+    std::shared_ptr<SendOp> op;
+    AmHeader part;
+    const char* data;
+    std::size_t size;
+    std::size_t written;
+  };
+  void offer_ring();
+  void accept_ring_offer(const RingOffer& offer);
+  bool pump_ring();
+  bool drain_ring();
+  RingState tx_state_ = RingState::kUnused;
+  std::unique_ptr<ShmRing> tx_ring_, rx_ring_;
+  std::deque<RingJob> ring_jobs_;
+  bool rx_held_ = false;  // the reader left a slot in the ring for back-pressure
+  bool shared_memory_lanes_ = false;  // UCX itself would move data through shared memory (start())
+  std::atomic<bool> ring_in_use_{false};
   // handshake
   std::function<void(std::exception_ptr)> ping_done_;
   boost::asio::steady_timer ping_timer_, close_timer_;

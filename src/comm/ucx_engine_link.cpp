@@ -60,6 +60,7 @@ void Link::abandon() {
   ping_done_ = nullptr;
   ping_timer_.cancel();
   drop_incoming();
+  drop_rings();
   close_ep();
   unregister();
 }
@@ -180,6 +181,7 @@ void Link::finish_close() {
     ctl_->close();  // TCP writes the goodbye first
   }
   drop_incoming();
+  drop_rings();
   close_ep();
   unregister();
 }
@@ -203,6 +205,7 @@ void Link::fail(std::exception_ptr reason, bool log) {
   inbox_->push_close(reason);
   fail_ops(close_text_);
   drop_incoming();
+  drop_rings();
   if (ping_done_) {
     auto done = std::move(ping_done_);
     ping_done_ = nullptr;

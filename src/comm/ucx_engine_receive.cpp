@@ -35,6 +35,13 @@ ucs_status_t Link::on_am(const AmHeader& h, void* data, std::size_t length, bool
     case kPong:
       e_.defer([self = shared_from_this()] { self->on_pong(); });
       return UCS_OK;
+    case kRingOffer:
+    case kRingAccept:
+    case kRingDecline:
+    case kRingWake:
+    case kRingSpace:
+      on_ring_message(h, data, length, rndv);
+      return UCS_OK;
     case kHead:
     case kPart:
       break;
@@ -77,6 +84,7 @@ void Link::resume_parked() {
     if (!rndv_taken_ && e_.alive) ucp_am_data_release(e_.worker, p.desc);  // refused: drop it
   }
   if (!parked_.empty() && receiving()) resume_later();
+  ring_resume();
   e_.kick();
 }
 

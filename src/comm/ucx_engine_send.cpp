@@ -1,4 +1,5 @@
-// Sending over UCX: a message as one head plus parts (active messages), device frames sent
+// Sending over UCX: a message as one head plus parts (active messages), large host frames
+// through the shared ring when the peer took one (ucx_engine_ring.cpp), device frames sent
 // directly or staged through pinned host buffers, and completion of the sender's callback.
 #include <algorithm>
 
@@ -46,7 +47,9 @@ void Link::issue(std::shared_ptr<SendOp> op) {
     if (item == 0) {
       send_am(p, op->header.data(), op->header.size(), op, kHostMemory, {});
     } else if (!is_device(item)) {
-      send_am(p, op->frames[item - 1]->data(), op->frames[item - 1]->size(), op, kHostMemory, {});
+      const auto& f = op->frames[item - 1];
+      if (ring_takes(f->size())) ring_send(op, p, f->data(), f->size());
+      else send_am(p, f->data(), f->size(), op, kHostMemory, {});
     } else if (direct) {
       p.flags = kFlagDevice;
       send_am(p, op->frames[item - 1]->data(), op->frames[item - 1]->size(), op, op->frames[item - 1]->device(), {});
@@ -93,11 +96,19 @@ void Link::send_staged(std::uint64_t seq, std::uint32_t item, std::size_t offset
   send_am(p, data, n, op, kHostMemory, std::move(stage));
 }
 
-void Link::send_control(std::uint32_t kind) {
+void Link::send_control(std::uint32_t kind, std::vector<std::uint8_t> payload) {
   AmHeader h;
   h.conn = peer_id_;
   h.kind = kind;
-  send_am(h, nullptr, 0, nullptr, kHostMemory, {});
+  auto* ctx = new PartCtx{weak_from_this(), nullptr, h, {}, std::move(payload)};
+  if (!ep_) return part_done(ctx, UCS_ERR_NOT_CONNECTED);
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  p.cb.send = &Link::on_sent;
+  p.user_data = ctx;
+  auto r = ucp_am_send_nbx(ep_, kAmId, &ctx->hdr, sizeof(AmHeader), ctx->payload.data(), ctx->payload.size(), &p);
+  if (r == nullptr) return part_done(ctx, UCS_OK);
+  if (UCS_PTR_IS_ERR(r)) return part_done(ctx, UCS_PTR_STATUS(r));
 }
 
 void Link::on_sent(void* request, ucs_status_t status, void* user_data) {
@@ -112,6 +123,10 @@ void Link::part_done(PartCtx* ctx, ucs_status_t status) {
   auto op = std::move(ctx->op);
   if (ctx->stage) e_.return_stage_buffer(std::move(ctx->stage));
   delete ctx;
+  operation_done(op, status);
+}
+
+void Link::operation_done(const std::shared_ptr<SendOp>& op, ucs_status_t status) {
   if (status != UCS_OK) {
     const std::string why = "UCX send failed: " + status_text(status);
     if (op && !op->error) op->error = std::make_exception_ptr(CommClosedError("comm to " + peer_ + ": " + why));

@@ -22,6 +22,7 @@
 #include <gtest/gtest.h>
 
 #include "comm/frame_pool.hpp"
+#include "comm/ucx_engine.hpp"
 #include "comm_test_util.hpp"
 #include "distributed/util.hpp"
 #include "tessera/comm/comm.hpp"
@@ -101,6 +102,35 @@ class PeerProcess {
   std::string file_, address_;
   pid_t pid_ = -1;
 };
+
+// Sets an environment variable for the life of a test (the UCX link reads it when it starts).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
+  ~ScopedEnv() { ::unsetenv(name_); }
+
+ private:
+  const char* name_;
+};
+
+using tessera::comm::detail::ucx::ring_traffic;
+
+// Sends `rounds` messages with frames of many ring slots, one slot, inline and an active-message
+// part, and checks that each comes back whole.
+void echo_mixed_frames(Comm& comm, int rounds, std::size_t large) {
+  for (int round = 0; round < rounds; ++round) {
+    Message m("echo");
+    const auto r = static_cast<std::uint8_t>(round);
+    m.add_frame(pattern_frame(large + 12345, static_cast<std::uint8_t>(10 + r)));  // the last slot partial
+    m.add_frame(pattern_frame(100 * 1024, static_cast<std::uint8_t>(20 + r)));     // one slot
+    m.add_frame(pattern_frame(10, static_cast<std::uint8_t>(30 + r)));             // inline in the head
+    m.add_frame(pattern_frame(32 * 1024, static_cast<std::uint8_t>(40 + r)));      // below the ring's minimum
+    comm.send(m).get();
+    auto back = comm.recv(5000ms);
+    ASSERT_EQ(back.frames.size(), 4u);
+    for (std::size_t k = 0; k < 4; ++k) ASSERT_TRUE(same_bytes(back.frames[k], m.frames[k])) << round << " " << k;
+  }
+}
 
 // ---- a device runtime that hands out host memory labelled Device ----------------------------------
 
@@ -270,8 +300,7 @@ TEST(CommUcx, MessagesBeforeCloseArriveThenThePeerSeesTheClose) {
 // Receive back-pressure as in tcp:// (CommTcpBackPressure): while the owner does not take
 // messages, the receiver leaves rendezvous data with the sender, whose sends stay incomplete;
 // once it takes them, everything arrives in order and every send completes.
-TEST(CommUcx, BackPressureLeavesLargeFramesWithTheSender) {
-  REQUIRE_UCX();
+void back_pressure_leaves_large_frames_with_the_sender(bool ring) {
   CommOptions opts;
   opts.max_queued_bytes = std::size_t{2} << 20;
   std::shared_ptr<Comm> slow;
@@ -286,6 +315,7 @@ TEST(CommUcx, BackPressureLeavesLargeFramesWithTheSender) {
   auto client = connect(listener->address());
   ASSERT_EQ(accepted.get_future().wait_for(2s), std::future_status::ready);
   ASSERT_EQ(slow->transport().rfind("ucx", 0), 0u) << slow->transport();
+  const auto before = ring_traffic();
 
   // One message over the limit still arrives whole (it is the next to deliver).
   Message big("big");
@@ -311,12 +341,31 @@ TEST(CommUcx, BackPressureLeavesLargeFramesWithTheSender) {
   const auto deadline = Clock::now() + 2s;
   while (sent.load() < kMessages && Clock::now() < deadline) std::this_thread::sleep_for(2ms);
   EXPECT_EQ(sent.load(), kMessages);
+  const auto after = ring_traffic();
+  if (ring) {
+    EXPECT_GE(after.read - before.read, std::uint64_t{40} << 20) << "the frames did not come through the ring";
+    EXPECT_NE(slow->transport().find("shared ring"), std::string::npos) << slow->transport();
+  } else {
+    EXPECT_EQ(after.read - before.read, 0u) << "one process: no ring unless a test asks for one";
+  }
+}
+
+TEST(CommUcx, BackPressureLeavesLargeFramesWithTheSender) {
+  REQUIRE_UCX();
+  back_pressure_leaves_large_frames_with_the_sender(false);
+}
+
+// The same through the shared ring (in one process only when a test asks): the receiver leaves
+// slots in the ring, so the sender's later frames stay with it, unsent.
+TEST(CommUcx, BackPressureLeavesSlotsInTheSharedRing) {
+  REQUIRE_UCX();
+  ScopedEnv self_ring("TESSERA_UCX_TEST_RING_SELF", "1");
+  back_pressure_leaves_large_frames_with_the_sender(true);
 }
 
 // A comm closed while rendezvous data is held back gives it back to UCX: the sender's sends
 // end (they fail or complete, none hangs) and nothing leaks into later tests.
-TEST(CommUcx, ClosingWhileHoldingBackReleasesTheData) {
-  REQUIRE_UCX();
+void closing_while_holding_back_releases_the_data() {
   CommOptions opts;
   opts.max_queued_messages = 1;
   std::shared_ptr<Comm> slow;
@@ -344,6 +393,17 @@ TEST(CommUcx, ClosingWhileHoldingBackReleasesTheData) {
   while (ended.load() < kMessages && Clock::now() < deadline) std::this_thread::sleep_for(2ms);
   EXPECT_EQ(ended.load(), kMessages) << "sends held back by a closed receiver never ended";
   EXPECT_THROW(client->recv(2000ms), CommClosedError);
+}
+
+TEST(CommUcx, ClosingWhileHoldingBackReleasesTheData) {
+  REQUIRE_UCX();
+  closing_while_holding_back_releases_the_data();
+}
+
+TEST(CommUcx, ClosingWhileSlotsWaitInTheSharedRingEndsEverySend) {
+  REQUIRE_UCX();
+  ScopedEnv self_ring("TESSERA_UCX_TEST_RING_SELF", "1");
+  closing_while_holding_back_releases_the_data();
 }
 
 TEST(CommUcx, DeviceFramesAreStagedThroughPinnedBuffers) {
@@ -423,6 +483,52 @@ TEST(CommUcx, AnotherProcessUsesSharedMemory) {
   EXPECT_TRUE(same_bytes(back.frames[1], m.frames[1]));
 }
 
+// Between two processes of one host, large host frames go through a shared ring once the peer
+// took one (docs/ucx.md, "The shared ring"): every frame arrives whole beside those that still go
+// as active messages, and this process's ring counters show the large ones crossed there both
+// ways (the first message goes as parts while the offer is answered).
+TEST(CommUcx, LargeFramesBetweenProcessesGoThroughASharedRing) {
+  REQUIRE_UCX();
+  PeerProcess peer;
+  ASSERT_FALSE(peer.address().empty()) << "the peer process did not start";
+  auto comm = connect(peer.address());
+  const auto before = ring_traffic();
+  echo_mixed_frames(*comm, 4, std::size_t{16} << 20);
+  const auto after = ring_traffic();
+  EXPECT_GE(after.written - before.written, std::uint64_t{2} * (16 << 20));
+  EXPECT_GE(after.read - before.read, std::uint64_t{2} * (16 << 20));
+  EXPECT_NE(comm->transport().find("shared ring"), std::string::npos) << comm->transport();
+}
+
+// A peer whose offer names a ring that is not the one it made (as a peer in another pid
+// namespace would: its pid names another process here) is refused, and its frames still come
+// through UCX; our own offer to it is taken.
+TEST(CommUcx, ARingThatIsNotTheOneOfferedIsRefusedAndFramesStillArrive) {
+  REQUIRE_UCX();
+  PeerProcess peer(std::map<std::string, std::string>{{"TESSERA_UCX_TEST_RING_BAD_NONCE", "1"}});
+  ASSERT_FALSE(peer.address().empty()) << "the peer process did not start";
+  auto comm = connect(peer.address());
+  const auto before = ring_traffic();
+  echo_mixed_frames(*comm, 3, std::size_t{4} << 20);
+  const auto after = ring_traffic();
+  EXPECT_GT(after.written - before.written, 0u) << "the peer took our ring";
+  EXPECT_EQ(after.read - before.read, 0u) << "we refused the peer's";
+}
+
+// TESSERA_UCX_RING=0 on one side: it offers no ring and takes none; everything goes through UCX.
+TEST(CommUcx, SharedRingsCanBeTurnedOff) {
+  REQUIRE_UCX();
+  PeerProcess peer(std::map<std::string, std::string>{{"TESSERA_UCX_RING", "0"}});
+  ASSERT_FALSE(peer.address().empty()) << "the peer process did not start";
+  auto comm = connect(peer.address());
+  const auto before = ring_traffic();
+  echo_mixed_frames(*comm, 3, std::size_t{4} << 20);
+  const auto after = ring_traffic();
+  EXPECT_EQ(after.written - before.written, 0u);
+  EXPECT_EQ(after.read - before.read, 0u);
+  EXPECT_EQ(comm->transport().find("shared ring"), std::string::npos) << comm->transport();
+}
+
 // UCX_* variables are the user's (docs/ucx.md): a peer started with UCX_TLS=tcp offers UCX's tcp
 // interfaces only, so the link between two processes of one host, which would otherwise take
 // shared memory (test above), runs UCX over TCP, and data still crosses.
@@ -438,10 +544,15 @@ TEST(CommUcx, UcxTlsFromTheEnvironmentIsHonoured) {
     EXPECT_EQ(tr.find(shm), std::string::npos) << "the peer offered only tcp, got " << tr;
   Message m("echo");
   m.add_frame(pattern_frame(std::size_t{4} << 20, 6));
-  comm->send(m).get();
-  auto back = comm->recv(5000ms);
-  ASSERT_EQ(back.frames.size(), 1u);
-  EXPECT_TRUE(same_bytes(back.frames[0], m.frames[0]));
+  const auto before = ring_traffic();
+  for (int i = 0; i < 2; ++i) {  // twice: a ring would be in use by the second
+    comm->send(m).get();
+    auto back = comm->recv(5000ms);
+    ASSERT_EQ(back.frames.size(), 1u);
+    EXPECT_TRUE(same_bytes(back.frames[0], m.frames[0]));
+  }
+  EXPECT_EQ(ring_traffic().written - before.written, 0u) << "no shared ring where UCX_TLS leaves shared memory out";
+  EXPECT_EQ(comm->transport().find("shared ring"), std::string::npos) << comm->transport();
 }
 
 TEST(CommUcx, PeerKilledWhileWeSendIsDetected) {
