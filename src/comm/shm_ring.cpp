@@ -95,7 +95,18 @@ std::unique_ptr<ShmRing> ShmRing::open(const RingOffer& offer, std::string& why)
   }
   const std::size_t bytes = kControlBytes + std::size_t{offer.slots} * offer.slot_bytes;
   const std::string path = "/proc/" + std::to_string(offer.pid) + "/fd/" + std::to_string(offer.fd);
-  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  // Only a regular file is opened (a peer could name any descriptor of a process of this user: a
+  // FIFO or a device must not be opened, let alone block us); O_NONBLOCK for the narrow race.
+  struct stat target {};
+  if (::stat(path.c_str(), &target) != 0) {
+    why = "cannot open " + path + ": " + errno_text();
+    return nullptr;
+  }
+  if (!S_ISREG(target.st_mode)) {
+    why = path + " is not a ring of the offered size (not a regular file)";
+    return nullptr;
+  }
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     why = "cannot open " + path + ": " + errno_text();
     return nullptr;

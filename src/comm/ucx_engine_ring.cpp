@@ -109,8 +109,14 @@ void Link::on_ring_message(const AmHeader& h, const void* data, std::size_t leng
 
 void Link::accept_ring_offer(const RingOffer& offer) {
   if (rx_ring_) return protocol_error("a second shared ring offered");
-  std::string why = "TESSERA_UCX_RING=0";
-  if (e_.rings) rx_ring_ = ShmRing::open(offer, why);
+  // Taken only where this side also sees shared-memory lanes, and only of the geometry this side
+  // would make: a peer cannot have us open descriptors elsewhere, nor map more than 2 MiB.
+  std::string why;
+  if (!e_.rings) why = "TESSERA_UCX_RING=0";
+  else if (!shared_memory_lanes_) why = "UCX does not use shared memory to this peer";
+  else if (offer.slots != kRingSlots || offer.slot_bytes != kRingSlotBytes)
+    why = "a ring of " + std::to_string(offer.slots) + " slots of " + std::to_string(offer.slot_bytes) + " bytes";
+  else rx_ring_ = ShmRing::open(offer, why);
   if (!rx_ring_) {
     logging::debug("comm: {}: shared ring refused: {}", peer_, why);
     return send_control(kRingDecline);
@@ -218,34 +224,36 @@ void Link::drop_rings() {
   e_.ring_links.erase(id_);
 }
 
-bool Engine::progress_rings() {
-  // A copy: a link that fails while it moves slots leaves the set.
-  std::vector<std::uint64_t> ids(ring_links.begin(), ring_links.end());
-  bool moved = false;
+namespace {
+// Calls f(link) for each link with a ring while f returns true; false when one returned false.
+// Over a copy of the ids: a link that fails inside f leaves the set. Ids of links gone are dropped.
+template <typename F>
+bool each_ring_link(Engine& e, F&& f) {
+  std::vector<std::uint64_t> ids(e.ring_links.begin(), e.ring_links.end());
   for (auto id : ids) {
-    auto it = links.find(id);
-    if (it == links.end()) {
-      ring_links.erase(id);
+    auto it = e.links.find(id);
+    if (it == e.links.end()) {
+      e.ring_links.erase(id);
       continue;
     }
-    auto link = it->second;
-    if (link->progress_ring()) moved = true;
+    auto link = it->second;  // alive while f runs
+    if (!f(*link)) return false;
   }
+  return true;
+}
+}  // namespace
+
+bool Engine::progress_rings() {
+  bool moved = false;
+  each_ring_link(*this, [&](Link& link) {
+    if (link.progress_ring()) moved = true;
+    return true;
+  });
   return moved;
 }
 
 bool Engine::rings_may_sleep() {
-  std::vector<std::uint64_t> ids(ring_links.begin(), ring_links.end());
-  for (auto id : ids) {
-    auto it = links.find(id);
-    if (it == links.end()) {
-      ring_links.erase(id);
-      continue;
-    }
-    auto link = it->second;
-    if (!link->ring_may_sleep()) return false;
-  }
-  return true;
+  return each_ring_link(*this, [](Link& link) { return link.ring_may_sleep(); });
 }
 
 }  // namespace tessera::comm::detail::ucx

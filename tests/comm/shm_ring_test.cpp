@@ -116,6 +116,16 @@ TEST(ShmRing, OffersThatNameAnotherFileOrProcessAreRefused) {
   EXPECT_EQ(ShmRing::open(out_of_bounds, why), nullptr);
   EXPECT_NE(why.find("out of bounds"), std::string::npos) << why;
 
+  // A descriptor that is not a regular file (a pipe) is not even opened.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  auto pipe_offer = ring->offer();
+  pipe_offer.fd = static_cast<std::uint32_t>(fds[0]);
+  EXPECT_EQ(ShmRing::open(pipe_offer, why), nullptr);
+  EXPECT_NE(why.find("not a regular file"), std::string::npos) << why;
+  ::close(fds[0]);
+  ::close(fds[1]);
+
   // A memfd the right size but without seals: its owner could shrink it under our mapping.
   const int fd = ::memfd_create("not-a-ring", MFD_CLOEXEC);
   ASSERT_GE(fd, 0);
