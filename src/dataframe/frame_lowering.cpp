@@ -8,6 +8,7 @@
 #include "frame_node.hpp"
 #include "frame_ops.hpp"
 #include "quantiles.hpp"
+#include "shuffle_p2p.hpp"
 #include "tessera/ops/serialize.hpp"
 
 namespace tessera::dataframe::detail {
@@ -174,6 +175,15 @@ std::vector<Key> FrameLowering::lower_node(const NodePtr& node, const std::optio
       // Range-partitioned by the first column (its bounds from the divisions task), then each
       // range sorted: partition j holds only values at or past those of partition j - 1.
       const Key bounds = lower_node(n.divisions).at(0);
+      if (shuffle_method(executor_) == ShuffleMethod::PeerToPeer && !in.empty()) {
+        const auto ranges = add_p2p_shuffle(graph_, name + "-range", in, n.npartitions, {}, n.sort_columns.front(),
+                                            n.ascending.front(), bounds);
+        for (std::size_t j = 0; j < np; ++j) {
+          keys.push_back(part_key(name, j));
+          graph_.add(make_task(keys.back(), kOpSortValues, {Value(sort), KeyRef{ranges[j]}}, false));
+        }
+        break;
+      }
       const Object split = range_split_params(n.sort_columns.front(), n.npartitions, n.ascending.front());
       std::vector<Key> splits;
       for (std::size_t i = 0; i < in.size(); ++i) {
@@ -234,6 +244,10 @@ std::vector<Key> FrameLowering::lower_node(const NodePtr& node, const std::optio
       std::set<std::string> reads = needed;
       reads.insert(n.shuffle_on.begin(), n.shuffle_on.end());
       auto in = lower_node(n.input, reads);
+      if (shuffle_method(executor_) == ShuffleMethod::PeerToPeer && !in.empty()) {
+        keys = add_p2p_shuffle(graph_, name, in, n.npartitions, n.shuffle_on);
+        break;
+      }
       const Object split = shuffle_split_params(n.shuffle_on, n.npartitions);
       std::vector<Key> splits;
       for (std::size_t i = 0; i < in.size(); ++i) {

@@ -1,5 +1,6 @@
 #pragma once
 /** @file Private: parameters of the per-partition ops (frame_ops.cpp) for the lowering. */
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -26,6 +27,16 @@ Object range_split_params(const std::string& column, std::int64_t parts, bool as
 Object shuffle_split_params(const std::vector<std::string>& on, std::int64_t parts);
 /** @brief A shuffle's unpack task for output partition `part`. */
 Object shuffle_unpack_params(std::int64_t part);
+/**
+ * @brief `table`'s rows ordered by output partition (`parts[r]` < `count`; a stable counting
+ * sort) and, in `offsets`, where each partition's rows begin (count + 1 numbers).
+ */
+std::shared_ptr<arrow::Table> order_by_partition(const std::shared_ptr<arrow::Table>& table,
+                                                 const std::vector<std::uint32_t>& parts, std::int64_t count,
+                                                 std::vector<std::int64_t>& offsets);
+/** @brief Each row's range among `parts` by the bounds in `bounds` (a sort's quantiles). */
+std::vector<std::uint32_t> range_partitions(const arrow::Table& table, const arrow::Table& bounds,
+                                            const std::string& column, std::int64_t parts, bool ascending);
 struct JoinSpec;
 Object merge_params(const JoinSpec& spec);
 /** @brief Runs a registered partition function; throws UnknownOperationError when none has the name. */

@@ -43,22 +43,12 @@ struct ShuffleSplitParams {
   }
 };
 
-// `table` with its rows ordered by output partition (a stable counting sort: rows keep their
-// input order within each) and the offsets of each partition's rows in the schema's metadata: what
-// an unpack task slices.
+// `table` with its rows ordered by output partition and the offsets of each partition's rows in
+// the schema's metadata: what an unpack task slices.
 Value split_layout(const std::shared_ptr<arrow::Table>& table, const std::vector<std::uint32_t>& parts,
                    std::int64_t count) {
-  std::vector<std::int64_t> offsets(static_cast<std::size_t>(count) + 1, 0);
-  for (const auto part : parts) ++offsets[part + 1];
-  for (std::size_t j = 1; j < offsets.size(); ++j) offsets[j] += offsets[j - 1];
-  std::vector<std::int64_t> next(offsets.begin(), offsets.end() - 1);
-  arrow::Int64Builder order;
-  check_arrow(order.AppendEmptyValues(table->num_rows()), "shuffle");
-  auto* slots = order.GetMutableValue(0);
-  for (std::size_t r = 0; r < parts.size(); ++r) slots[next[parts[r]]++] = static_cast<std::int64_t>(r);
-  std::shared_ptr<arrow::Array> indices;
-  check_arrow(order.Finish(&indices), "shuffle");
-  auto sorted = unwrap(cp::Take(arrow::Datum(table), arrow::Datum(indices)), "shuffle").table();
+  std::vector<std::int64_t> offsets;
+  auto sorted = order_by_partition(table, parts, count, offsets);
   std::string text;
   for (const auto o : offsets) text += (text.empty() ? "" : ",") + std::to_string(o);
   auto metadata = std::make_shared<arrow::KeyValueMetadata>(std::vector<std::string>{kOffsetsKey},
@@ -107,28 +97,7 @@ Value range_split_op(const OpContext&, std::span<const Value> args) {
   check_parts(p.parts, "sort_values");
   auto table = table_of(arg(args, 1), "sort_values");
   auto bounds_table = table_of(arg(args, 2), "sort_values (bounds)");
-  auto column = table->GetColumnByName(p.column);
-  auto bounds_column = bounds_table->GetColumnByName(p.column);
-  if (!column || !bounds_column) throw Error("sort_values: column '" + p.column + "' is missing from a partition");
-  std::vector<double> bounds;
-  if (bounds_column->length() > 0) {
-    auto b = as_doubles(bounds_column, p.column);
-    for (std::int64_t i = 0; i < b->length(); ++i)
-      if (b->IsValid(i) && !std::isnan(b->Value(i))) bounds.push_back(b->Value(i));
-  }
-  std::sort(bounds.begin(), bounds.end());
-  if (bounds.size() > static_cast<std::size_t>(p.parts - 1)) bounds.resize(static_cast<std::size_t>(p.parts - 1));
-  const auto last = static_cast<std::uint32_t>(p.parts - 1);
-  std::vector<std::uint32_t> parts(static_cast<std::size_t>(table->num_rows()), last);
-  if (table->num_rows() > 0) {
-    auto v = as_doubles(column, p.column);
-    for (std::int64_t r = 0; r < v->length(); ++r) {
-      if (v->IsNull(r) || std::isnan(v->Value(r))) continue;  // missing: the last range
-      auto range = static_cast<std::uint32_t>(std::upper_bound(bounds.begin(), bounds.end(), v->Value(r)) - bounds.begin());
-      parts[static_cast<std::size_t>(r)] = p.ascending ? range : last - range;
-    }
-  }
-  return split_layout(table, parts, p.parts);
+  return split_layout(table, range_partitions(*table, *bounds_table, p.column, p.parts, p.ascending), p.parts);
 }
 
 // The rows of output partition `part` in one split.
@@ -190,6 +159,50 @@ const bool shuffle_ops_registered = [] {
 }();
 
 }  // namespace
+
+std::shared_ptr<arrow::Table> order_by_partition(const std::shared_ptr<arrow::Table>& table,
+                                                 const std::vector<std::uint32_t>& parts, std::int64_t count,
+                                                 std::vector<std::int64_t>& offsets) {
+  // A stable counting sort: rows keep their input order within each partition.
+  offsets.assign(static_cast<std::size_t>(count) + 1, 0);
+  for (const auto part : parts) ++offsets[part + 1];
+  for (std::size_t j = 1; j < offsets.size(); ++j) offsets[j] += offsets[j - 1];
+  std::vector<std::int64_t> next(offsets.begin(), offsets.end() - 1);
+  arrow::Int64Builder order;
+  check_arrow(order.AppendEmptyValues(table->num_rows()), "shuffle");
+  auto* slots = order.GetMutableValue(0);
+  for (std::size_t r = 0; r < parts.size(); ++r) slots[next[parts[r]]++] = static_cast<std::int64_t>(r);
+  std::shared_ptr<arrow::Array> indices;
+  check_arrow(order.Finish(&indices), "shuffle");
+  return unwrap(cp::Take(arrow::Datum(table), arrow::Datum(indices)), "shuffle").table();
+}
+
+std::vector<std::uint32_t> range_partitions(const arrow::Table& table, const arrow::Table& bounds_table,
+                                            const std::string& column, std::int64_t parts, bool ascending) {
+  check_parts(parts, "sort_values");
+  auto values = table.GetColumnByName(column);
+  auto bounds_column = bounds_table.GetColumnByName(column);
+  if (!values || !bounds_column) throw Error("sort_values: column '" + column + "' is missing from a partition");
+  std::vector<double> bounds;
+  if (bounds_column->length() > 0) {
+    auto b = as_doubles(bounds_column, column);
+    for (std::int64_t i = 0; i < b->length(); ++i)
+      if (b->IsValid(i) && !std::isnan(b->Value(i))) bounds.push_back(b->Value(i));
+  }
+  std::sort(bounds.begin(), bounds.end());
+  if (bounds.size() > static_cast<std::size_t>(parts - 1)) bounds.resize(static_cast<std::size_t>(parts - 1));
+  const auto last = static_cast<std::uint32_t>(parts - 1);
+  std::vector<std::uint32_t> result(static_cast<std::size_t>(table.num_rows()), last);
+  if (table.num_rows() > 0) {
+    auto v = as_doubles(values, column);
+    for (std::int64_t r = 0; r < v->length(); ++r) {
+      if (v->IsNull(r) || std::isnan(v->Value(r))) continue;  // missing: the last range
+      auto range = static_cast<std::uint32_t>(std::upper_bound(bounds.begin(), bounds.end(), v->Value(r)) - bounds.begin());
+      result[static_cast<std::size_t>(r)] = ascending ? range : last - range;
+    }
+  }
+  return result;
+}
 
 Object shuffle_split_params(const std::vector<std::string>& on, std::int64_t parts) {
   return to_object(ShuffleSplitParams{on, parts}, "tessera.frame.ShuffleSplitParams");

@@ -15,9 +15,17 @@
 namespace tessera::distributed {
 
 void Scheduler::Impl::handle(SchedulerEvent e) {
+  // What a shuffle run needs to hear of, read before the event is moved into the machine.
+  std::string removed_worker;
+  Key finished;
+  if (auto* r = std::get_if<RemoveWorker>(&e)) removed_worker = r->address;
+  if (shuffles.size() > 0)
+    if (auto* f = std::get_if<TaskFinished>(&e)) finished = f->key;
   actions.clear();
   state.handle(std::move(e), actions);
   for (auto& a : actions) route(std::move(a));
+  if (!finished.empty()) shuffle_task_finished(finished);
+  if (!removed_worker.empty()) shuffle_worker_removed(removed_worker);
 }
 
 void Scheduler::Impl::to_worker(const std::string& address, wire::SchedulerToWorker e) {
@@ -286,6 +294,9 @@ void Scheduler::Impl::dispatch(Conn& c, comm::Message& m) {
     comm::Message reply = make_reply(m);
     reply.set("who_has", out);
     c.comm->send(std::move(reply), nullptr);
+  } else if ((op == wire::kShuffleJoin || op == wire::kShuffleInputDone || op == wire::kShuffleBarrier) &&
+             c.role == Conn::Role::Worker) {
+    shuffle_request(c, m);
   } else if (op == wire::kUnregister && c.role == Conn::Role::Worker) {
     c.leaving = true;
   } else if (op == wire::kReply) {

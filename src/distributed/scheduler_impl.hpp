@@ -7,6 +7,7 @@
 //   scheduler_restart.cpp  retire-workers and Client::restart;
 //   scheduler_observe.cpp  what the scheduler reports: scheduler-info, the dashboard snapshot,
 //                          the task stream;
+//   scheduler_shuffle.cpp  the peer-to-peer shuffle's requests and its runs' ends and losses;
 //   scheduler_time.cpp     the ticker: the state machine's clock, registration deadlines,
 //                          silent and removed workers.
 // The state machine itself is SchedulerState (scheduler_state*.cpp); docs/distributed.md.
@@ -27,6 +28,7 @@
 
 #include "comm/log_limiter.hpp"
 #include "dashboard.hpp"
+#include "shuffle_runs.hpp"
 #include "task_stream_ring.hpp"
 #include "tessera/comm/comm.hpp"
 #include "tessera/distributed/scheduler.hpp"
@@ -72,6 +74,7 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
 
   mutable std::mutex mu;  // guards everything below
   SchedulerState state;
+  ShuffleRuns shuffles;  // peer-to-peer shuffle runs (scheduler_shuffle.cpp)
   std::set<std::shared_ptr<Conn>> conns;
   std::unordered_map<std::string, std::shared_ptr<Conn>> workers;  // by address
   std::unordered_map<std::string, std::shared_ptr<Conn>> clients;  // by client name
@@ -216,5 +219,11 @@ struct Scheduler::Impl : std::enable_shared_from_this<Scheduler::Impl> {
   void announce_silent_workers(double t);
   void drop_removed_workers(std::unique_lock<std::mutex>& lock);
   void stop(bool close_workers);
+
+  // ---- the peer-to-peer shuffle (scheduler_shuffle.cpp) -------------------------------------------
+  void shuffle_request(Conn& c, const comm::Message& m);
+  void shuffle_task_finished(const Key& key);
+  void shuffle_worker_removed(const std::string& address);
+  void tell_participants(const ShuffleRun& run, const std::string& reason, const std::string& except);
 };
 }  // namespace tessera::distributed

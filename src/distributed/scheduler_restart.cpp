@@ -122,6 +122,7 @@ void Scheduler::Impl::start_restart(Conn& c, const comm::Message& m) {
                   closed.size() > 1 ? "them" : "it");
   // Every task and result forgotten: a fresh state machine, which knows the connected clients.
   state = SchedulerState(state_config(opt));
+  shuffles = ShuffleRuns();  // their tasks are gone with the state machine
   const std::string reason = "the cluster was restarted (Client::restart by client " + c.id + ")";
   comm::Message note(wire::kRestarted);
   note.set("reason", reason);

@@ -45,13 +45,16 @@ const std::string* subject(const StealResponse& e) { return &e.worker; }
 const std::string* subject(const RetryKeys& e) { return &e.client; }
 const std::string* subject(const RetireWorkers&) { return nullptr; }
 const std::string* subject(const WorkerGivenUp& e) { return &e.worker.address; }
+const std::string* subject(const PinTasks&) { return nullptr; }
+const std::string* subject(const ForgetResults&) { return nullptr; }
 
 // Indexed by SchedulerEvent's alternatives.
 constexpr const char* kEventKinds[] = {
     "add-worker",  "remove-worker", "heartbeat",     "worker-status-change", "tick",
     "add-client",  "remove-client", "update-graph",  "task-finished",        "task-erred",
     "add-keys",    "remove-keys",   "missing-data",  "release-keys",         "cancel-keys",
-    "steal-response", "retry-keys",   "retire-workers", "worker-given-up"};
+    "steal-response", "retry-keys",   "retire-workers", "worker-given-up",
+    "pin-tasks",   "forget-results"};
 static_assert(std::size(kEventKinds) == std::variant_size_v<SchedulerEvent>);
 
 }  // namespace

@@ -319,6 +319,7 @@ void SchedulerStateImpl::on(UpdateGraph& e) {
     t.suspicious = 0;
     t.restricted = !a.workers.empty();
     t.loose = a.allow_other_workers;
+    t.pinned = false;
     for (const auto& [r, amount] : a.resources)
       if (amount > 0) t.resources.push_back({intern(res_ids, res_names, r), amount});
     t.spec = std::make_shared<const Task>(std::move(task));

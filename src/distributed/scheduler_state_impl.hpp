@@ -47,6 +47,7 @@ struct TaskRec {
   bool root = false;               // no dependencies, resources or restrictions: subject to queuing
   bool restricted = false;
   bool loose = false;              // allow_other_workers
+  bool pinned = false;             // placed by PinTasks (a shuffle's unpack): never stolen
   std::vector<Id> who_wants;       // clients
   std::vector<Id> who_has;         // workers
   Id processing_on = kNone;
@@ -388,6 +389,8 @@ class SchedulerStateImpl {
   void on(CancelKeys& e);
   void on(RetryKeys& e);
   void on(WorkerGivenUp& e);
+  void on(PinTasks& e);        // scheduler_state_shuffle.cpp
+  void on(ForgetResults& e);
   void retry_no_worker();
 
   // ---- retirement and adaptive scaling (scheduler_state_retire.cpp) ------------------------------

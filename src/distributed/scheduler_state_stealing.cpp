@@ -7,7 +7,7 @@
 namespace tessera::distributed::detail {
 
 bool SchedulerStateImpl::stealable(const TaskRec& t, const WorkerRec& thief) const {
-  return t.steal_thief == kNone && !t.steal_refused && t.resources.empty() && (!t.restricted || t.loose) &&
+  return t.steal_thief == kNone && !t.steal_refused && t.resources.empty() && (!t.restricted || t.loose) && !t.pinned &&
          has_op(thief, t.op);
 }
 

@@ -183,6 +183,15 @@ inline constexpr const char* kWorkerKilled = "worker-killed";    // nanny -> sch
 // nanny -> scheduler: name, pid (its last life), reason; the nanny stopped restarting it.
 inline constexpr const char* kWorkerGivenUp = "worker-given-up";
 
+// The peer-to-peer shuffle (docs/dataframe-shuffle.md). Requests answered with a reply, or an
+// error reply whose text starts with kShuffleLost when the run is no longer current.
+inline constexpr const char* kShuffleJoin = "shuffle-join";  // worker -> scheduler: token, inputs, outputs, keys; reply: run
+inline constexpr const char* kShuffleInputDone = "shuffle-input-done";  // worker -> scheduler: token, run, input
+inline constexpr const char* kShuffleBarrier = "shuffle-barrier";       // worker -> scheduler: token, run
+inline constexpr const char* kShuffleReceive = "shuffle-receive";  // worker -> worker: token, run, inputs, input, outputs + values
+inline constexpr const char* kShuffleForget = "shuffle-forget";    // scheduler -> worker: token, run, reason (no reply)
+inline constexpr const char* kShuffleLost = "shuffle run lost: ";
+
 /** @brief The most task-stream entries one request is answered with (a client asks again for more). */
 inline constexpr std::size_t kMaxTaskStreamPage = 100000;
 

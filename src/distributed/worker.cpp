@@ -14,6 +14,7 @@
 #include "options_check.hpp"
 #include "tessera/ops/registry.hpp"
 #include "util.hpp"
+#include "worker_shuffle.hpp"
 
 namespace tessera::distributed {
 namespace {
@@ -182,7 +183,23 @@ Worker::Impl::Impl(WorkerOptions o) : opt(std::move(o)), state(state_config(opt)
   // Freed buffers kept for reuse count in the process's memory, which the nanny and the
   // pause threshold watch: keep them to a 16th of the worker's limit.
   if (opt.memory_limit > 0) tessera::detail::HostBufferCache::instance().limit_capacity(opt.memory_limit / 16);
+  // The handlers run only while tasks do, which the Impl outlives.
+  shuffle = std::make_unique<WorkerShuffle>(WorkerShuffle::Host{
+      address, store,
+      [this](comm::Message m) {
+        std::shared_ptr<comm::Comm> s = scheduler;
+        if (!s) throw Error("worker " + address + " has no scheduler to run a shuffle with");
+        // The scheduler answers at once unless overloaded; one that is gone fails the request
+        // when its connection closes.
+        return scheduler_rpc.call(s, std::move(m), std::chrono::seconds(120));
+      },
+      [this](const std::string& peer, comm::Message m, RpcTable::Callback cb) {
+        request_peer(peer, std::move(m), std::move(cb));
+      },
+      [this] { step([&] { check_memory(); }); }});
 }
+
+Worker::Impl::~Impl() = default;
 
 void Worker::Impl::close_async(std::string reason, bool tell_scheduler) {
   std::thread([self = shared_from_this(), reason, tell_scheduler] { self->shutdown(reason, tell_scheduler); })
@@ -289,6 +306,7 @@ void Worker::Impl::start() {
       },
       [weak](std::exception_ptr reason) {
         if (auto self = weak.lock()) {
+          self->scheduler_rpc.fail_all(reason ? reason : std::make_exception_ptr(comm::CommClosedError("scheduler closed")));
           if (self->scheduler_said_close) return;  // closing already, as asked
           self->close_async("lost the scheduler: " + describe_exception(reason), false);
         }

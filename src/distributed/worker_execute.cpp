@@ -1,5 +1,6 @@
 // The worker's state machine driven (events in, actions out) and its tasks run.
 #include "worker_impl.hpp"
+#include "worker_shuffle.hpp"
 
 #include "../core/logging.hpp"
 #include "tessera/ops/registry.hpp"
@@ -91,6 +92,7 @@ void Worker::Impl::run_task(const Execute& ex, int thread) {
       ctx.key = &task.key;
       ctx.target = task.annotations.target;
       ctx.device = device;  // this worker's GPU (-1 without one); run_op picks the stream
+      ctx.shuffle = shuffle.get();
       result = run_op(task.op, ctx, args);
     } catch (const std::exception& e) {
       error = e.what();

@@ -53,11 +53,18 @@ void Worker::Impl::start_gather(GatherDep g) {
     });
   };
 
+  request_peer(g.peer, std::move(req), std::move(cb));
+}
+
+// Sends a request to a peer worker over the one connection this worker keeps to it, opened on
+// first use; requests made while it connects wait for it (and fail with it).
+void Worker::Impl::request_peer(const std::string& peer, comm::Message req, RpcTable::Callback cb) {
+  std::weak_ptr<Impl> weak = shared_from_this();
   std::shared_ptr<WorkerPeer> p;
   bool connect = false;
   {
     std::lock_guard lock(mu);
-    auto& slot = peers[g.peer];
+    auto& slot = peers[peer];
     if (!slot || slot->failed) {
       slot = std::make_shared<WorkerPeer>();
       connect = true;
@@ -77,7 +84,7 @@ void Worker::Impl::start_gather(GatherDep g) {
   co.security = opt.security;
   co.name = address;
   co.max_header_bytes = kClusterMaxHeaderBytes;
-  comm::connect_async(g.peer, co, [weak, p](std::shared_ptr<comm::Comm> c, std::exception_ptr err) {
+  comm::connect_async(peer, co, [weak, p](std::shared_ptr<comm::Comm> c, std::exception_ptr err) {
     auto self = weak.lock();
     if (!err && !self) err = std::make_exception_ptr(comm::CommClosedError("worker closed"));
     std::vector<std::pair<comm::Message, RpcTable::Callback>> waiting;

@@ -5,7 +5,8 @@
 //   worker_fetch.cpp           fetching dependencies from peer workers;
 //   worker_serve.cpp           serving peers' and clients' requests (get-data, run);
 //   worker_scheduler_link.cpp  the scheduler connection: its messages, batched reports,
-//                              heartbeats and the liveness probe.
+//                              heartbeats and the liveness probe;
+//   worker_shuffle.cpp         the peer-to-peer shuffle service its tasks use (WorkerShuffle).
 // docs/distributed.md describes the worker; docs/state-machines.md its state machine.
 #pragma once
 
@@ -41,6 +42,8 @@ struct WorkerPeer {
   bool failed = false;  // the connection failed, closed, or the scheduler said the peer is gone
 };
 
+class WorkerShuffle;
+
 struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
   using Clock = std::chrono::steady_clock;
 
@@ -52,6 +55,8 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
   bool gpu_registered = false;  // its store is in GpuStores
   std::unique_ptr<comm::Listener> listener;
   std::shared_ptr<comm::Comm> scheduler;
+  RpcTable scheduler_rpc;  // this worker's own requests to the scheduler (the shuffle's)
+  std::unique_ptr<WorkerShuffle> shuffle;  // made in start(), before any task runs
 
   std::mutex mu;  // guards the state machine, the outbox and peers
   WorkerState state;
@@ -102,6 +107,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
   std::thread flusher;
 
   explicit Impl(WorkerOptions o);
+  ~Impl();
   static WorkerConfig state_config(const WorkerOptions& o);
   static DataStoreOptions store_options(const WorkerOptions& o);
 
@@ -157,6 +163,7 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
 
   // ---- fetching from peers (worker_fetch.cpp) ----
   void start_gather(GatherDep g);
+  void request_peer(const std::string& peer, comm::Message req, RpcTable::Callback cb);
   void peer_gone(const std::string& peer);
 
   // ---- serving peers and clients (worker_serve.cpp) ----

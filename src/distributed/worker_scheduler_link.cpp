@@ -8,6 +8,7 @@
 #include "../core/logging.hpp"
 #include "nanny.hpp"
 #include "util.hpp"
+#include "worker_shuffle.hpp"
 
 namespace tessera::distributed {
 namespace {
@@ -60,7 +61,11 @@ void Worker::Impl::flush_loop() {
 void Worker::Impl::on_scheduler_message(const comm::Message& m) {
   last_heard_from_scheduler = now();
   if (m.op == wire::kReply) {
-    // the answer to a liveness probe (heartbeat_loop): hearing it was the point
+    // A liveness probe's answer (heartbeat_loop: hearing it was the point; its ids are negative,
+    // never pending) or the answer to one of this worker's requests.
+    if (m.has("id")) scheduler_rpc.complete(m);
+  } else if (m.op == wire::kShuffleForget) {
+    shuffle->forget(m.get<std::string>("token"), m.get<std::int64_t>("run"), m.get<std::string>("reason"));
   } else if (m.op == wire::kSchedulerEvents) {
     auto events = wire::batch_events<wire::SchedulerToWorker>(m);
     step([&] {
@@ -134,7 +139,7 @@ void Worker::Impl::probe_scheduler() {
     return;
   }
   comm::Message probe(wire::kWhoHas);
-  probe.set("id", next_probe_id++);
+  probe.set("id", -(next_probe_id++));  // negative: never one of scheduler_rpc's ids
   probe.set("keys", std::vector<Key>{});
   scheduler->send(std::move(probe), nullptr);
 }

@@ -4,6 +4,7 @@
 #include "../core/logging.hpp"
 #include "tessera/ops/registry.hpp"
 #include "util.hpp"
+#include "worker_shuffle.hpp"
 
 namespace tessera::distributed {
 
@@ -62,6 +63,16 @@ void Worker::Impl::serve(const std::shared_ptr<comm::Comm>& c, const comm::Messa
         if (err || !self) return;
         self->report_later(wire::TransferDone{{}, client, nkeys, nbytes, asked, self->now()});
       });
+    } else if (m.op == wire::kShuffleReceive) {
+      comm::Message reply = make_reply(m);
+      try {
+        shuffle->receive(m);
+      } catch (const ShuffleRunLost& e) {
+        reply = make_error_reply(m, std::string(wire::kShuffleLost) + e.what());
+      } catch (const std::exception& e) {
+        reply = make_error_reply(m, e.what());
+      }
+      c->send(std::move(reply), nullptr);
     } else if (m.op == wire::kRun) {
       auto op = m.get<std::string>("op");
       auto args = wire::get_values(m);

@@ -13,6 +13,7 @@
 #include "../graph/graph_index.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/ops/registry.hpp"
+#include "tessera/ops/shuffle.hpp"
 #include "core/blas_threads.hpp"
 
 namespace tessera {
@@ -112,6 +113,7 @@ struct Run {
     OpContext ctx;
     ctx.key = &t.key;
     ctx.target = t.annotations.target;  // the local GPU (device 0) for device tasks
+    ctx.shuffle = &local_shuffle_exchange();
     return run_op(t.op, ctx, args);
   }
 

@@ -216,11 +216,31 @@ struct WorkerGivenUp {
   Time now = 0;
 };
 
+/**
+ * @brief A peer-to-peer shuffle's run placed its output partitions (docs/dataframe-shuffle.md):
+ * task keys[i] should run on workers[i]. Loose, as Dask's allow_other_workers: when that worker
+ * is gone the task runs elsewhere (and the run it belonged to restarts anyway). Applies to tasks
+ * not yet sent to a worker; others are left as they are.
+ */
+struct PinTasks {
+  std::vector<Key> keys;
+  std::vector<std::string> workers;
+};
+
+/**
+ * @brief Results to compute again (a shuffle run they took part in was lost): each held one is
+ * freed on every worker holding it, and computed again when something still wants it.
+ */
+struct ForgetResults {
+  std::vector<Key> keys;
+  std::string reason;
+};
+
 using SchedulerEvent =
     std::variant<AddWorker, RemoveWorker, Heartbeat, WorkerStatusChange, Tick, AddClient,
                  RemoveClient, UpdateGraph, TaskFinished, TaskErred, AddKeys, RemoveKeys,
                  MissingData, ReleaseKeys, CancelKeys, StealResponse, RetryKeys, RetireWorkers,
-                 WorkerGivenUp>;
+                 WorkerGivenUp, PinTasks, ForgetResults>;
 
 // ---- Scheduler outputs (ComputeTask, FreeKeys, StealRequest are also worker inputs) -----------
 

@@ -15,12 +15,16 @@
 
 namespace tessera {
 
+class ShuffleExchange;
+
 /** @brief What an op implementation gets besides its arguments. */
 struct OpContext {
   const Key* key = nullptr;  ///< the task being run (for messages)
   Target target = Target::Host;
   int device = -1;           ///< CUDA device ordinal when target is Device
   void* stream = nullptr;    ///< cudaStream_t of this compute thread when target is Device
+  /** The peer-to-peer shuffle service of the process running the task (tessera/ops/shuffle.hpp). */
+  ShuffleExchange* shuffle = nullptr;
 };
 
 /** @brief An op implementation: resolved arguments in, result out. Throws on failure. */
