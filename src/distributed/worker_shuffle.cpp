@@ -15,7 +15,6 @@ namespace {
 // whole partition's worth of frames in the sender's and the receiver's buffers at once.
 constexpr std::size_t kSendBatchBytes = std::size_t{64} << 20;
 
-// A remote refusal that says the run is over becomes ShuffleRunLost (the task is retried).
 // Tests that kill a worker mid-shuffle slow the sends down (TESSERA_SHUFFLE_TEST_SEND_DELAY_MS),
 // so that a run is reliably caught between its first transfer and its barrier.
 std::chrono::milliseconds test_send_delay() {
@@ -26,10 +25,13 @@ std::chrono::milliseconds test_send_delay() {
   return delay;
 }
 
-[[noreturn]] void rethrow_remote(const std::string& what, const std::string& context) {
+// A remote refusal as an exception: ShuffleRunLost when it says the run is over (the task is
+// retried), else an Error with the context.
+std::exception_ptr remote_failure(const std::string& what, const std::string& context) {
   const std::string lost = wire::kShuffleLost;
-  if (auto at = what.find(lost); at != std::string::npos) throw ShuffleRunLost(what.substr(at + lost.size()));
-  throw Error(context + ": " + what);
+  if (auto at = what.find(lost); at != std::string::npos)
+    return std::make_exception_ptr(ShuffleRunLost(what.substr(at + lost.size())));
+  return std::make_exception_ptr(Error(context + ": " + what));
 }
 
 }  // namespace
@@ -44,7 +46,7 @@ comm::Message WorkerShuffle::call_scheduler(comm::Message m) {
   try {
     return w_.call_scheduler(std::move(m));
   } catch (const RemoteError& e) {
-    rethrow_remote(e.what(), "the scheduler refused " + what);
+    std::rethrow_exception(remote_failure(e.what(), "the scheduler refused " + what));
   }
 }
 
@@ -119,25 +121,21 @@ void WorkerShuffle::send(const ShuffleRun& run, std::int64_t input,
       });
     } while (next < mine.size());
   }
+  // The first failure is what the task reports; one that is not a lost run comes first.
   std::exception_ptr lost, failed;
   bool unreachable = false;
   for (auto& p : pending) {
     try {
       p.done.get();
     } catch (const RemoteError& e) {
-      try {
-        rethrow_remote(e.what(), "shuffle " + run.token + ": worker " + p.peer + " refused shards");
-      } catch (const ShuffleRunLost&) {
-        if (!lost) lost = std::current_exception();
-      } catch (...) {
-        if (!failed) failed = std::current_exception();
-      }
+      auto why = remote_failure(e.what(), "shuffle " + run.token + ": worker " + p.peer + " refused shards");
+      auto& slot = std::string(e.what()).find(wire::kShuffleLost) != std::string::npos ? lost : failed;
+      if (!slot) slot = why;
     } catch (const std::exception& e) {
       unreachable = true;
-      if (!failed) {
+      if (!failed)
         failed = std::make_exception_ptr(
             ShuffleRunLost("shuffle " + run.token + ": sending shards to worker " + p.peer + " failed: " + e.what()));
-      }
     }
   }
   // A peer that cannot be reached has most likely died; the scheduler sees its connection close

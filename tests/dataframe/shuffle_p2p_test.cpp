@@ -169,7 +169,6 @@ TEST(ShuffleP2P, OnWorkerProcessesShardsGoWorkerToWorkerAndEveryPartitionIsRight
     ShuffleMethodScope m("tasks");
     local = partitions_of(shuffled, pool);
   }
-  // (the thread pool computes below under p2p as well: both must agree)
   LocalCluster cluster(tessera_test::processes_over_tcp());
   Client client(cluster.client_address(), ClientOptions{.token = cluster.token(), .timeout = 20});
   ASSERT_TRUE(client.wait_for_workers(2, 10s));
@@ -190,14 +189,9 @@ TEST(ShuffleP2P, OnWorkerProcessesShardsGoWorkerToWorkerAndEveryPartitionIsRight
   EXPECT_EQ(unpacks, 6u);
   EXPECT_EQ(splits, 0u);
   EXPECT_EQ(unpack_workers.size(), 2u) << "the outputs are owned by both workers";
-  // Partition by partition, as on the thread pool (a Client's graph: the same keys, computed there).
+  // Partition by partition, as on the thread pool (the peer-to-peer graph, computed there).
   std::vector<Key> keys;
   Graph g = shuffled.to_graph(&keys);
-  {
-    ShuffleMethodScope m("p2p");
-    keys.clear();
-    g = shuffled.to_graph(&keys);
-  }
   auto values = client.get(g, keys);
   ASSERT_EQ(values.size(), local.size());
   for (std::size_t j = 0; j < values.size(); ++j) {
