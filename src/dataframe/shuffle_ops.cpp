@@ -83,9 +83,10 @@ struct RangeSplitParams {
   std::string column;
   std::int64_t parts = 1;
   bool ascending = true;
+  bool nulls_first = false;  // na_position="first": missing values in the first range
   template <class A>
   void serialize(A& ar) {
-    ar(column, parts, ascending);
+    ar(column, parts, ascending, nulls_first);
   }
 };
 
@@ -119,7 +120,7 @@ Value range_split_op(const OpContext&, std::span<const Value> args) {
   std::sort(bounds.begin(), bounds.end());
   if (bounds.size() > static_cast<std::size_t>(p.parts - 1)) bounds.resize(static_cast<std::size_t>(p.parts - 1));
   const auto last = static_cast<std::uint32_t>(p.parts - 1);
-  std::vector<std::uint32_t> parts(static_cast<std::size_t>(table->num_rows()), last);
+  std::vector<std::uint32_t> parts(static_cast<std::size_t>(table->num_rows()), p.nulls_first ? 0u : last);
   if (table->num_rows() > 0) {
     auto v = as_doubles(column, p.column);
     for (std::int64_t r = 0; r < v->length(); ++r) {
@@ -195,8 +196,12 @@ Object shuffle_split_params(const std::vector<std::string>& on, std::int64_t par
   return to_object(ShuffleSplitParams{on, parts}, "tessera.frame.ShuffleSplitParams");
 }
 Object shuffle_unpack_params(std::int64_t part) { return to_object(part, "tessera.frame.Part"); }
-Object range_split_params(const std::string& column, std::int64_t parts, bool ascending) {
-  return to_object(RangeSplitParams{column, parts, ascending}, "tessera.frame.RangeSplitParams");
+Object range_split_params(const std::string& column, std::int64_t parts, bool ascending, bool nulls_first) {
+  return to_object(RangeSplitParams{column, parts, ascending, nulls_first}, "tessera.frame.RangeSplitParams");
+}
+Value shuffle_split_layout(const std::shared_ptr<arrow::Table>& table, const std::vector<std::uint32_t>& parts,
+                           std::int64_t count) {
+  return split_layout(table, parts, count);
 }
 Object merge_params(const JoinSpec& spec) { return to_object(spec, "tessera.frame.JoinSpec"); }
 
