@@ -12,6 +12,7 @@
 #include "device_convert.hpp"
 #include "column_expr.hpp"
 #include "device_program.hpp"
+#include "frame_index.hpp"
 #include "frame_node.hpp"
 #include "frame_ops.hpp"
 #include "groupby_host.hpp"
@@ -80,6 +81,22 @@ DataFrame with_step(const DataFrame& df, Step step, std::shared_ptr<arrow::Schem
       if (e.kind != ColumnExpr::Kind::Field || e.name != c) keeps_partitioning = false;
     }
   if (keeps_partitioning) n->hash_partitioned_by = in.hash_partitioned_by;
+  // Rows stay in their partitions and in order, so the index and its divisions stay too: through a
+  // filter, and through a projection that passes its column on unchanged (under a new name when
+  // renamed); a projection without it, or one that computes it anew, drops the index.
+  if (!in.index.empty()) {
+    bool kept = step.kind == Step::Kind::Filter;
+    std::string name = in.index;
+    for (std::size_t i = 0; !kept && i < step.names.size(); ++i)
+      if (step.exprs[i].kind == ColumnExpr::Kind::Field && step.exprs[i].name == in.index) {
+        kept = true;
+        name = step.names[i];
+      }
+    if (kept) {
+      n->index = name;
+      n->index_divisions = in.index_divisions;
+    }
+  }
   n->program.push_back(std::move(step));
   n->schema = std::move(schema);
   n->npartitions = in.npartitions;
@@ -397,6 +414,8 @@ std::shared_ptr<arrow::Table> DataFrame::describe(Executor& executor) const {
 
 std::shared_ptr<arrow::Table> DataFrame::head(std::int64_t n, Executor& executor) const {
   if (n < 0) throw Error("head: n must be >= 0, got " + std::to_string(n));
+  // The first rows of a sort are its top-n: each partition's n first, then one task (topn.cpp).
+  if (auto top = head_as_top_n(*this, n)) return top->compute(executor);
   const FrameNode& in = node_of(*this);
   // Like Dask: the first partition; more only when it has fewer than n rows.
   for (std::int64_t parts = 1;; parts = std::min(in.npartitions, parts * 4)) {
@@ -462,6 +481,8 @@ DataFrame DataFrame::persist(Executor& executor) const {
   n->schema = in.schema;
   n->npartitions = in.npartitions;
   n->device = in.device;
+  n->index = in.index;
+  n->index_divisions = in.index_divisions;
   if (n->kind == NodeKind::Kept) n->kept = std::move(kept);
   else n->partitions = kept->values();
   return DataFrame(n);
@@ -474,6 +495,8 @@ DataFrame DataFrame::to_device() const {
   n->input = node_;
   n->schema = in.schema;
   n->npartitions = in.npartitions;
+  n->index = in.index;
+  n->index_divisions = in.index_divisions;
   n->device = true;
   return DataFrame(n);
 }
@@ -485,6 +508,8 @@ DataFrame DataFrame::to_host() const {
   n->input = node_;
   n->schema = in.schema;
   n->npartitions = in.npartitions;
+  n->index = in.index;
+  n->index_divisions = in.index_divisions;
   return DataFrame(n);
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "arrow_util.hpp"
+#include "frame_index.hpp"
 #include "frame_node.hpp"
 #include "frame_ops.hpp"
 #include "quantiles.hpp"
@@ -164,7 +165,7 @@ std::vector<Key> FrameLowering::lower_node(const NodePtr& node, const std::optio
     }
     case NodeKind::SortValues: {
       auto in = lower_node(n.input);
-      const Object sort = sort_params(n.sort_columns, n.ascending);
+      const Object sort = sort_params(n.sort_columns, n.ascending, n.nulls_first);
       if (np == 1) {  // one task sorts every partition together
         std::vector<Arg> args{Value(sort)};
         for (const auto& k : in) args.push_back(KeyRef{k});
@@ -177,14 +178,15 @@ std::vector<Key> FrameLowering::lower_node(const NodePtr& node, const std::optio
       const Key bounds = lower_node(n.divisions).at(0);
       if (shuffle_method(executor_) == ShuffleMethod::PeerToPeer && !in.empty()) {
         const auto ranges = add_p2p_shuffle(graph_, name + "-range", in, n.npartitions, {}, n.sort_columns.front(),
-                                            n.ascending.front(), bounds);
+                                            n.ascending.front(), n.nulls_first, bounds);
         for (std::size_t j = 0; j < np; ++j) {
           keys.push_back(part_key(name, j));
           graph_.add(make_task(keys.back(), kOpSortValues, {Value(sort), KeyRef{ranges[j]}}, false));
         }
         break;
       }
-      const Object split = range_split_params(n.sort_columns.front(), n.npartitions, n.ascending.front());
+      const Object split =
+          range_split_params(n.sort_columns.front(), n.npartitions, n.ascending.front(), n.nulls_first);
       std::vector<Key> splits;
       for (std::size_t i = 0; i < in.size(); ++i) {
         splits.push_back(name + "-split-" + std::to_string(i));
@@ -287,6 +289,125 @@ std::vector<Key> FrameLowering::lower_node(const NodePtr& node, const std::optio
           case MergeStrategy::Partitioned: add(i, {left.at(i)}, {right.at(i)}); break;
         }
       }
+      break;
+    }
+    case NodeKind::Repartition: {
+      // Output j concatenates its pieces (a lone whole partition is passed on as it is, no task);
+      // sort_each sorts each output too (set_index(sorted = true)).
+      std::set<std::string> reads = needed;
+      if (n.sort_each) reads.insert(n.sort_columns.begin(), n.sort_columns.end());
+      auto in = lower_node(n.input, reads);
+      const Object params = n.sort_each ? sort_params(n.sort_columns, n.ascending, n.nulls_first)
+                                        : to_object(std::int64_t{0}, "tessera.frame.None");
+      for (std::size_t j = 0; j < np; ++j) {
+        const auto& pieces = n.plan.at(j);
+        if (!n.sort_each && pieces.size() == 1 && pieces.front().pieces == 1) {
+          keys.push_back(in.at(static_cast<std::size_t>(pieces.front().input)));
+          continue;
+        }
+        std::vector<Arg> args{Value(params)};
+        for (const auto& p : pieces) {
+          const Key& whole = in.at(static_cast<std::size_t>(p.input));
+          if (p.pieces == 1) {
+            args.push_back(KeyRef{whole});
+            continue;
+          }
+          const Key piece = name + "-piece-" + std::to_string(p.input) + "-" + std::to_string(p.piece);
+          graph_.add(make_task(piece, kOpSlicePiece, {Value(slice_piece_params(p.piece, p.pieces)), KeyRef{whole}}, false));
+          args.push_back(KeyRef{piece});
+        }
+        keys.push_back(part_key(name, j));
+        graph_.add(make_task(keys.back(), n.sort_each ? kOpSortValues : kOpConcat, std::move(args), false));
+      }
+      break;
+    }
+    case NodeKind::RangePartition: {
+      // A division_split per input partition places its rows by the index's divisions (the
+      // shuffle's split layout); output j unpacks its slice of the splits of the inputs whose
+      // divisions meet its range only, then (set_index) sorts it.
+      std::set<std::string> reads = needed;
+      reads.insert(n.sort_columns.begin(), n.sort_columns.end());
+      auto in = lower_node(n.input, reads);
+      const Object sort = sort_params(n.sort_columns, n.ascending, n.nulls_first);
+      const Object none = to_object(std::int64_t{0}, "tessera.frame.None");
+      if (np == 1 && !n.split_check) {  // one range: one task over every partition
+        std::vector<Arg> args{Value(n.sort_each ? sort : none)};
+        for (const auto& k : in) args.push_back(KeyRef{k});
+        keys.push_back(part_key(name, 0));
+        graph_.add(make_task(keys.back(), n.sort_each ? kOpSortValues : kOpConcat, std::move(args), false));
+        break;
+      }
+      const std::string& column = n.sort_columns.front();
+      const IndexKind kind = split_kind(index_kind_of(*n.input->schema->GetFieldByName(column)->type(), column, "set_index"),
+                                        n.split_divisions, column, "set_index");
+      const Object split = division_split_params(column, kind, n.split_divisions, n.split_check);
+      std::vector<Key> splits;
+      for (std::size_t i = 0; i < in.size(); ++i) {
+        splits.push_back(name + "-split-" + std::to_string(i));
+        graph_.add(make_task(splits.back(), kOpDivisionSplit, {Value(split), KeyRef{in[i]}}, false));
+      }
+      for (std::size_t j = 0; j < np; ++j) {
+        std::vector<Arg> args{Value(shuffle_unpack_params(static_cast<std::int64_t>(j)))};
+        for (const auto i : n.split_sources.at(j)) args.push_back(KeyRef{splits.at(static_cast<std::size_t>(i))});
+        const Key unpacked = n.sort_each ? name + "-range-" + std::to_string(j) : part_key(name, j);
+        graph_.add(make_task(unpacked, kOpShuffleUnpack, std::move(args), false));
+        if (n.sort_each) graph_.add(make_task(part_key(name, j), kOpSortValues, {Value(sort), KeyRef{unpacked}}, false));
+        keys.push_back(part_key(name, j));
+      }
+      break;
+    }
+    case NodeKind::TopN: {
+      // Each partition's n first rows in the sort's order, then one task over those: no task
+      // sorts more than one partition, or the partitions' n-row heads together.
+      std::set<std::string> reads = needed;
+      reads.insert(n.sort_columns.begin(), n.sort_columns.end());
+      auto in = lower_node(n.input, reads);
+      const Object params = top_n_params(n.sort_columns, n.ascending, n.nulls_first, n.head_rows, n.drop_missing_first);
+      std::vector<Arg> args{Value(params)};
+      if (in.size() == 1) {
+        args.push_back(KeyRef{in.front()});
+      } else {
+        for (std::size_t i = 0; i < in.size(); ++i) {
+          const Key k = name + "-partial-" + std::to_string(i);
+          graph_.add(make_task(k, kOpTopN, {Value(params), KeyRef{in[i]}}, false));
+          args.push_back(KeyRef{k});
+        }
+      }
+      keys.push_back(part_key(name, 0));
+      graph_.add(make_task(keys.back(), kOpTopN, std::move(args), false));
+      break;
+    }
+    case NodeKind::Distinct: {
+      // drop_duplicates: each partition deduplicated, then split_every results per task, in the
+      // partitions' order, until one is left (the first or last row of each key stays where it is).
+      std::set<std::string> reads = needed;
+      reads.insert(n.distinct_on.begin(), n.distinct_on.end());
+      auto in = lower_node(n.input, reads);
+      const Object params = distinct_params(n.distinct_on, n.keep_last);
+      std::vector<Key> level;
+      for (std::size_t i = 0; i < in.size(); ++i) {
+        level.push_back(n.per_partition ? part_key(name, i) : name + "-partial-" + std::to_string(i));
+        graph_.add(make_task(level.back(), kOpDistinct, {Value(params), KeyRef{in[i]}}, false));
+      }
+      if (n.per_partition) {
+        keys = level;
+        break;
+      }
+      const auto every = static_cast<std::size_t>(std::max(2, n.options.split_every));
+      for (int depth = 0; level.size() > every; ++depth) {
+        std::vector<Key> next;
+        for (std::size_t i = 0; i < level.size(); i += every) {
+          next.push_back(name + "-combine-" + std::to_string(depth) + "-" + std::to_string(i / every));
+          std::vector<Arg> args{Value(params)};
+          for (std::size_t j = i; j < std::min(level.size(), i + every); ++j) args.push_back(KeyRef{level[j]});
+          graph_.add(make_task(next.back(), kOpDistinct, std::move(args), false));
+        }
+        level = std::move(next);
+      }
+      std::vector<Arg> args{Value(params)};
+      for (const auto& k : level) args.push_back(KeyRef{k});
+      keys.push_back(part_key(name, 0));
+      graph_.add(make_task(keys.back(), kOpDistinct, std::move(args), false));
       break;
     }
   }

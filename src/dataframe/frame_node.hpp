@@ -43,6 +43,16 @@ enum class NodeKind : std::uint8_t {
   ToHost,         ///< device frames back to Arrow tables
   Shuffle,        ///< rows moved to the partition their key hash names (docs/dataframe-shuffle.md)
   Merge,          ///< two frames joined (join_host.hpp), partition by partition
+  Repartition,    ///< each output: pieces of input partitions concatenated (repartition.cpp)
+  RangePartition, ///< rows moved to the partition whose divisions hold their index (index.cpp)
+  TopN,           ///< the n first rows in a sort's order: each partition's, then one task (topn.cpp)
+  Distinct,       ///< drop_duplicates: a tree of partitions deduplicated together (distinct.cpp)
+};
+
+/** @brief Rows [rows * piece / pieces, rows * (piece + 1) / pieces) of input partition `input`. */
+struct PartitionPiece {
+  std::int64_t input = 0;
+  std::int64_t piece = 0, pieces = 1;
 };
 
 /** @brief Which partitions of the two sides a merge task joins. */
@@ -100,6 +110,32 @@ struct FrameNode {
   // partition_index.hpp over npartitions (a shuffle's output, a partitioned merge's): a merge on
   // them with as many partitions needs no shuffle.
   std::vector<std::string> hash_partitioned_by;
+
+  // The index (set_index): a column sorted across partitions. With known divisions (npartitions +
+  // 1 of them) partition i holds the values v with index_divisions[i] <= v < index_divisions[i + 1]
+  // (the last one also v == the last division) and every missing value is in the last partition.
+  // Empty index: none; empty divisions: unknown. Kept by filters and projections that keep the column.
+  std::string index;
+  std::vector<Literal> index_divisions;
+  // SortValues, TopN, RangePartition: missing values first rather than last.
+  bool nulls_first = false;
+  // Repartition: output i concatenates plan[i]'s pieces in order (a lone whole partition is passed
+  // on with no task); with sort_each, each output is sorted by sort_columns too.
+  std::vector<std::vector<PartitionPiece>> plan;
+  bool sort_each = false;
+  // RangePartition: rows placed by sort_columns[0] among the ranges of split_divisions (as
+  // index_divisions; missing values last); output j reads the splits of inputs split_sources[j].
+  // split_check: a value outside the divisions fails its task. sort_each: each range sorted.
+  std::vector<Literal> split_divisions;
+  std::vector<std::vector<std::int64_t>> split_sources;
+  bool split_check = false;
+  // TopN: head_rows first rows by sort_columns / ascending / nulls_first; drop_missing_first: rows
+  // missing the first column are never chosen (nlargest, nsmallest).
+  bool drop_missing_first = false;
+  // Distinct: the columns compared, and which row of equal ones is kept (options.split_every per
+  // task; per_partition: every duplicate is within one partition, each is deduplicated alone).
+  std::vector<std::string> distinct_on;
+  bool keep_last = false;
 };
 
 using NodePtr = std::shared_ptr<const FrameNode>;
@@ -121,6 +157,8 @@ class FrameLowering {
    * them; a second lowers again only when some node was read for two different sets).
    */
   std::vector<std::vector<Key>> lower_all(const std::vector<NodePtr>& nodes);
+  /** @brief Node name -> the columns its consumers read (after lowering; explain()). */
+  const std::unordered_map<std::string, std::set<std::string>>& reads() const { return node_reads_; }
 
  private:
   /** Keys of `node`'s partitions; `needed`: the columns consumers read (nullopt: all). */
@@ -154,6 +192,12 @@ inline constexpr const char* kOpReadCsv = "tessera.frame.read_csv";
 inline constexpr const char* kOpReadParquet = "tessera.frame.read_parquet";
 inline constexpr const char* kOpTimeseries = "tessera.frame.timeseries";
 inline constexpr const char* kOpWriteParquet = "tessera.frame.write_parquet";
+inline constexpr const char* kOpDivisionSplit = "tessera.frame.division_split";
+inline constexpr const char* kOpPartitionStats = "tessera.frame.partition_stats";
+inline constexpr const char* kOpConcat = "tessera.frame.concat";
+inline constexpr const char* kOpSlicePiece = "tessera.frame.slice_piece";
+inline constexpr const char* kOpTopN = "tessera.frame.top_n";
+inline constexpr const char* kOpDistinct = "tessera.frame.distinct";
 
 /** @brief The Native type of a host partition. */
 inline constexpr const char* kArrowTableType = "arrow.table";

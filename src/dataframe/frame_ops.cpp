@@ -104,9 +104,10 @@ Value groupby_combine_op(const OpContext&, std::span<const Value> args) {
 struct SortParams {
   std::vector<std::string> columns;
   std::vector<bool> ascending;  // one per column
+  bool nulls_first = false;     // na_position="first"
   template <class A>
   void serialize(A& ar) {
-    ar(columns, ascending);
+    ar(columns, ascending, nulls_first);
   }
 };
 
@@ -124,7 +125,8 @@ Value sort_values_op(const OpContext&, std::span<const Value> args) {
   std::vector<cp::SortKey> keys;
   if (p.ascending.size() != p.columns.size()) throw Error("sort_values: one direction per column is needed");
   for (std::size_t i = 0; i < p.columns.size(); ++i)
-    keys.emplace_back(p.columns[i], p.ascending[i] ? cp::SortOrder::Ascending : cp::SortOrder::Descending);
+    keys.emplace_back(p.columns[i], p.ascending[i] ? cp::SortOrder::Ascending : cp::SortOrder::Descending,
+                      p.nulls_first ? cp::NullPlacement::AtStart : cp::NullPlacement::AtEnd);
   auto idx = unwrap(cp::SortIndices(arrow::Datum(t), cp::SortOptions(keys)), "sort_values");
   return table_value(unwrap(cp::Take(arrow::Datum(t), arrow::Datum(idx)), "sort_values").table());
 }
@@ -158,8 +160,8 @@ Object map_params(const Program& program) { return to_object(program, "tessera.f
 Object combine_params(const GroupbySpec& spec, const std::vector<std::string>& input_types) {
   return to_object(CombineParams{spec, input_types}, "tessera.frame.CombineParams");
 }
-Object sort_params(const std::vector<std::string>& columns, const std::vector<bool>& ascending) {
-  return to_object(SortParams{columns, ascending}, "tessera.frame.SortParams");
+Object sort_params(const std::vector<std::string>& columns, const std::vector<bool>& ascending, bool nulls_first) {
+  return to_object(SortParams{columns, ascending, nulls_first}, "tessera.frame.SortParams");
 }
 
 std::shared_ptr<arrow::Table> run_partition_function(const std::string& name, const std::shared_ptr<arrow::Table>& t) {

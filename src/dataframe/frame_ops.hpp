@@ -20,9 +20,19 @@ using PartitionFunction = std::function<std::shared_ptr<arrow::Table>(const std:
 
 Object map_params(const Program& program);
 Object combine_params(const GroupbySpec& spec, const std::vector<std::string>& input_types);
-Object sort_params(const std::vector<std::string>& columns, const std::vector<bool>& ascending);
-/** @brief A sort's range split: rows of `column` placed among `parts` ranges (ascending or not). */
-Object range_split_params(const std::string& column, std::int64_t parts, bool ascending);
+/** @brief A sort (missing values last, or first with nulls_first). */
+Object sort_params(const std::vector<std::string>& columns, const std::vector<bool>& ascending, bool nulls_first = false);
+/**
+ * @brief A sort's range split: rows of `column` placed among `parts` ranges (ascending or not),
+ * missing values in the last range (the first with nulls_first).
+ */
+Object range_split_params(const std::string& column, std::int64_t parts, bool ascending, bool nulls_first = false);
+/**
+ * @brief A shuffle split's value: `table`'s rows ordered by their output partition `parts[r]` (of
+ * `count`), the layout shuffle_unpack reads (shuffle_ops.cpp).
+ */
+Value shuffle_split_layout(const std::shared_ptr<arrow::Table>& table, const std::vector<std::uint32_t>& parts,
+                           std::int64_t count);
 /** @brief A shuffle's split task: hash `on` over `parts` outputs. */
 Object shuffle_split_params(const std::vector<std::string>& on, std::int64_t parts);
 /** @brief A shuffle's unpack task for output partition `part`. */
@@ -34,9 +44,13 @@ Object shuffle_unpack_params(std::int64_t part);
 std::shared_ptr<arrow::Table> order_by_partition(const std::shared_ptr<arrow::Table>& table,
                                                  const std::vector<std::uint32_t>& parts, std::int64_t count,
                                                  std::vector<std::int64_t>& offsets);
-/** @brief Each row's range among `parts` by the bounds in `bounds` (a sort's quantiles). */
+/**
+ * @brief Each row's range among `parts` by the bounds in `bounds` (a sort's quantiles); missing
+ * values in the last range, or the first with nulls_first.
+ */
 std::vector<std::uint32_t> range_partitions(const arrow::Table& table, const arrow::Table& bounds,
-                                            const std::string& column, std::int64_t parts, bool ascending);
+                                            const std::string& column, std::int64_t parts, bool ascending,
+                                            bool nulls_first = false);
 struct JoinSpec;
 Object merge_params(const JoinSpec& spec);
 /** @brief Runs a registered partition function; throws UnknownOperationError when none has the name. */

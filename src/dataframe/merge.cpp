@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <set>
 
+#include "frame_index.hpp"
 #include "frame_node.hpp"
 #include "join_host.hpp"
 #include "tessera/dataframe/dataframe.hpp"
@@ -32,6 +33,35 @@ bool can_broadcast_right(JoinHow how) {
 }
 bool can_broadcast_left(JoinHow how) { return how == JoinHow::Inner || how == JoinHow::Right; }
 
+std::string merge_columns_of(const arrow::Schema& s) {
+  std::string out;
+  for (const auto& f : s.fields()) out += (out.empty() ? "" : ", ") + f->name();
+  return out;
+}
+
+// Whether both sides have known divisions of values (not only missing ones); when they differ,
+// both are repartitioned to the union of the two (Dask's align_partitions), which covers each.
+bool aligned_on_index(DataFrame& left, DataFrame& right) {
+  const auto &a = node_of(left).index_divisions, &b = node_of(right).index_divisions;
+  auto valued = [](const std::vector<Literal>& d) {
+    return !d.empty() && std::none_of(d.begin(), d.end(), [](const Literal& v) { return is_missing(v); });
+  };
+  if (!valued(a) || !valued(b)) return false;
+  if (same_divisions(a, b)) return true;
+  std::vector<Literal> all(a.begin(), a.end());
+  all.insert(all.end(), b.begin(), b.end());
+  std::stable_sort(all.begin(), all.end(),
+                   [](const Literal& x, const Literal& y) { return compare_literals(x, y, "merge") < 0; });
+  std::vector<Literal> bounds;
+  for (const auto& v : all)
+    if (bounds.empty() || compare_literals(bounds.back(), v, "merge") < 0) bounds.push_back(v);
+  if (bounds.size() < 2) bounds.push_back(bounds.front());
+  if (bounds.size() == 2 && compare_literals(bounds[0], bounds[1], "merge") == 0) return false;
+  left = left.repartition({.divisions = bounds});
+  right = right.repartition({.divisions = bounds});
+  return true;
+}
+
 }  // namespace
 
 DataFrame DataFrame::shuffle(const std::vector<std::string>& on, std::int64_t npartitions) const {
@@ -55,11 +85,24 @@ DataFrame DataFrame::shuffle(const std::vector<std::string>& on, std::int64_t np
   return DataFrame(n);
 }
 
-DataFrame DataFrame::merge(const DataFrame& right, const MergeOptions& options) const {
+DataFrame DataFrame::merge(const DataFrame& right, const MergeOptions& options_in) const {
   const FrameNode& l = node_of(*this);
   const FrameNode& r = node_of(right);
   require_host(l, "merge");
   require_host(r, "merge");
+  // left_index / right_index: the index column is that side's key (pandas'), as left_on / right_on.
+  MergeOptions options = options_in;
+  auto index_key = [&](const FrameNode& side, bool use, std::vector<std::string>& on, const char* which) {
+    if (!use) return;
+    if (!options.on.empty()) throw Error(std::string("merge: give on, or ") + which + "_index, not both");
+    if (!on.empty()) throw Error(std::string("merge: give ") + which + "_on or " + which + "_index, not both");
+    if (side.index.empty())
+      throw Error(std::string("merge: ") + which + "_index, but the " + which +
+                  " frame has no index (set_index first; columns: " + merge_columns_of(*side.schema) + ")");
+    on = {side.index};
+  };
+  index_key(l, options.left_index, options.left_on, "left");
+  index_key(r, options.right_index, options.right_on, "right");
   JoinSpec spec;
   spec.how = join_how_from_name(options.how);
   spec.left_suffix = options.left_suffix;
@@ -87,6 +130,24 @@ DataFrame DataFrame::merge(const DataFrame& right, const MergeOptions& options) 
   const bool force = options.broadcast.value_or(false);
   const bool never = options.broadcast.has_value() && !*options.broadcast;
   DataFrame left_side = *this, right_side = right;
+  if (options.left_index && options.right_index && !force && aligned_on_index(left_side, right_side)) {
+    // Both indexes with known divisions, made the same ones: partition i of each side holds the
+    // same range of keys (and the last one the missing ones), so task i joins left i with right i
+    // and no row moves. The result keeps the divisions where its index column is the key's.
+    n->strategy = MergeStrategy::Partitioned;
+    n->npartitions = left_side.npartitions();
+    std::string index;
+    if (l.index == r.index) index = l.index;  // one key column in the result
+    else if (can_broadcast_right(spec.how)) index = l.index;
+    else if (spec.how == JoinHow::Right) index = r.index;
+    if (!index.empty() && n->schema->GetFieldByName(index)) {
+      n->index = index;
+      n->index_divisions = node_of(left_side).index_divisions;
+    }
+    n->input = left_side.node();
+    n->right = right_side.node();
+    return DataFrame(n);
+  }
   if (!never && l.npartitions == 1 && r.npartitions == 1) {
     n->strategy = MergeStrategy::Single;
     n->npartitions = 1;

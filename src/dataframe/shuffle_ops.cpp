@@ -73,9 +73,10 @@ struct RangeSplitParams {
   std::string column;
   std::int64_t parts = 1;
   bool ascending = true;
+  bool nulls_first = false;  // na_position="first": missing values in the first range
   template <class A>
   void serialize(A& ar) {
-    ar(column, parts, ascending);
+    ar(column, parts, ascending, nulls_first);
   }
 };
 
@@ -97,7 +98,8 @@ Value range_split_op(const OpContext&, std::span<const Value> args) {
   check_parts(p.parts, "sort_values");
   auto table = table_of(arg(args, 1), "sort_values");
   auto bounds_table = table_of(arg(args, 2), "sort_values (bounds)");
-  return split_layout(table, range_partitions(*table, *bounds_table, p.column, p.parts, p.ascending), p.parts);
+  return split_layout(table, range_partitions(*table, *bounds_table, p.column, p.parts, p.ascending, p.nulls_first),
+                      p.parts);
 }
 
 // The rows of output partition `part` in one split.
@@ -178,7 +180,8 @@ std::shared_ptr<arrow::Table> order_by_partition(const std::shared_ptr<arrow::Ta
 }
 
 std::vector<std::uint32_t> range_partitions(const arrow::Table& table, const arrow::Table& bounds_table,
-                                            const std::string& column, std::int64_t parts, bool ascending) {
+                                            const std::string& column, std::int64_t parts, bool ascending,
+                                            bool nulls_first) {
   check_parts(parts, "sort_values");
   auto values = table.GetColumnByName(column);
   auto bounds_column = bounds_table.GetColumnByName(column);
@@ -192,11 +195,11 @@ std::vector<std::uint32_t> range_partitions(const arrow::Table& table, const arr
   std::sort(bounds.begin(), bounds.end());
   if (bounds.size() > static_cast<std::size_t>(parts - 1)) bounds.resize(static_cast<std::size_t>(parts - 1));
   const auto last = static_cast<std::uint32_t>(parts - 1);
-  std::vector<std::uint32_t> result(static_cast<std::size_t>(table.num_rows()), last);
+  std::vector<std::uint32_t> result(static_cast<std::size_t>(table.num_rows()), nulls_first ? 0u : last);
   if (table.num_rows() > 0) {
     auto v = as_doubles(values, column);
     for (std::int64_t r = 0; r < v->length(); ++r) {
-      if (v->IsNull(r) || std::isnan(v->Value(r))) continue;  // missing: the last range
+      if (v->IsNull(r) || std::isnan(v->Value(r))) continue;  // missing: the last range (the first with nulls_first)
       auto range = static_cast<std::uint32_t>(std::upper_bound(bounds.begin(), bounds.end(), v->Value(r)) - bounds.begin());
       result[static_cast<std::size_t>(r)] = ascending ? range : last - range;
     }
@@ -208,8 +211,12 @@ Object shuffle_split_params(const std::vector<std::string>& on, std::int64_t par
   return to_object(ShuffleSplitParams{on, parts}, "tessera.frame.ShuffleSplitParams");
 }
 Object shuffle_unpack_params(std::int64_t part) { return to_object(part, "tessera.frame.Part"); }
-Object range_split_params(const std::string& column, std::int64_t parts, bool ascending) {
-  return to_object(RangeSplitParams{column, parts, ascending}, "tessera.frame.RangeSplitParams");
+Object range_split_params(const std::string& column, std::int64_t parts, bool ascending, bool nulls_first) {
+  return to_object(RangeSplitParams{column, parts, ascending, nulls_first}, "tessera.frame.RangeSplitParams");
+}
+Value shuffle_split_layout(const std::shared_ptr<arrow::Table>& table, const std::vector<std::uint32_t>& parts,
+                           std::int64_t count) {
+  return split_layout(table, parts, count);
 }
 Object merge_params(const JoinSpec& spec) { return to_object(spec, "tessera.frame.JoinSpec"); }
 

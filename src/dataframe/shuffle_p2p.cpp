@@ -40,12 +40,14 @@ ShuffleMethod shuffle_method(const Executor* executor) {
 
 std::vector<Key> add_p2p_shuffle(Graph& graph, const std::string& name, const std::vector<Key>& inputs,
                                  std::int64_t outputs, const std::vector<std::string>& on,
-                                 const std::string& range_column, bool ascending, const std::optional<Key>& bounds) {
+                                 const std::string& range_column, bool ascending, bool nulls_first,
+                                 const std::optional<Key>& bounds) {
   P2PShuffleSpec spec;
   spec.token = name;
   spec.on = on;
   spec.range_column = range_column;
   spec.ascending = ascending;
+  spec.nulls_first = nulls_first;
   spec.inputs = static_cast<std::int64_t>(inputs.size());
   spec.outputs = outputs;
   spec.transfer_prefix = name + "-transfer-";

@@ -25,11 +25,12 @@ struct P2PShuffleSpec {
   std::vector<std::string> on;     ///< hash the rows of these columns (when range_column is empty)
   std::string range_column;        ///< or place them by this column's ranges (a sort)
   bool ascending = true;
+  bool nulls_first = false;        ///< a sort's missing values in the first range, not the last
   std::int64_t inputs = 0, outputs = 1;
   std::string transfer_prefix, barrier, unpack_prefix;  ///< task names (tessera/ops/shuffle.hpp)
   template <class A>
   void serialize(A& ar) {
-    ar(token, on, range_column, ascending, inputs, outputs, transfer_prefix, barrier, unpack_prefix);
+    ar(token, on, range_column, ascending, nulls_first, inputs, outputs, transfer_prefix, barrier, unpack_prefix);
   }
 };
 
@@ -53,6 +54,6 @@ ShuffleMethod shuffle_method(const Executor* executor);
 std::vector<Key> add_p2p_shuffle(Graph& graph, const std::string& name, const std::vector<Key>& inputs,
                                  std::int64_t outputs, const std::vector<std::string>& on,
                                  const std::string& range_column = {}, bool ascending = true,
-                                 const std::optional<Key>& bounds = std::nullopt);
+                                 bool nulls_first = false, const std::optional<Key>& bounds = std::nullopt);
 
 }  // namespace tessera::dataframe::detail

@@ -63,7 +63,7 @@ Value transfer_op(const OpContext& ctx, std::span<const Value> args) {
     parts = hash_partitions(*table, p.on, static_cast<std::uint32_t>(p.outputs));
   } else {
     auto bounds = table_of(arg(args, 3), "sort_values (bounds)");
-    parts = range_partitions(*table, *bounds, p.range_column, p.outputs, p.ascending);
+    parts = range_partitions(*table, *bounds, p.range_column, p.outputs, p.ascending, p.nulls_first);
   }
   ShuffleExchange& ex = exchange_of(ctx);
   const ShuffleRun run = ex.join(p.token, p.inputs, p.outputs, keys_of(p));

@@ -24,12 +24,15 @@ bool rangeable(const arrow::DataType& t) {
 
 }  // namespace
 
-DataFrame DataFrame::sort_values(const std::vector<std::string>& by, bool ascending) const {
-  return sort_values(by, std::vector<bool>(by.size(), ascending));
+DataFrame DataFrame::sort_values(const std::vector<std::string>& by, bool ascending, const std::string& na_position) const {
+  return sort_values(by, std::vector<bool>(by.size(), ascending), na_position);
 }
 
-DataFrame DataFrame::sort_values(const std::vector<std::string>& by, const std::vector<bool>& ascending) const {
+DataFrame DataFrame::sort_values(const std::vector<std::string>& by, const std::vector<bool>& ascending,
+                                 const std::string& na_position) const {
   const FrameNode& in = node_of(*this);
+  if (na_position != "last" && na_position != "first")
+    throw Error("sort_values: na_position is 'last' or 'first', not '" + na_position + "'");
   if (in.device) throw Error("sort_values is not supported on device frames yet: to_host() first (issue 30)");
   if (by.empty()) throw Error("sort_values: no columns to sort by");
   if (ascending.size() != by.size())
@@ -45,6 +48,7 @@ DataFrame DataFrame::sort_values(const std::vector<std::string>& by, const std::
   n->schema = in.schema;
   n->sort_columns = by;
   n->ascending = ascending;
+  n->nulls_first = na_position == "first";
   // Strings, timestamps and the like have no numeric quantiles yet: their sort is one task over
   // every partition (right, but one partition's worth of memory for the whole frame).
   const bool ranged = in.npartitions > 1 && rangeable(*in.schema->GetFieldByName(by.front())->type());

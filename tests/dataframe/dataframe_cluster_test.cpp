@@ -116,5 +116,34 @@ TEST(DataFrameCluster, AMalformedFileFailsItsTaskAndTheClusterLivesOn) {
   EXPECT_EQ(cluster.worker_count(), 2u);
 }
 
+TEST(DataFrameCluster, IndexLocRepartitionDistinctAndTopNOnWorkerProcessesEqualTheThreadPool) {
+  TempDir dir;
+  for (int f = 0; f < 3; ++f) dir.write("t-" + std::to_string(f) + ".csv", trips_csv(2000, f));
+  ReadCsvOptions o;
+  o.assume_missing = true;
+  o.blocksize = 20000;
+  auto trips = read_csv(dir.file("t-*.csv"), o);
+  ASSERT_GT(trips.npartitions(), 2);
+  ThreadPoolExecutor pool(2);
+  LocalCluster cluster(tessera_test::processes_over_tcp());
+  Client client(cluster.client_address(), ClientOptions{.token = cluster.token(), .timeout = 10});
+  ASSERT_TRUE(client.wait_for_workers(2, 10s));
+  // The divisions are computed on the cluster (set_index runs its quantiles there).
+  auto indexed = trips.set_index("tip_amount", {}, client);
+  ASSERT_TRUE(indexed.known_divisions());
+  auto counts = trips.groupby({"passenger_count"}).size().set_index("passenger_count", {.sorted = true}, client);
+  auto by_count = trips.set_index("passenger_count", {}, client);
+  auto joined = by_count.merge(counts, {.left_index = true, .right_index = true});
+  auto frames = {indexed, indexed.loc(Literal{1.5}, Literal{3.0}), indexed.repartition({.npartitions = 2}),
+                 trips.drop_duplicates({"name", "passenger_count"}), trips.nlargest(7, {"tip_amount", "passenger_count"}),
+                 joined};
+  for (const auto& df : frames) {
+    auto local = df.compute(pool), remote = df.compute(client);
+    EXPECT_EQ(remote->num_rows(), local->num_rows()) << df.explain();
+    EXPECT_EQ(testing::sorted_rows(remote), testing::sorted_rows(local)) << df.explain();
+  }
+  EXPECT_EQ(joined.len(client), trips[trips["passenger_count"].notnull()].len(pool));
+}
+
 }  // namespace
 }  // namespace tessera::dataframe

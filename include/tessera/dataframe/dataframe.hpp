@@ -78,6 +78,56 @@ struct MergeOptions {
    * shuffle; false always hash-joins; unset: broadcast a side of one partition, else hash-join.
    */
   std::optional<bool> broadcast;
+  /**
+   * Join on the left frame's index column (instead of left_on; set_index first), or the right's.
+   * With both and equal known divisions each partition joins its counterpart with no shuffle; with
+   * both known but different, both sides are repartitioned to the union of the divisions first
+   * (Dask's align_partitions). The result keeps the index where its column is in the result.
+   */
+  bool left_index = false, right_index = false;
+};
+
+/**
+ * @brief How DataFrame::set_index partitions (Dask's set_index arguments).
+ *
+ * The index is a column the frame marks as its index (pandas moves it out of the columns; here it
+ * stays one, see docs/dataframe.md). Partition i holds the index values v with
+ * divisions[i] <= v < divisions[i + 1] (the last partition also v == divisions.back()) and each
+ * partition is sorted by it; missing values (null, NaN) are in the last partition.
+ */
+struct SetIndexOptions {
+  /**
+   * Partition bounds: npartitions + 1 strictly increasing values of the index's kind (numbers for
+   * a numeric column, strings for a string one); a row outside them fails its task. Empty: the
+   * column's approximate quantiles (Dask's), computed when set_index is called.
+   */
+  std::vector<Literal> divisions;
+  /**
+   * The frame is already sorted by the column across partitions (each partition's values below the
+   * next's; missing values only in the last partition with rows): no shuffle, each partition is
+   * sorted on its own and the divisions are the partitions' minima and the last maximum. Checked
+   * when set_index is called (an Error says which partitions overlap); empty partitions join a
+   * neighbour.
+   */
+  bool sorted = false;
+  /** Output partitions for computed divisions (0: as many as now); fewer when keys repeat. */
+  std::int64_t npartitions = 0;
+};
+
+/** @brief What DataFrame::repartition makes: give exactly one of these. */
+struct RepartitionOptions {
+  /**
+   * Fewer partitions concatenate neighbours (divisions kept, as a subset); more split each
+   * partition into pieces of equal row counts (divisions then unknown: the bounds are rows).
+   */
+  std::int64_t npartitions = 0;
+  /** New bounds of a frame with known divisions (covering the old ones): rows move by value. */
+  std::vector<Literal> divisions;
+  /**
+   * Bytes per partition (Arrow buffer sizes, computed when repartition is called): larger
+   * partitions are split by rows, then neighbours concatenated while they fit (Dask's).
+   */
+  std::int64_t partition_size = 0;
 };
 
 /**
@@ -97,6 +147,12 @@ class DataFrame {
   std::string dtype(const std::string& column) const;
   /** @brief Whether partitions live on GPUs (to_device). */
   bool on_device() const;
+  /** @brief The column set_index made the index ("" when none). */
+  const std::string& index_column() const;
+  /** @brief Whether the partitions' index bounds are known (Dask's known_divisions). */
+  bool known_divisions() const;
+  /** @brief npartitions() + 1 bounds of the index (SetIndexOptions); empty when unknown. */
+  std::vector<Literal> divisions() const;
 
   /** @brief One column; throws Error naming the column and the columns there are. */
   Series operator[](const std::string& column) const;
@@ -130,9 +186,52 @@ class DataFrame {
    * approximate quantiles and sorted in parallel; otherwise one task sorts the whole frame.
    * Rows equal in every sort column keep no particular order between partitions. Host frames only.
    */
-  DataFrame sort_values(const std::vector<std::string>& by, bool ascending = true) const;
-  /** @brief The same with a direction per column (pandas' `ascending=[False, True]`). */
-  DataFrame sort_values(const std::vector<std::string>& by, const std::vector<bool>& ascending) const;
+  DataFrame sort_values(const std::vector<std::string>& by, bool ascending = true,
+                        const std::string& na_position = "last") const;
+  /**
+   * @brief The same with a direction per column (pandas' `ascending=[False, True]`);
+   * na_position "first" puts the missing values first instead.
+   */
+  DataFrame sort_values(const std::vector<std::string>& by, const std::vector<bool>& ascending,
+                        const std::string& na_position = "last") const;
+  /**
+   * @brief The frame sorted by `column` with known divisions (SetIndexOptions): shuffled into
+   * ranges of its approximate quantiles, computed now on `executor`, unless `sorted` or
+   * `divisions` say otherwise. Numeric columns (integers compared exactly, floats), and strings
+   * with given divisions or sorted = true. Host frames only.
+   */
+  DataFrame set_index(const std::string& column, const SetIndexOptions& options = {},
+                      Executor& executor = local_executor()) const;
+  /**
+   * @brief The rows whose index equals `key` (pandas' df.loc[key]), read only from the partitions
+   * whose divisions can hold it. Needs known divisions.
+   */
+  DataFrame loc(const Literal& key) const;
+  /**
+   * @brief The rows whose index is in [lo, hi], both included (pandas' label slice df.loc[lo:hi]);
+   * a null bound is open (df.loc[:hi]). Only the partitions whose divisions meet the range are read.
+   */
+  DataFrame loc(const Literal& lo, const Literal& hi) const;
+  /** @brief The same rows in other partitions (RepartitionOptions); partition_size computes sizes now. */
+  DataFrame repartition(const RepartitionOptions& options, Executor& executor = local_executor()) const;
+  /**
+   * @brief pandas' drop_duplicates: the first (keep = "first") or last ("last") row of each
+   * distinct `subset` (empty: every column), missing values equal to each other, in the rows'
+   * order. A tree of split_every partitions per task into one partition; with split_out > 1 the
+   * rows are shuffled on the subset first (then each partition keeps its rows' order).
+   */
+  DataFrame drop_duplicates(const std::vector<std::string>& subset = {}, const std::string& keep = "first",
+                            const AggregateOptions& options = {}) const;
+  /**
+   * @brief The n rows with the largest values of `columns` (ties by the next column, then the
+   * earlier row), largest first, as pandas' nlargest(keep="first"): each partition's n best, then
+   * one task. Rows missing the first column are never chosen. Numeric columns only.
+   */
+  DataFrame nlargest(std::int64_t n, const std::vector<std::string>& columns) const;
+  /** @brief The n rows with the smallest values, smallest first (pandas' nsmallest). */
+  DataFrame nsmallest(std::int64_t n, const std::vector<std::string>& columns) const;
+  /** @brief The lowered plan: one line per node (kind, name, partitions, columns, columns read). */
+  std::string explain() const;
   /** @brief This frame (the left side) joined with `right` (pandas' merge; MergeOptions). */
   DataFrame merge(const DataFrame& right, const MergeOptions& options = {}) const;
 
@@ -154,7 +253,10 @@ class DataFrame {
    */
   std::shared_ptr<arrow::Table> describe(Executor& executor = local_executor()) const;
 
-  /** @brief The first n rows, read from the first partition(s) only. */
+  /**
+   * @brief The first n rows, read from the first partition(s) only. After sort_values it is a
+   * top-n (each partition's n first rows in the sort's order, then one task): nothing else sorts.
+   */
   std::shared_ptr<arrow::Table> head(std::int64_t n = 5, Executor& executor = local_executor()) const;
   /** @brief Number of rows, lazily: a one-row frame with the column "rows". */
   DataFrame length() const;
@@ -239,6 +341,8 @@ class Series {
   DataFrame value_counts() const;
   /** @brief Distinct values, missing ones not counted (pandas' nunique), in one row. */
   DataFrame nunique(const AggregateOptions& options = {}) const;
+  /** @brief The distinct values, missing ones once, in order of appearance (pandas' unique). */
+  DataFrame unique(const AggregateOptions& options = {}) const;
   std::shared_ptr<arrow::Table> compute(Executor& executor = local_executor()) const;
 
   const DataFrame& frame() const { return frame_; }
