@@ -52,7 +52,7 @@ Block add(const OpContext& ctx, Block x, Block y) {
                      std::string(dtype_name(y.dtype())) + " " + shape_to_string(y.shape()));
   Block out = device_block(DType::Int32, x.shape(), ctx.device, ctx.stream);
   launch_add(x.data<std::int32_t>(), y.data<std::int32_t>(), out.data<std::int32_t>(), static_cast<long>(x.size()),
-             ctx.stream, kBlocksPerGrid, kThreadsPerBlock);
+             ctx.stream.native(), kBlocksPerGrid, kThreadsPerBlock);
   return out;
 }
 
