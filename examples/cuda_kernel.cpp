@@ -30,7 +30,7 @@
 #include <tessera/tessera.hpp>
 
 // cuda_kernel.cu
-void launch_add(const int* x, const int* y, int* out, long n, void* stream, int blocks_per_grid,
+void launch_add(const int* x, const int* y, int* out, long n, tessera::StreamView stream, int blocks_per_grid,
                 int threads_per_block);
 
 namespace {
@@ -52,7 +52,7 @@ Block add(const OpContext& ctx, Block x, Block y) {
                      std::string(dtype_name(y.dtype())) + " " + shape_to_string(y.shape()));
   Block out = device_block(DType::Int32, x.shape(), ctx.device, ctx.stream);
   launch_add(x.data<std::int32_t>(), y.data<std::int32_t>(), out.data<std::int32_t>(), static_cast<long>(x.size()),
-             ctx.stream.native(), kBlocksPerGrid, kThreadsPerBlock);
+             ctx.stream, kBlocksPerGrid, kThreadsPerBlock);
   return out;
 }
 
