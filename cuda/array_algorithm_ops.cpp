@@ -50,7 +50,7 @@ struct Ctx {
         stream(stream_or_default(ctx.stream, device)),
         scratch(device, stream),
         call{&scratch, device, stream} {}
-  Block block(DType t, Shape s) const { return device_block(t, std::move(s), device, stream); }
+  Block block(DType t, Shape s) const { return device_block(t, std::move(s), device, as_view(stream)); }
 };
 
 /** Block argument i, in device memory of `device` (run_op moves it there). */

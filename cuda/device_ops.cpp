@@ -104,7 +104,7 @@ Value reduce_combine_device(const OpContext& ctx, std::span<const Value> args) {
                        std::to_string(slots) + " partial slots");
     dtype = p.out_dtype;
   }
-  Block out = tessera::device_block(dtype, shape, w.device, w.stream);
+  Block out = tessera::device_block(dtype, shape, w.device, as_view(w.stream));
 
   // Up to kCombineMaxInputs partials per launch, in argument order; between launches the
   // accumulator lives in `out` (not finalising) or in scratch memory (finalising).
@@ -223,7 +223,7 @@ Value assemble_device(const OpContext& ctx, std::span<const Value> args) {
   const Where w = where(ctx);
   if (args.empty()) throw Error("assemble: missing parameters");
   const auto p = from_value<detail::AssembleParams>(args[0]);
-  Block out = tessera::device_block(p.dtype, p.shape, w.device, w.stream);
+  Block out = tessera::device_block(p.dtype, p.shape, w.device, as_view(w.stream));
   for (const auto& piece : p.pieces) {
     const std::size_t i = static_cast<std::size_t>(piece.arg) + 1;
     if (piece.arg < 0 || i >= args.size()) throw Error("assemble: piece reads a missing argument");
@@ -309,7 +309,7 @@ Value matmul_device(const OpContext& ctx, std::span<const Value> args) {
     throw ShapeError("matmul: chunks must be 2-d, got " + shape_to_string(a0.shape()) + " and " +
                      shape_to_string(b0.shape()));
   const std::int64_t m = a0.shape()[0], n = b0.shape()[1];
-  Block c = tessera::device_block(a0.dtype(), {m, n}, w.device, w.stream);
+  Block c = tessera::device_block(a0.dtype(), {m, n}, w.device, as_view(w.stream));
   if (c.nbytes()) check(cudaMemsetAsync(c.raw(), 0, c.nbytes(), w.stream), "cudaMemsetAsync (matmul)", w.device);
   for (std::int64_t k = 0; k < nk; ++k) {
     const Block& a = device_block(args, static_cast<std::size_t>(1 + k), "matmul", w.device);

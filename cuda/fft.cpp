@@ -108,7 +108,7 @@ Value fft_device(const OpContext& ctx, std::span<const Value> args) {
   Block cur = in;
   // Real input to a complex step: interleave it with zero imaginary parts.
   if (in.dtype() == real && !(steps.size() && steps.front().to_half)) {
-    Block c = device_block(cplx, shape, device, stream);
+    Block c = device_block(cplx, shape, device, as_view(stream));
     if (c.nbytes()) {
       check(cudaMemsetAsync(c.raw(), 0, c.nbytes(), stream), "cudaMemsetAsync (fft)", device);
       const std::size_t es = itemsize(real);
@@ -133,10 +133,10 @@ Value fft_device(const OpContext& ctx, std::span<const Value> args) {
     const std::int64_t in_row = in_len * inner, out_row = out_shape[ax] * inner;
     const bool in_place = !(s.to_half || s.from_half);
     const std::int64_t in_pitch = slab_pitch(in_row), out_pitch = in_place ? in_pitch : slab_pitch(out_row);
-    Block src = device_block(cur.dtype(), {outer * in_pitch}, device, stream);
+    Block src = device_block(cur.dtype(), {outer * in_pitch}, device, as_view(stream));
     pad_axis(cur.raw(), src.raw(), outer, len, in_len, inner, in_pitch, itemsize(cur.dtype()), device, stream);
     const DType out_t = s.from_half ? real : cplx;
-    Block dst = in_place ? src : device_block(out_t, {outer * out_pitch}, device, stream);
+    Block dst = in_place ? src : device_block(out_t, {outer * out_pitch}, device, as_view(stream));
     const std::int64_t count = shape_size(out_shape);
     if (count > 0) {
       int nn = as_int(n, "a transform length");
@@ -193,7 +193,7 @@ Value fft_device(const OpContext& ctx, std::span<const Value> args) {
     }
     // The result without the pitch's padding.
     if (out_pitch != out_row && count > 0) {
-      Block packed = device_block(dst.dtype(), out_shape, device, stream);
+      Block packed = device_block(dst.dtype(), out_shape, device, as_view(stream));
       const std::size_t es = itemsize(dst.dtype());
       check(cudaMemcpy2DAsync(packed.raw(), static_cast<std::size_t>(out_row) * es, dst.raw(),
                               static_cast<std::size_t>(out_pitch) * es, static_cast<std::size_t>(out_row) * es,

@@ -35,7 +35,7 @@ Value frame_value(DeviceFrame f) {
 
 struct CudaBackend {
   int device;
-  void* stream;
+  StreamView stream;
   DeviceFrame filter(const DeviceFrame& f, const DeviceColumn& m) {
     return dataframe::thrust_cuda::filter(f, m, device, stream);
   }

@@ -24,8 +24,8 @@ class PoolAllocator final : public dataframe::detail::Allocator {
  public:
   PoolAllocator(int device, cudaStream_t stream) : device_(device), stream_(stream) {}
   Memory allocate(std::size_t bytes, bool result) override {
-    std::shared_ptr<Buffer> b =
-        result ? cuda::runtime().allocate(bytes, device_, stream_) : cuda::allocate_scratch(bytes, device_, stream_);
+    std::shared_ptr<Buffer> b = result ? cuda::runtime().allocate(bytes, device_, cuda::as_view(stream_))
+                                       : cuda::allocate_scratch(bytes, device_, stream_);
     void* data = b->data();
     return Memory{std::move(b), data};
   }
@@ -44,7 +44,7 @@ struct Where {
   int device;
   cudaStream_t stream;
   std::string label;
-  Where(int d, void* s) : device(d < 0 ? 0 : d) {
+  Where(int d, StreamView s) : device(d < 0 ? 0 : d) {
     cuda::runtime().set_device(device);
     stream = cuda::stream_or_default(s, device);
     label = "device " + std::to_string(device) + " memory";
@@ -59,7 +59,7 @@ RawColumn raw(const DeviceColumn& c, std::int64_t rows, const char* what, const 
 }
 
 DeviceColumn binary_impl(const DeviceColumn* a, const ScalarOperand* sa, BinaryOp op, const DeviceColumn* b,
-                         const ScalarOperand* sb, int device, void* stream) {
+                         const ScalarOperand* sb, int device, StreamView stream) {
   if (a && b && a->values.size() != b->values.size())
     throw ShapeError("binary: columns '" + a->name + "' and '" + b->name + "' have " +
                      std::to_string(a->values.size()) + " and " + std::to_string(b->values.size()) + " rows");
@@ -75,7 +75,7 @@ DeviceColumn binary_impl(const DeviceColumn* a, const ScalarOperand* sa, BinaryO
 
 }  // namespace
 
-DeviceFrame filter(const DeviceFrame& frame, const DeviceColumn& mask, int device, void* stream) {
+DeviceFrame filter(const DeviceFrame& frame, const DeviceColumn& mask, int device, StreamView stream) {
   const Where w(device, stream);
   const RawFrame f = raw(frame, "filter", w);
   const RawColumn m = raw(mask, frame.rows, "filter", w);
@@ -83,17 +83,17 @@ DeviceFrame filter(const DeviceFrame& frame, const DeviceColumn& mask, int devic
   return dataframe::detail::from_raw(cuda::frame::filter(f, m, alloc, w.device, w.stream));
 }
 
-DeviceColumn binary(const DeviceColumn& a, BinaryOp op, const DeviceColumn& b, int device, void* stream) {
+DeviceColumn binary(const DeviceColumn& a, BinaryOp op, const DeviceColumn& b, int device, StreamView stream) {
   return binary_impl(&a, nullptr, op, &b, nullptr, device, stream);
 }
-DeviceColumn binary(const DeviceColumn& a, BinaryOp op, const ScalarOperand& b, int device, void* stream) {
+DeviceColumn binary(const DeviceColumn& a, BinaryOp op, const ScalarOperand& b, int device, StreamView stream) {
   return binary_impl(&a, nullptr, op, nullptr, &b, device, stream);
 }
-DeviceColumn binary(const ScalarOperand& a, BinaryOp op, const DeviceColumn& b, int device, void* stream) {
+DeviceColumn binary(const ScalarOperand& a, BinaryOp op, const DeviceColumn& b, int device, StreamView stream) {
   return binary_impl(nullptr, &a, op, &b, nullptr, device, stream);
 }
 
-DeviceFrame groupby_partial(const DeviceFrame& frame, const GroupbySpec& spec, int device, void* stream) {
+DeviceFrame groupby_partial(const DeviceFrame& frame, const GroupbySpec& spec, int device, StreamView stream) {
   const Where w(device, stream);
   const RawFrame f = raw(frame, "groupby_partial", w);
   PoolAllocator alloc(w.device, w.stream);
@@ -101,7 +101,7 @@ DeviceFrame groupby_partial(const DeviceFrame& frame, const GroupbySpec& spec, i
 }
 
 DeviceFrame groupby_combine(const std::vector<DeviceFrame>& partials, const GroupbySpec& spec, int device,
-                            void* stream) {
+                            StreamView stream) {
   const Where w(device, stream);
   std::vector<RawFrame> parts;
   parts.reserve(partials.size());

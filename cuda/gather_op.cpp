@@ -41,7 +41,7 @@ Value gather_elements_device(const OpContext& ctx, std::span<const Value> args) 
                         std::to_string(device));
     blocks.push_back(b.raw());
   }
-  Block out = tessera::device_block(p.dtype, p.shape, device, stream);
+  Block out = tessera::device_block(p.dtype, p.shape, device, as_view(stream));
   if (n == 0) return Value(std::move(out));
   // One scratch buffer: the block pointers, then the offsets (8-byte aligned), then the blocks.
   const std::size_t ptr_bytes = blocks.size() * sizeof(void*);

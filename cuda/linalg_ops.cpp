@@ -113,7 +113,9 @@ void dispatch_float(DType t, F&& f) {
   }
 }
 
-Block new_block(DType t, Shape s, const Where& w) { return tessera::device_block(t, std::move(s), w.device, w.stream); }
+Block new_block(DType t, Shape s, const Where& w) {
+  return tessera::device_block(t, std::move(s), w.device, as_view(w.stream));
+}
 
 void zero(Block& b, const Where& w) {
   if (b.nbytes()) check(cudaMemsetAsync(b.raw(), 0, b.nbytes(), w.stream), "cudaMemsetAsync (linalg)", w.device);

@@ -41,6 +41,7 @@
 #include "check.hpp"
 #include "program_device.hpp"
 #include "program_kernel.cuh"
+#include "stream.hpp"
 #include "tessera/core/error.hpp"
 
 namespace tessera::cuda::prog {
@@ -143,8 +144,8 @@ LaunchPlan plan_launch(const DeviceProgram& p, int device) {
   return L;
 }
 
-void launch_program(const DeviceProgram& p, const LaunchPlan& L, void* out, void* temp, void* stream) {
-  const auto s = static_cast<cudaStream_t>(stream);
+void launch_program(const DeviceProgram& p, const LaunchPlan& L, void* out, void* temp, StreamView stream) {
+  const cudaStream_t s = as_cuda(stream);
   if (p.reducing && L.grid_y > 1 && !temp) throw Error("blockwise program: no buffer for block partials");
   const dim3 grid(static_cast<unsigned>(L.grid_x), static_cast<unsigned>(L.grid_y));
   auto* parts = static_cast<Acc*>(temp);

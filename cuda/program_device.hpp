@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "tessera/core/dtype.hpp"
+#include "tessera/core/stream.hpp"
 
 namespace tessera {
 class Block;
@@ -185,11 +186,11 @@ EncodedProgram encode_program(const detail::Program& program, const std::vector<
 LaunchPlan plan_launch(const DeviceProgram& program, int device);
 
 /**
- * Queues the program on `stream` (a cudaStream_t): writes the chunk or the partial block to
+ * Queues the program on `stream`: writes the chunk or the partial block to
  * `out` (device memory of out_elements values). `temp` must hold plan.temp_bytes when that is
  * nonzero and stay allocated until the queued work finished. Throws std::runtime_error on a
  * launch failure.
  */
-void launch_program(const DeviceProgram& program, const LaunchPlan& plan, void* out, void* temp, void* stream);
+void launch_program(const DeviceProgram& program, const LaunchPlan& plan, void* out, void* temp, StreamView stream);
 
 }  // namespace tessera::cuda::prog

@@ -626,7 +626,7 @@ Value blockwise_device(const OpContext& ctx, std::span<const Value> args) {
   Block out = device_block(enc->out_dtype, enc->out_shape, ctx.device, ctx.stream);
   if (enc->out_elements == 0) return result(std::move(out));
   const LaunchPlan plan = plan_launch(enc->dev, ctx.device);
-  const auto stream = static_cast<cudaStream_t>(ctx.stream);
+  const cudaStream_t stream = as_cuda(ctx.stream);
   // The block partials are freed on the stream, after the kernels that use them.
   const std::shared_ptr<Buffer> temp = plan.temp_bytes ? allocate_scratch(plan.temp_bytes, ctx.device, stream) : nullptr;
   // NumPy raises for some elements (negative integer powers): the kernels flag them in a word

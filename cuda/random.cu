@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "check.hpp"
+#include "stream.hpp"
 #include "tessera/cuda/random.hpp"
 
 namespace tessera::cuda {
@@ -42,23 +43,23 @@ unsigned grid(std::int64_t n) { return static_cast<unsigned>((n + kThreads - 1) 
 }  // namespace
 
 void normal_device(std::uint64_t key, double mean, double stddev, std::int64_t start, std::int64_t delta,
-                   std::int64_t n, double* out, void* stream) {
+                   std::int64_t n, double* out, StreamView stream) {
   if (n <= 0) return;
-  normal_kernel<<<grid(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(key, mean, stddev, start, delta, n, out);
+  normal_kernel<<<grid(n), kThreads, 0, as_cuda(stream)>>>(key, mean, stddev, start, delta, n, out);
   check_launch("normal_kernel launch", -1);
 }
 
 void uniform_device(std::uint64_t key, double low, double high, std::int64_t start, std::int64_t delta,
-                    std::int64_t n, double* out, void* stream) {
+                    std::int64_t n, double* out, StreamView stream) {
   if (n <= 0) return;
-  uniform_kernel<<<grid(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(key, low, high, start, delta, n, out);
+  uniform_kernel<<<grid(n), kThreads, 0, as_cuda(stream)>>>(key, low, high, start, delta, n, out);
   check_launch("uniform_kernel launch", -1);
 }
 
 void integers_device(std::uint64_t key, std::int64_t low, std::int64_t high, std::int64_t start, std::int64_t delta,
-                     std::int64_t n, std::int64_t* out, void* stream) {
+                     std::int64_t n, std::int64_t* out, StreamView stream) {
   if (n <= 0) return;
-  integers_kernel<<<grid(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(key, low, high, start, delta, n, out);
+  integers_kernel<<<grid(n), kThreads, 0, as_cuda(stream)>>>(key, low, high, start, delta, n, out);
   check_launch("integers_kernel launch", -1);
 }
 

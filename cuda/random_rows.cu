@@ -8,6 +8,7 @@
 
 #include "check.hpp"
 #include "random_rows.hpp"
+#include "stream.hpp"
 
 namespace tessera::cuda {
 namespace {
@@ -24,11 +25,11 @@ __global__ void rows_kernel(detail::rng::RowsArgs args, std::int64_t n, std::int
 }  // namespace
 
 void random_rows_kernel(const detail::rng::RowsArgs& args, std::int64_t n, std::int64_t* out, int device,
-                        void* stream) {
+                        StreamView stream) {
   if (n <= 0) return;
   const std::int64_t want = (n + kThreads - 1) / kThreads;
   const unsigned grid = static_cast<unsigned>(want < kMaxBlocks ? want : kMaxBlocks);
-  rows_kernel<<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(args, n, out);
+  rows_kernel<<<grid, kThreads, 0, as_cuda(stream)>>>(args, n, out);
   check_launch("random rows kernel", device);
 }
 

@@ -11,9 +11,9 @@ namespace tessera::cuda {
 /**
  * @brief rng::RowsKernel on a GPU: one thread per row of the chunk, each calling rng::draw_row
  * (the host op's definition) and writing its k counts at out + r * k. `args` points into device
- * memory of `device`; queued on `stream` (a cudaStream_t), not waited for.
+ * memory of `device`; queued on `stream`, not waited for.
  */
 void random_rows_kernel(const detail::rng::RowsArgs& args, std::int64_t n, std::int64_t* out, int device,
-                        void* stream);
+                        StreamView stream);
 
 }  // namespace tessera::cuda

@@ -19,6 +19,7 @@
 #include "check.hpp"
 #include "core/logging.hpp"
 #include "runtime.hpp"
+#include "stream.hpp"
 #include "tessera/cuda/random.hpp"
 
 namespace tessera::cuda {
@@ -181,8 +182,8 @@ class CudaRuntime final : public DeviceRuntime {
     handler_ = std::move(h);
   }
 
-  std::shared_ptr<Buffer> allocate(std::size_t bytes, int device, void* stream) override {
-    return allocate_in(bytes, device, static_cast<cudaStream_t>(stream), false);
+  std::shared_ptr<Buffer> allocate(std::size_t bytes, int device, StreamView stream) override {
+    return allocate_in(bytes, device, as_cuda(stream), false);
   }
 
   std::shared_ptr<Buffer> allocate_pinned(std::size_t bytes) override {
@@ -204,12 +205,12 @@ class CudaRuntime final : public DeviceRuntime {
     });
   }
 
-  void* thread_stream(int device) override {
+  StreamView thread_stream(int device) override {
     check_device(device, "thread_stream");
-    if (cudaStream_t s = t_streams[device]) return s;
+    if (cudaStream_t s = t_streams[device]) return as_view(s);
     cudaStream_t s = nullptr;
     check(make_thread_stream(device, &s), "cudaStreamCreateWithFlags (this thread's stream)", device);
-    return s;
+    return as_view(s);
   }
 
   void set_device(int device) override {
@@ -217,13 +218,13 @@ class CudaRuntime final : public DeviceRuntime {
     check(cudaSetDevice(device), "cudaSetDevice", device);
   }
 
-  void copy_async(void* dst, const void* src, std::size_t bytes, void* stream) override {
+  void copy_async(void* dst, const void* src, std::size_t bytes, StreamView stream) override {
     if (bytes == 0) return;
-    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)), "cudaMemcpyAsync", -1);
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, as_cuda(stream)), "cudaMemcpyAsync", -1);
   }
 
-  void synchronize(void* stream) override {
-    check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "cudaStreamSynchronize", -1);
+  void synchronize(StreamView stream) override {
+    check(cudaStreamSynchronize(as_cuda(stream)), "cudaStreamSynchronize", -1);
   }
 
   /**
@@ -234,7 +235,7 @@ class CudaRuntime final : public DeviceRuntime {
     check_device(device, "allocate");
     if (bytes == 0) return Buffer::adopt(nullptr, 0, MemoryKind::Device, device, [](void*, std::size_t) {});
     Device& d = devices_[device];
-    if (!stream) stream = static_cast<cudaStream_t>(thread_stream(device));
+    if (!stream) stream = as_cuda(thread_stream(device));
     void* ptr = nullptr;
     bool trimmed = false;
     for (;;) {
@@ -268,7 +269,7 @@ class CudaRuntime final : public DeviceRuntime {
       trimmed = false;  // the spilled blocks' sizes may not fit either: trim again before more spilling
       // The handler's frees were queued on this thread's stream: once that stream reaches them,
       // the pool can hand the memory to any stream.
-      cudaStream_t own = static_cast<cudaStream_t>(thread_stream(device));
+      cudaStream_t own = as_cuda(thread_stream(device));
       if (own != stream) check(cudaStreamSynchronize(own), "cudaStreamSynchronize", device);
     }
     cudaStream_t free_stream = free_on_stream ? stream : nullptr;
@@ -387,7 +388,7 @@ class CudaRuntime final : public DeviceRuntime {
    */
   void trim(int device, cudaMemPool_t p, cudaStream_t stream) {
     check(cudaStreamSynchronize(stream), "cudaStreamSynchronize", device);
-    if (cudaStream_t own = static_cast<cudaStream_t>(thread_stream(device)); own != stream)
+    if (cudaStream_t own = as_cuda(thread_stream(device)); own != stream)
       check(cudaStreamSynchronize(own), "cudaStreamSynchronize", device);
     check(cudaMemPoolTrimTo(p, 0), "cudaMemPoolTrimTo", device);
   }
@@ -496,11 +497,11 @@ std::string failure_text(const std::string& call, int& device, const std::string
 DeviceRuntime& runtime() { return instance(); }
 
 std::shared_ptr<Buffer> allocate_scratch(std::size_t bytes, int device, cudaStream_t stream) {
-  return instance().allocate_in(bytes, device, stream_or_default(stream, device), true);
+  return instance().allocate_in(bytes, device, stream_or_default(as_view(stream), device), true);
 }
 
-cudaStream_t stream_or_default(void* stream, int device) {
-  return stream ? static_cast<cudaStream_t>(stream) : static_cast<cudaStream_t>(instance().thread_stream(device));
+cudaStream_t stream_or_default(StreamView stream, int device) {
+  return as_cuda(stream.is_default() ? instance().thread_stream(device) : stream);
 }
 
 int visible_device_count() noexcept { return instance().device_count(); }  // tessera/cuda/random.hpp

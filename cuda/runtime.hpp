@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "stream.hpp"
 #include "tessera/core/device.hpp"
 
 namespace tessera::cuda {
@@ -36,6 +37,6 @@ std::string device_name(int device) noexcept;
 [[noreturn]] void throw_device_error(const std::string& call, int device, const std::string& reason);
 
 /** @brief `stream` when set, else this thread's stream on `device`. */
-cudaStream_t stream_or_default(void* stream, int device);
+cudaStream_t stream_or_default(StreamView stream, int device);
 
 }  // namespace tessera::cuda

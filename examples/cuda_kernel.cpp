@@ -30,7 +30,7 @@
 #include <tessera/tessera.hpp>
 
 // cuda_kernel.cu
-void launch_add(const int* x, const int* y, int* out, long n, void* stream, int blocks_per_grid,
+void launch_add(const int* x, const int* y, int* out, long n, tessera::StreamView stream, int blocks_per_grid,
                 int threads_per_block);
 
 namespace {

@@ -136,7 +136,7 @@ std::vector<CopyRun> plan_gather(const GatherParams& p, const std::vector<Shape>
 }
 
 Block run_copy_plan(DType dtype, const Shape& shape, const std::vector<CopyRun>& runs,
-                    const std::vector<const Block*>& blocks, double fill, int device, void* stream) {
+                    const std::vector<const Block*>& blocks, double fill, int device, StreamView stream) {
   const std::size_t isz = itemsize(dtype);
   for (const Block* b : blocks)
     if (b->dtype() != dtype) throw DTypeError("gather: blocks of different dtypes");
@@ -198,7 +198,7 @@ namespace {
 
 struct Place {
   int device = -1;  // -1: host
-  void* stream = nullptr;
+  StreamView stream;
 };
 
 Place place_of(const OpContext& ctx, bool on_device) {
@@ -206,7 +206,7 @@ Place place_of(const OpContext& ctx, bool on_device) {
   const int device = ctx.device < 0 ? 0 : ctx.device;
   DeviceRuntime* rt = device_runtime();
   if (!rt) throw DeviceError("gather (device): no device runtime in this process");
-  return {device, ctx.stream ? ctx.stream : rt->thread_stream(device)};
+  return {device, ctx.stream.is_default() ? rt->thread_stream(device) : ctx.stream};
 }
 
 /** A block's values readable here: device blocks are waited for (their copies are queued on

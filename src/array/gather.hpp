@@ -107,6 +107,6 @@ std::vector<CopyRun> plan_gather(const GatherParams& p, const std::vector<Shape>
  * `device` ordered on `stream`. Blocks must all live where the output goes.
  */
 Block run_copy_plan(DType dtype, const Shape& shape, const std::vector<CopyRun>& runs,
-                    const std::vector<const Block*>& blocks, double fill, int device, void* stream);
+                    const std::vector<const Block*>& blocks, double fill, int device, StreamView stream);
 
 }  // namespace tessera::detail

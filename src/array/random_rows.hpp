@@ -5,10 +5,12 @@
 // tests' stand-in kernel calls it on fake device memory. One definition, so a chunk made on the
 // host, on a GPU or under the stand-in holds the same counts.
 //
-// Only C++17, <math.h> and Random123, as random_semantics.hpp (nvcc builds .cu files as C++17).
+// Only C++17, <math.h> and Random123, as random_semantics.hpp (nvcc builds .cu files as C++17),
+// and tessera/core/stream.hpp (plain C++17, no includes).
 #include <cstdint>
 
 #include "random_semantics.hpp"
+#include "tessera/core/stream.hpp"
 
 // random_semantics.hpp undefines its TESSERA_RNG; draw_row needs the same qualifiers.
 #if defined(__CUDACC__)
@@ -42,7 +44,7 @@ struct RowsArgs {
  * out + r * k; `out` is device memory of `device`, the work is queued on `stream`. The CUDA back
  * end's is cuda::random_rows_kernel; tests pass a host loop.
  */
-using RowsKernel = void (*)(const RowsArgs& args, std::int64_t n, std::int64_t* out, int device, void* stream);
+using RowsKernel = void (*)(const RowsArgs& args, std::int64_t n, std::int64_t* out, int device, StreamView stream);
 
 namespace {
 

@@ -133,7 +133,7 @@ Value random_rows_on_device(const OpContext& ctx, std::span<const Value> args, r
   DeviceRuntime* rt = device_runtime();
   if (!rt) throw DeviceError("random rows: a device task and no device runtime (" + device_runtime_status() + ")");
   const int device = ctx.device < 0 ? 0 : ctx.device;
-  void* stream = ctx.stream ? ctx.stream : rt->thread_stream(device);
+  const StreamView stream = ctx.stream.is_default() ? rt->thread_stream(device) : ctx.stream;
   rng::RowsArgs a = args_of(p);
   Block out = device_block(DType::Int64, out_shape(p, a.k), device, stream);
   const std::int64_t n = shape_size(p.rows);

@@ -150,7 +150,7 @@ Value blockwise_unknown(const OpContext& ctx, std::span<const Value> args, bool 
   if (blockwise.device) return blockwise.device(ctx, call);
   // No device program (a fake device in tests): run it on host copies, return device memory.
   const int device = ctx.device < 0 ? 0 : ctx.device;
-  void* stream = ctx.stream ? ctx.stream : device_runtime()->thread_stream(device);
+  const StreamView stream = ctx.stream.is_default() ? device_runtime()->thread_stream(device) : ctx.stream;
   device_runtime()->synchronize(stream);
   for (std::size_t i = 1; i < call.size(); ++i) call[i] = Value(to_host(call[i].block()));
   return Value(to_device(blockwise.host(ctx, call).block(), device, stream));

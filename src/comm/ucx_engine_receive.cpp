@@ -175,7 +175,7 @@ ucs_status_t Link::accept_am(const AmHeader& h, void* data, std::size_t length, 
     char* dst = static_cast<char*>(slot->data()) + h.offset;
     if (slot->kind() == MemoryKind::Device) {
       auto* rt = device_runtime();
-      void* stream = rt->thread_stream(slot->device());
+      const StreamView stream = rt->thread_stream(slot->device());
       rt->copy_async(dst, data, length, stream);
       rt->synchronize(stream);
     } else {

@@ -186,7 +186,7 @@ void Engine::pump_staging() {
     const std::size_t n = std::min(kStageChunk, job.size - job.offset);
     try {
       rt->set_device(job.device);
-      void* stream = rt->thread_stream(job.device);
+      const StreamView stream = rt->thread_stream(job.device);
       rt->copy_async(buf->data(), job.src + job.offset, n, stream);
       rt->synchronize(stream);
     } catch (const std::exception& e) {

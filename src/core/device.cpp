@@ -79,7 +79,7 @@ int visible_gpu_count() noexcept {
   return r ? r->device_count() : 0;
 }
 
-Block device_block(DType dtype, Shape shape, int device, void* stream) {
+Block device_block(DType dtype, Shape shape, int device, StreamView stream) {
   auto* r = device_runtime();
   if (!r) throw DeviceError("device_block: no device runtime (" + device_runtime_status() + ")");
   const std::size_t bytes = static_cast<std::size_t>(shape_size(shape)) * itemsize(dtype);
@@ -92,30 +92,30 @@ Block to_host(const Block& block) {
   if (!r) throw DeviceError("to_host: a device block but no device runtime (" + device_runtime_status() + ")");
   const int device = block.buffer()->device();
   r->set_device(device);
-  void* stream = r->thread_stream(device);
+  const StreamView stream = r->thread_stream(device);
   Block out(block.dtype(), block.shape());
   r->copy_async(out.raw(), block.raw(), block.nbytes(), stream);
   r->synchronize(stream);
   return out;
 }
 
-Block to_device_async(const Block& block, int device, void* stream) {
+Block to_device_async(const Block& block, int device, StreamView stream) {
   if (!block.empty() && block.memory_kind() == MemoryKind::Device && block.buffer()->device() == device) return block;
   auto* r = device_runtime();
   if (!r) throw DeviceError("to_device: no device runtime (" + device_runtime_status() + ")");
   if (block.empty()) return block;
   r->set_device(device);
-  if (!stream) stream = r->thread_stream(device);
+  if (stream.is_default()) stream = r->thread_stream(device);
   Block out(block.dtype(), block.shape(), r->allocate(block.nbytes(), device, stream));
   r->copy_async(out.raw(), block.raw(), block.nbytes(), stream);
   return out;
 }
 
-Block to_device(const Block& block, int device, void* stream) {
+Block to_device(const Block& block, int device, StreamView stream) {
   Block out = to_device_async(block, device, stream);
   if (out.buffer() != block.buffer()) {
     auto* r = device_runtime();
-    r->synchronize(stream ? stream : r->thread_stream(device));
+    r->synchronize(stream.is_default() ? r->thread_stream(device) : stream);
   }
   return out;
 }

@@ -183,7 +183,7 @@ std::shared_ptr<arrow::Table> table_from_frame(const DeviceFrame& input) {
   return arrow::Table::Make(arrow::schema(fields), columns, f.rows);
 }
 
-DeviceFrame frame_to_device(const DeviceFrame& frame, int device, void* stream) {
+DeviceFrame frame_to_device(const DeviceFrame& frame, int device, StreamView stream) {
   DeviceFrame out = frame;
   for (auto& c : out.columns) {
     if (!c.values.empty()) c.values = to_device_async(c.values, device, stream);

@@ -6,6 +6,7 @@
 #include <arrow/api.h>
 
 #include "device_frame.hpp"
+#include "tessera/core/stream.hpp"
 #include "tessera/core/value.hpp"
 
 namespace tessera::dataframe::detail {
@@ -26,7 +27,7 @@ std::shared_ptr<arrow::Table> table_from_frame(const DeviceFrame& frame);
  */
 std::shared_ptr<arrow::Table> table_of(const Value& value, const std::string& what);
 /** @brief The frame with every column in device memory of `device` (copies queued on `stream`). */
-DeviceFrame frame_to_device(const DeviceFrame& frame, int device, void* stream);
+DeviceFrame frame_to_device(const DeviceFrame& frame, int device, StreamView stream);
 /** @brief The frame with every column in host memory. */
 DeviceFrame frame_to_host(const DeviceFrame& frame);
 /** @brief Bytes its columns hold. */

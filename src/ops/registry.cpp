@@ -154,7 +154,7 @@ Value run_op(const std::string& name, const OpContext& ctx, std::span<const Valu
       OpContext dctx = ctx;
       if (dctx.device < 0) dctx.device = 0;
       rt->set_device(dctx.device);
-      if (!dctx.stream) dctx.stream = rt->thread_stream(dctx.device);
+      if (dctx.stream.is_default()) dctx.stream = rt->thread_stream(dctx.device);
       std::vector<Value> moved;
       if (any_block_where(args, true, dctx.device)) {
         moved.reserve(args.size());

@@ -131,7 +131,7 @@ TEST(ArrayPlacement, FakeDeviceComputesTheSameValues) {
 Block fake_kernel_add(const OpContext& ctx, Block x, Block y) {
   EXPECT_EQ(x.memory_kind(), MemoryKind::Device);
   EXPECT_EQ(y.memory_kind(), MemoryKind::Device);
-  EXPECT_NE(ctx.stream, nullptr);
+  EXPECT_FALSE(ctx.stream.is_default());
   Block out = device_block(x.dtype(), x.shape(), ctx.device, ctx.stream);
   for (std::int64_t i = 0; i < x.size(); ++i) out.data<double>()[i] = x.data<double>()[i] + y.data<double>()[i];
   return out;

@@ -162,10 +162,10 @@ TEST(RandomVector, BadParametersThrowWhenBuilt) {
 std::atomic<int> stand_in_launches{0};
 
 /** rng::RowsKernel on the fake device, whose memory is host memory: a thread per row, in turn. */
-void stand_in_kernel(const detail::rng::RowsArgs& a, std::int64_t n, std::int64_t* out, int device, void* stream) {
+void stand_in_kernel(const detail::rng::RowsArgs& a, std::int64_t n, std::int64_t* out, int device, StreamView stream) {
   ++stand_in_launches;
   EXPECT_EQ(device, 0);
-  EXPECT_NE(stream, nullptr);
+  EXPECT_FALSE(stream.is_default());
   for (std::int64_t r = 0; r < n; ++r) detail::rng::draw_row(a, r, out + r * a.k);
 }
 
@@ -224,7 +224,7 @@ TEST(RandomVector, DeviceVariantGivesTheHostRowsOnTheStandInDevice) {
         ASSERT_EQ(t.annotations.target, Target::Device);
         ASSERT_EQ(t.args.size(), 1u);
         const Value args[] = {std::get<Value>(t.args[0])};
-        const Block want = host_op(OpContext{&k, Target::Host, -1, nullptr}, args).block();
+        const Block want = host_op(OpContext{&k, Target::Host, -1}, args).block();
         const Block got =
             detail::random_rows_on_device(OpContext{&k, Target::Device, 0, gpu->thread_stream(0)}, args, stand_in_kernel).block();
         ASSERT_EQ(got.memory_kind(), MemoryKind::Device);

@@ -142,7 +142,7 @@ class HostAsDevice : public DeviceRuntime {
   std::size_t memory_limit(int) override { return 0; }
   std::size_t memory_in_use(int) override { return 0; }
   void set_pressure_handler(PressureHandler) override {}
-  std::shared_ptr<Buffer> allocate(std::size_t bytes, int device, void*) override {
+  std::shared_ptr<Buffer> allocate(std::size_t bytes, int device, StreamView) override {
     void* p = std::aligned_alloc(64, std::max<std::size_t>(64, (bytes + 63) / 64 * 64));
     return Buffer::adopt(p, bytes, MemoryKind::Device, device, [](void* q, std::size_t) { std::free(q); });
   }
@@ -151,13 +151,13 @@ class HostAsDevice : public DeviceRuntime {
     void* p = std::aligned_alloc(64, std::max<std::size_t>(64, (bytes + 63) / 64 * 64));
     return Buffer::adopt(p, bytes, MemoryKind::PinnedHost, -1, [](void* q, std::size_t) { std::free(q); });
   }
-  void* thread_stream(int) override { return this; }
+  StreamView thread_stream(int) override { return StreamView(this); }
   void set_device(int) override {}
-  void copy_async(void* dst, const void* src, std::size_t bytes, void*) override {
+  void copy_async(void* dst, const void* src, std::size_t bytes, StreamView) override {
     ++copies;
     std::memcpy(dst, src, bytes);
   }
-  void synchronize(void*) override {}
+  void synchronize(StreamView) override {}
   std::atomic<int> pinned{0}, copies{0};
 };
 
@@ -420,7 +420,7 @@ TEST(CommUcx, DeviceFramesAreStagedThroughPinnedBuffers) {
   ASSERT_EQ(comm->transport().rfind("ucx", 0), 0u);
   // 20 MiB + 5 bytes: three staging chunks, the last one short.
   const std::size_t n = (std::size_t{20} << 20) + 5;
-  auto dev = fake.allocate(n, 0, nullptr);
+  auto dev = fake.allocate(n, 0, StreamView{});
   auto* p = static_cast<std::uint8_t*>(dev->data());
   for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<std::uint8_t>(i * 13 + 5);
   Message m("device");

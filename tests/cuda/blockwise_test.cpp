@@ -139,7 +139,7 @@ Value emulate_blockwise(const std::vector<Value>& args) {
 
 Value run_on_device(const Task& t, const std::vector<Value>& args) {
   if (g_mode == Mode::Emulated) return emulate_blockwise(args);
-  Value v = run_op(t.op, OpContext{&t.key, Target::Device, 0, nullptr}, args);
+  Value v = run_op(t.op, OpContext{&t.key, Target::Device, 0}, args);
   EXPECT_EQ(v.block().memory_kind(), MemoryKind::Device) << t.key;
   return v;
 }
@@ -1075,14 +1075,14 @@ TEST(BlockwiseDevice, SeedHeadlineTaskTime) {
     return args;
   };
   const Task& first = *programs[0];
-  const Value warm = run_op(first.op, OpContext{&first.key, Target::Device, 0, nullptr}, args_of(first));
+  const Value warm = run_op(first.op, OpContext{&first.key, Target::Device, 0}, args_of(first));
   const Value host = run_op(first.op, OpContext{&first.key, Target::Host}, args_of(first));
   EXPECT_TRUE(same_block(host.block(), warm.block(), kSums));
   const int runs = 40;
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < runs; ++i) {
     const Task& t = *programs[static_cast<std::size_t>(i) * 61 % programs.size()];
-    run_op(t.op, OpContext{&t.key, Target::Device, 0, nullptr}, args_of(t));
+    run_op(t.op, OpContext{&t.key, Target::Device, 0}, args_of(t));
   }
   const double per_task = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / runs;
   std::printf("seed headline: %.3f ms per 5000x5000 task, %.2f s for 2500 tasks (estimate)\n", per_task * 1e3,

@@ -25,7 +25,7 @@ using tessera_cuda_test::expect_same_block;
 
 Value run_on(Target target, const std::string& op, const std::vector<Value>& args) {
   static const Key key = "cuda-op-test";
-  return run_op(op, OpContext{&key, target, target == Target::Device ? 0 : -1, nullptr}, std::span<const Value>(args));
+  return run_op(op, OpContext{&key, target, target == Target::Device ? 0 : -1}, std::span<const Value>(args));
 }
 
 /** Runs the op on host and device and checks that the device gives the host's block exactly. */

@@ -24,7 +24,7 @@ using detail::FftParams;
 
 Value run_on(Target target, const std::vector<Value>& args) {
   static const Key key = "cuda-fft-test";
-  return run_op(detail::kFftOp, OpContext{&key, target, target == Target::Device ? 0 : -1, nullptr},
+  return run_op(detail::kFftOp, OpContext{&key, target, target == Target::Device ? 0 : -1},
                 std::span<const Value>(args));
 }
 

@@ -74,7 +74,7 @@ TEST(CudaNoGpu, DeviceOpsThrowAClearDeviceError) {
                                 Value(Block::from_values<double>({3.0}, {1, 1}))};
   const Key key = "sum-combine-0";
   try {
-    run_op(detail::kCombineOp, OpContext{&key, Target::Device, 0, nullptr}, std::span<const Value>(args));
+    run_op(detail::kCombineOp, OpContext{&key, Target::Device, 0}, std::span<const Value>(args));
     FAIL() << "a device task ran without a GPU";
   } catch (const DeviceError& e) {
     const std::string m = e.what();
@@ -84,7 +84,7 @@ TEST(CudaNoGpu, DeviceOpsThrowAClearDeviceError) {
     EXPECT_TRUE(contains(m, "no CUDA device visible")) << m;
   }
   // The host variant of the same op still runs.
-  const Value host = run_op(detail::kCombineOp, OpContext{&key, Target::Host, -1, nullptr}, std::span<const Value>(args));
+  const Value host = run_op(detail::kCombineOp, OpContext{&key, Target::Host, -1}, std::span<const Value>(args));
   EXPECT_EQ(host.block().item(), 4.0);
 
   // Runtime calls that need a device say that there is none.
@@ -253,7 +253,8 @@ TEST(CudaRuntime, FreedBlocksOfOtherSizesDoNotBlockAnAllocationUnderTheLimit) {
   ASSERT_NO_THROW(whole = rt().allocate(8 * MiB, 0));
   EXPECT_EQ(calls, 0) << "nothing needed spilling: the bytes were under the limit";
   EXPECT_EQ(rt().memory_in_use(0), 8 * MiB);
-  ASSERT_EQ(cudaMemsetAsync(whole->data(), 0, 8 * MiB, static_cast<cudaStream_t>(rt().thread_stream(0))), cudaSuccess);
+  ASSERT_EQ(cudaMemsetAsync(whole->data(), 0, 8 * MiB, static_cast<cudaStream_t>(rt().thread_stream(0).native())),
+            cudaSuccess);
   rt().synchronize(rt().thread_stream(0));
   whole.reset();
   EXPECT_EQ(rt().memory_in_use(0), 0u);
@@ -282,7 +283,7 @@ TEST(CudaRuntime, InfoDescribesTheDevice) {
 TEST(CudaRuntime, CopiesRoundTripThroughDeviceAndPinnedMemory) {
   TESSERA_SKIP_WITHOUT_GPU();
   rt().set_device(0);
-  void* s = rt().thread_stream(0);
+  const StreamView s = rt().thread_stream(0);
   std::vector<double> host(100'003);
   std::mt19937_64 gen(7);
   std::normal_distribution<double> normal;
@@ -333,17 +334,17 @@ TEST(CudaRuntime, ToDeviceAndToHost) {
 
 TEST(CudaRuntime, EachThreadHasItsOwnStream) {
   TESSERA_SKIP_WITHOUT_GPU();
-  void* mine = rt().thread_stream(0);
-  ASSERT_NE(mine, nullptr);
+  const StreamView mine = rt().thread_stream(0);
+  ASSERT_FALSE(mine.is_default());
   EXPECT_EQ(rt().thread_stream(0), mine);
-  void* other = nullptr;
-  void* other_again = nullptr;
+  StreamView other;
+  StreamView other_again;
   std::thread t([&] {
     other = rt().thread_stream(0);
     other_again = rt().thread_stream(0);
   });
   t.join();
-  EXPECT_NE(other, nullptr);
+  EXPECT_FALSE(other.is_default());
   EXPECT_NE(other, mine);
   EXPECT_EQ(other, other_again);
 }
@@ -367,13 +368,13 @@ TEST(CudaRuntime, ConcurrentAllocationsFromSeveralThreads) {
     threads.emplace_back([&, t] {
       try {
         rt().set_device(0);
-        void* s = rt().thread_stream(0);
+        const StreamView s = rt().thread_stream(0);
         std::mt19937 gen(static_cast<unsigned>(t));
         std::vector<std::shared_ptr<Buffer>> live;
         for (int i = 0; i < 200; ++i) {
           const std::size_t n = 1 + gen() % (256 * 1024);
           auto b = rt().allocate(n, 0, s);
-          if (cudaMemsetAsync(b->data(), t, n, static_cast<cudaStream_t>(s)) != cudaSuccess) ++failures;
+          if (cudaMemsetAsync(b->data(), t, n, static_cast<cudaStream_t>(s.native())) != cudaSuccess) ++failures;
           live.push_back(std::move(b));
           if (live.size() > 8) live.erase(live.begin());
         }

@@ -32,7 +32,7 @@ std::vector<std::uint8_t> pattern(std::size_t n) {
 std::shared_ptr<Buffer> on_device(const std::vector<std::uint8_t>& bytes) {
   auto& rt = tessera_cuda_test::cuda_runtime();
   rt.set_device(0);
-  void* stream = rt.thread_stream(0);
+  const StreamView stream = rt.thread_stream(0);
   auto buf = rt.allocate(bytes.size(), 0, stream);
   rt.copy_async(buf->data(), bytes.data(), bytes.size(), stream);
   rt.synchronize(stream);
@@ -44,7 +44,7 @@ std::vector<std::uint8_t> read_back(const std::shared_ptr<Buffer>& f) {
   std::vector<std::uint8_t> out(f->size());
   if (f->kind() == MemoryKind::Device) {
     auto& rt = tessera_cuda_test::cuda_runtime();
-    void* stream = rt.thread_stream(f->device());
+    const StreamView stream = rt.thread_stream(f->device());
     rt.copy_async(out.data(), f->data(), f->size(), stream);
     rt.synchronize(stream);
   } else {

@@ -54,7 +54,7 @@ TEST(DeviceFrame, TableToDeviceColumnsAndBackIsTheSameTable) {
   EXPECT_EQ(frame.find("s")->dictionary->size(), 2u);
   EXPECT_TRUE(frame.find("b")->valid.empty());  // no nulls: no mask
   EXPECT_FALSE(frame.find("d")->valid.empty());
-  auto on_gpu = detail::frame_to_device(frame, 0, nullptr);
+  auto on_gpu = detail::frame_to_device(frame, 0, StreamView{});
   EXPECT_EQ(on_gpu.find("d")->values.memory_kind(), MemoryKind::Device);
   auto back = detail::table_from_frame(on_gpu);
   // int16 comes back as int32 (the device has no narrower integers); everything else as it was.
@@ -67,7 +67,7 @@ TEST(DeviceFrame, TableToDeviceColumnsAndBackIsTheSameTable) {
 
 TEST(DeviceFrame, CrossesTheWireAndComesBackOnTheHost) {
   ScopedFakeDevice gpu;
-  auto frame = detail::frame_to_device(detail::frame_from_table(*mixed_table()), 0, nullptr);
+  auto frame = detail::frame_to_device(detail::frame_from_table(*mixed_table()), 0, StreamView{});
   const auto bytes = detail::frame_bytes(frame);
   Value v(Native{kDeviceFrameType, std::make_shared<const DeviceFrame>(frame), bytes});
   comm::Message m("test");

@@ -13,6 +13,7 @@ using tessera::Buffer;
 using tessera::DeviceError;
 using tessera::DeviceMemoryError;
 using tessera::MemoryKind;
+using tessera::StreamView;
 
 struct FakeDeviceRuntime::State {
   explicit State(int devices) : limit(devices, 0), in_use(devices, 0), peak(devices, 0) {}
@@ -84,7 +85,7 @@ void FakeDeviceRuntime::set_pressure_handler(PressureHandler handler) {
   state_->handler = std::move(handler);
 }
 
-std::shared_ptr<Buffer> FakeDeviceRuntime::allocate(std::size_t bytes, int device, void*) {
+std::shared_ptr<Buffer> FakeDeviceRuntime::allocate(std::size_t bytes, int device, StreamView) {
   check_device(device, "allocate");
   const std::size_t limit = memory_limit(device);
   for (int attempt = 0;; ++attempt) {
@@ -150,21 +151,21 @@ std::shared_ptr<Buffer> FakeDeviceRuntime::allocate_pinned(std::size_t bytes) {
   return Buffer::adopt(p, bytes, MemoryKind::PinnedHost, -1, [](void* q, std::size_t) { std::free(q); });
 }
 
-void* FakeDeviceRuntime::thread_stream(int device) {
+StreamView FakeDeviceRuntime::thread_stream(int device) {
   check_device(device, "thread_stream");
-  return &t_streams[device % static_cast<int>(sizeof t_streams)];
+  return StreamView(&t_streams[device % static_cast<int>(sizeof t_streams)]);
 }
 
 void FakeDeviceRuntime::set_device(int device) { check_device(device, "set_device"); }
 
-void FakeDeviceRuntime::copy_async(void* dst, const void* src, std::size_t bytes, void*) {
+void FakeDeviceRuntime::copy_async(void* dst, const void* src, std::size_t bytes, StreamView) {
   if (bytes) std::memcpy(dst, src, bytes);
   std::lock_guard lock(state_->mu);
   state_->copied += bytes;
   state_->copy_sizes.push_back(bytes);
 }
 
-void FakeDeviceRuntime::synchronize(void*) {}
+void FakeDeviceRuntime::synchronize(StreamView) {}
 
 std::size_t FakeDeviceRuntime::pressure_calls() const {
   std::lock_guard lock(state_->mu);

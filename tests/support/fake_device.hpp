@@ -45,12 +45,12 @@ class FakeDeviceRuntime : public tessera::DeviceRuntime {
   std::size_t memory_limit(int device) override;
   std::size_t memory_in_use(int device) override;
   void set_pressure_handler(PressureHandler handler) override;
-  std::shared_ptr<tessera::Buffer> allocate(std::size_t bytes, int device, void* stream = nullptr) override;
+  std::shared_ptr<tessera::Buffer> allocate(std::size_t bytes, int device, tessera::StreamView stream = {}) override;
   std::shared_ptr<tessera::Buffer> allocate_pinned(std::size_t bytes) override;
-  void* thread_stream(int device) override;
+  tessera::StreamView thread_stream(int device) override;
   void set_device(int device) override;
-  void copy_async(void* dst, const void* src, std::size_t bytes, void* stream) override;
-  void synchronize(void* stream) override;
+  void copy_async(void* dst, const void* src, std::size_t bytes, tessera::StreamView stream) override;
+  void synchronize(tessera::StreamView stream) override;
 
   // ---- for tests ----
   /** @brief Times the pressure handler was called. */

@@ -22,6 +22,7 @@
 
 #include "tessera/core/block.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/core/stream.hpp"
 
 namespace tessera {
 
@@ -85,22 +86,22 @@ class DeviceRuntime {
   virtual void set_pressure_handler(PressureHandler handler) = 0;
 
   /**
-   * @brief Device memory from the pool, usable in stream order on `stream` (nullptr: this
-   * thread's stream). Throws DeviceMemoryError (device, bytes, pool use and limit) when the
-   * pool cannot serve it after the pressure handler ran.
+   * @brief Device memory from the pool, usable in stream order on `stream` (the default
+   * StreamView: this thread's stream). Throws DeviceMemoryError (device, bytes, pool use and
+   * limit) when the pool cannot serve it after the pressure handler ran.
    */
-  virtual std::shared_ptr<Buffer> allocate(std::size_t bytes, int device, void* stream = nullptr) = 0;
+  virtual std::shared_ptr<Buffer> allocate(std::size_t bytes, int device, StreamView stream = {}) = 0;
   /** @brief Page-locked host memory (for staging copies); reads like host memory. */
   virtual std::shared_ptr<Buffer> allocate_pinned(std::size_t bytes) = 0;
 
   /** @brief This thread's non-blocking stream on `device`, created on first use; lives until exit. */
-  virtual void* thread_stream(int device) = 0;
+  virtual StreamView thread_stream(int device) = 0;
   /** @brief Makes `device` current on this thread. */
   virtual void set_device(int device) = 0;
   /** @brief Copies bytes between host, pinned and device memory, in order on `stream`. */
-  virtual void copy_async(void* dst, const void* src, std::size_t bytes, void* stream) = 0;
+  virtual void copy_async(void* dst, const void* src, std::size_t bytes, StreamView stream) = 0;
   /** @brief Waits for the work queued on `stream` (and only that stream). */
-  virtual void synchronize(void* stream) = 0;
+  virtual void synchronize(StreamView stream) = 0;
 };
 
 /** @brief The CUDA back end of this process, loaded on first call; nullptr when unavailable. */
@@ -116,25 +117,26 @@ void set_device_runtime(DeviceRuntime* runtime) noexcept;
 int visible_gpu_count() noexcept;
 
 /**
- * @brief An uninitialised block in device memory of `device` (ordered on `stream`; nullptr:
- * this thread's stream), e.g. the output of a user's kernel. Throws DeviceError without a runtime.
+ * @brief An uninitialised block in device memory of `device` (ordered on `stream`; the default
+ * StreamView: this thread's stream), e.g. the output of a user's kernel. Throws DeviceError
+ * without a runtime.
  */
-Block device_block(DType dtype, Shape shape, int device, void* stream = nullptr);
+Block device_block(DType dtype, Shape shape, int device, StreamView stream = {});
 
 /** @brief The same values in host memory; returns `block` itself when it is not on a device. */
 Block to_host(const Block& block);
 /**
  * @brief The same values in device memory of `device` (the block itself when already there),
- * copied in order on `stream` (nullptr: this thread's stream) and synchronised before return.
- * Throws DeviceError when there is no device runtime.
+ * copied in order on `stream` (the default StreamView: this thread's stream) and synchronised
+ * before return. Throws DeviceError when there is no device runtime.
  */
-Block to_device(const Block& block, int device, void* stream = nullptr);
+Block to_device(const Block& block, int device, StreamView stream = {});
 
 /**
  * @brief As to_device, but the copy is only queued on `stream`, not waited for: the result is
  * complete once `stream` has reached it, and `block` must stay alive until then. run_op moves a
  * device task's arguments this way and waits for the stream once, after the op.
  */
-Block to_device_async(const Block& block, int device, void* stream = nullptr);
+Block to_device_async(const Block& block, int device, StreamView stream = {});
 
 }  // namespace tessera

@@ -224,7 +224,7 @@ OpFn wrap_device_function(const std::string& name, F fn) {
  *
  *     Block add(const tessera::OpContext& ctx, Block x, Block y) {   // x, y already on ctx.device
  *       Block out = tessera::device_block(x.dtype(), x.shape(), ctx.device, ctx.stream);
- *       add_kernel<<<blocks, threads, 0, static_cast<cudaStream_t>(ctx.stream)>>>(...);
+ *       add_kernel<<<blocks, threads, 0, static_cast<cudaStream_t>(ctx.stream.native())>>>(...);
  *       return out;                                                    // run_op syncs ctx.stream
  *     }
  *     TESSERA_REGISTER_DEVICE_FUNCTION_AS("example.add", add);

@@ -10,6 +10,7 @@
 
 #include "tessera/core/device.hpp"
 #include "tessera/core/key.hpp"
+#include "tessera/core/stream.hpp"
 #include "tessera/core/value.hpp"
 #include "tessera/ops/signature.hpp"
 
@@ -22,7 +23,7 @@ struct OpContext {
   const Key* key = nullptr;  ///< the task being run (for messages)
   Target target = Target::Host;
   int device = -1;           ///< CUDA device ordinal when target is Device
-  void* stream = nullptr;    ///< cudaStream_t of this compute thread when target is Device
+  StreamView stream;         ///< this compute thread's stream (a cudaStream_t) when target is Device
   /** The peer-to-peer shuffle service of the process running the task (tessera/ops/shuffle.hpp). */
   ShuffleExchange* shuffle = nullptr;
 };
@@ -90,7 +91,7 @@ inline constexpr const char* kDeviceOpSuffix = "@device";
  * @brief Runs the op with the variant for the context.
  *
  * Target::Device with a device variant: block arguments are moved to ctx.device (host blocks
- * copied there), the variant runs on ctx.stream (this thread's stream when null), and the stream
+ * copied there), the variant runs on ctx.stream (this thread's stream when default), and the stream
  * is synchronised before the result is returned. Otherwise the host variant runs, with device
  * block arguments copied to host first; a Device task of an op that has only a host variant
  * runs that way too. Throws DeviceError when a device variant is needed and no GPU is present.
