@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "tessera/core/error.hpp"
+#include "tessera/exec/executor.hpp"
 #include "tessera/ops/serialize.hpp"
 
 namespace tessera::dataframe::detail {
@@ -32,9 +33,8 @@ ShuffleMethod shuffle_method(const Executor* executor) {
     if (m == "p2p") return ShuffleMethod::PeerToPeer;
     throw Error("TESSERA_SHUFFLE_METHOD is '" + m + "': expected 'tasks' or 'p2p'");
   }
-  // Opt-in for now: TPC-H query 2 on a cluster gives a wrong answer with the peer-to-peer
-  // shuffle (dataframe_tpch_check), not yet found; until it is, the task-based one is the default.
-  (void)executor;
+  // A cluster's Client names itself "distributed..." (client.cpp).
+  if (executor && executor->name().rfind("distributed", 0) == 0) return ShuffleMethod::PeerToPeer;
   return ShuffleMethod::Tasks;
 }
 

@@ -20,6 +20,7 @@
 
 #include "../distributed/cluster_fixture.hpp"
 #include "dataframe_test_util.hpp"
+#include "dataframe/shuffle_p2p.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/dataframe/dataframe.hpp"
 #include "tessera/dataframe/io.hpp"
@@ -251,6 +252,27 @@ std::vector<double> fingerprint(const DataFrame& shuffled, Executor& executor) {
   for (const auto& t : sums)
     for (int c = 0; c < t->num_columns(); ++c) out.push_back(testing::number(t, t->field(c)->name(), 0));
   return out;
+}
+
+// Unset, the method is peer to peer on a cluster and task-based on the thread pool.
+TEST(ShuffleP2P, TheDefaultIsPeerToPeerOnAClusterAndTaskBasedOnTheThreadPool) {
+  ShuffleMethodScope unset("");
+  auto shuffled = timeseries_frame("2000-01-05").shuffle({"id"}, 3);
+  ThreadPoolExecutor pool(2);
+  EXPECT_EQ(detail::shuffle_method(&pool), detail::ShuffleMethod::Tasks);
+  LocalCluster cluster(tessera_test::processes_over_tcp());
+  Client client(cluster.client_address(), ClientOptions{.token = cluster.token(), .timeout = 20});
+  ASSERT_TRUE(client.wait_for_workers(2, 10s));
+  EXPECT_EQ(detail::shuffle_method(&client), detail::ShuffleMethod::PeerToPeer);
+  const auto since = client.task_stream_position();
+  EXPECT_EQ(sorted_rows(shuffled.compute(client)), sorted_rows(shuffled.compute(pool)));
+  std::size_t transfers = 0, splits = 0;
+  for (const auto& e : client.get_task_stream(since)) {
+    if (e.prefix == "tessera.frame.shuffle_transfer") ++transfers;
+    if (e.prefix == "tessera.frame.shuffle_split") ++splits;
+  }
+  EXPECT_EQ(transfers, 4u);
+  EXPECT_EQ(splits, 0u);
 }
 
 TEST(ShuffleP2P, AMemoryLimitSmallerThanTheShardsSpillsThemAndTheAnswerIsRight) {
