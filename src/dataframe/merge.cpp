@@ -5,6 +5,7 @@
 #include <arrow/api.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "frame_index.hpp"
@@ -60,6 +61,14 @@ bool aligned_on_index(DataFrame& left, DataFrame& right) {
   left = left.repartition({.divisions = bounds});
   right = right.repartition({.divisions = bounds});
   return true;
+}
+
+// Dask's rule for a merge left to choose: broadcast a side of one partition, or one whose count
+// is below broadcast_bias * log2 of the other's (each of the other side's partitions then joins
+// the whole small side, sent to it, instead of both sides crossing a shuffle).
+bool small_enough_to_broadcast(std::int64_t small, std::int64_t big, double bias) {
+  if (small == 1) return true;
+  return small < big && static_cast<double>(small) < std::log2(static_cast<double>(big)) * bias;
 }
 
 }  // namespace
@@ -123,6 +132,7 @@ DataFrame DataFrame::merge(const DataFrame& right, const MergeOptions& options_i
     spec.right_on = spec.left_on;
   }
   if (options.npartitions < 0) throw Error("merge: npartitions must be 0 (the larger side's count) or more");
+  if (!(options.broadcast_bias >= 0)) throw Error("merge: broadcast_bias must be 0 or more");
   auto n = make_node(NodeKind::Merge, "merge");
   n->schema = plan_join(*l.schema, *r.schema, spec);
   n->join = spec;
@@ -151,10 +161,12 @@ DataFrame DataFrame::merge(const DataFrame& right, const MergeOptions& options_i
   if (!never && l.npartitions == 1 && r.npartitions == 1) {
     n->strategy = MergeStrategy::Single;
     n->npartitions = 1;
-  } else if (!never && can_broadcast_right(spec.how) && (force || r.npartitions == 1)) {
+  } else if (!never && can_broadcast_right(spec.how) &&
+             (force || small_enough_to_broadcast(r.npartitions, l.npartitions, options.broadcast_bias))) {
     n->strategy = MergeStrategy::BroadcastRight;
     n->npartitions = l.npartitions;
-  } else if (!never && can_broadcast_left(spec.how) && (force || l.npartitions == 1)) {
+  } else if (!never && can_broadcast_left(spec.how) &&
+             (force || small_enough_to_broadcast(l.npartitions, r.npartitions, options.broadcast_bias))) {
     n->strategy = MergeStrategy::BroadcastLeft;
     n->npartitions = r.npartitions;
   } else if (force) {

@@ -308,6 +308,43 @@ TEST(Merge, ChainedMergesOnOneKeyShuffleEachInputOnce) {
   EXPECT_EQ(sorted_rows(abc.compute()), sorted_rows(direct.compute()));
 }
 
+// Left to choose, a merge broadcasts a side of one partition or of fewer than
+// broadcast_bias * log2(the other side's) partitions (Dask's rule), and hash-joins otherwise.
+TEST(Merge, UnsetBroadcastFollowsDasksRuleOnPartitionCounts) {
+  std::mt19937 rng(3);
+  const auto lt = side_table(random_side(rng, 640, 50, "l")), rt = side_table(random_side(rng, 120, 50, "r"));
+  auto strategy = [&](int left_parts, int right_parts, const std::string& how, double bias) {
+    MergeOptions o;
+    o.how = how;
+    o.on = {"k"};
+    o.broadcast_bias = bias;
+    const auto plan = sliced_frame(lt, left_parts).merge(sliced_frame(rt, right_parts), o).explain();
+    const auto at = plan.find("strategy=");
+    EXPECT_NE(at, std::string::npos) << plan;
+    return plan.substr(at + 9, plan.find_first_of(" \n", at) - at - 9);
+  };
+  EXPECT_EQ(strategy(64, 2, "inner", 0.5), "broadcast-right");  // 2 < log2(64) * 0.5 = 3
+  EXPECT_EQ(strategy(64, 3, "inner", 0.5), "partitioned");      // 3 is not below 3
+  EXPECT_EQ(strategy(64, 3, "left", 1.0), "broadcast-right");   // a larger bias
+  EXPECT_EQ(strategy(2, 64, "inner", 0.5), "broadcast-left");
+  EXPECT_EQ(strategy(2, 64, "left", 0.5), "partitioned");       // left keeps every left row
+  EXPECT_EQ(strategy(64, 2, "outer", 0.5), "partitioned");
+  EXPECT_EQ(strategy(8, 1, "left", 0.0), "broadcast-right");    // one partition, whatever the bias
+  // Every strategy gives the same rows.
+  MergeOptions hashed;
+  hashed.on = {"k"};
+  hashed.broadcast = false;
+  MergeOptions chosen;
+  chosen.on = {"k"};
+  EXPECT_EQ(sorted_rows(sliced_frame(lt, 64).merge(sliced_frame(rt, 2), chosen).compute()),
+            sorted_rows(sliced_frame(lt, 64).merge(sliced_frame(rt, 2), hashed).compute()));
+  MergeOptions bad;
+  bad.on = {"k"};
+  bad.broadcast_bias = -1;
+  EXPECT_NE(message_of([&] { sliced_frame(lt, 2).merge(sliced_frame(rt, 2), bad); }).find("broadcast_bias"),
+            std::string::npos);
+}
+
 TEST(Merge, BadArgumentsAreRefusedWhenBuilt) {
   auto l = sliced_frame(merge_table({"k", "s"}, {merge_ints({1}), merge_strings({"a"})}), 1);
   auto r = sliced_frame(merge_table({"k", "t"}, {merge_ints({1}), merge_strings({"a"})}), 1);

@@ -75,9 +75,12 @@ struct MergeOptions {
   /**
    * Dask's broadcast: true sends every partition of the side `how` allows (the right for inner,
    * left, leftsemi, leftanti; the left for right) to each partition of the other, with no
-   * shuffle; false always hash-joins; unset: broadcast a side of one partition, else hash-join.
+   * shuffle; false always hash-joins; unset: Dask's rule, broadcast that side when it has one
+   * partition or fewer than broadcast_bias * log2(the other side's partitions), else hash-join.
    */
   std::optional<bool> broadcast;
+  /** Dask's broadcast_bias: larger broadcasts sides of more partitions when `broadcast` is unset. */
+  double broadcast_bias = 0.5;
   /**
    * Join on the left frame's index column (instead of left_on; set_index first), or the right's.
    * With both and equal known divisions each partition joins its counterpart with no shuffle; with
