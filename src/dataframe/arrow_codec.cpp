@@ -94,6 +94,21 @@ std::shared_ptr<arrow::ArrayData> rebuild(const ArrayLayout& l, const std::share
   return d;
 }
 
+// A chunk as it is sent or spilled. A slice (a shuffle's shard, a head) shares the buffers of
+// the whole array it came from, and a buffer becomes one frame whole: a shard of a partition
+// split M ways would carry the whole partition, M times over, across the network and to disk.
+// A chunk whose buffers hold much more than it refers to is copied compact first (one copy of
+// the rows it has; arrow::Concatenate of one array rebases offsets and bitmaps).
+std::shared_ptr<arrow::ArrayData> compact_for_sending(const std::shared_ptr<arrow::Array>& chunk) {
+  const auto total = arrow::util::TotalBufferSize(*chunk->data());
+  const auto referenced = arrow::util::ReferencedBufferSize(*chunk->data());
+  constexpr std::int64_t kSlack = 64 * 1024;
+  if (!referenced.ok() || total <= 2 * *referenced + kSlack) return chunk->data();
+  auto compact = arrow::Concatenate({chunk});
+  if (!compact.ok()) return chunk->data();  // sent whole, as before: correct, only larger
+  return (*compact)->data();
+}
+
 NativeParts encode_table(const Native& n) {
   const auto& table = *static_cast<const arrow::Table*>(n.object.get());
   NativeParts parts;
@@ -103,7 +118,7 @@ NativeParts encode_table(const Native& n) {
   layout.rows = table.num_rows();
   for (const auto& column : table.columns()) {
     auto& chunks = layout.columns.emplace_back();
-    for (const auto& chunk : column->chunks()) chunks.push_back(describe(*chunk->data(), parts.frames));
+    for (const auto& chunk : column->chunks()) chunks.push_back(describe(*compact_for_sending(chunk), parts.frames));
   }
   std::ostringstream os;
   {

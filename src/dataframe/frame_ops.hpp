@@ -38,6 +38,12 @@ Object shuffle_split_params(const std::vector<std::string>& on, std::int64_t par
 /** @brief A shuffle's unpack task for output partition `part`. */
 Object shuffle_unpack_params(std::int64_t part);
 /**
+ * @brief The row numbers ordered by output partition (`parts[r]` < `count`; a stable counting
+ * sort) and, in `offsets`, where each partition's rows begin (count + 1 numbers).
+ */
+std::shared_ptr<arrow::Array> partition_order(const std::vector<std::uint32_t>& parts, std::int64_t count,
+                                              std::vector<std::int64_t>& offsets);
+/**
  * @brief `table`'s rows ordered by output partition (`parts[r]` < `count`; a stable counting
  * sort) and, in `offsets`, where each partition's rows begin (count + 1 numbers).
  */

@@ -162,20 +162,26 @@ const bool shuffle_ops_registered = [] {
 
 }  // namespace
 
-std::shared_ptr<arrow::Table> order_by_partition(const std::shared_ptr<arrow::Table>& table,
-                                                 const std::vector<std::uint32_t>& parts, std::int64_t count,
-                                                 std::vector<std::int64_t>& offsets) {
+std::shared_ptr<arrow::Array> partition_order(const std::vector<std::uint32_t>& parts, std::int64_t count,
+                                              std::vector<std::int64_t>& offsets) {
   // A stable counting sort: rows keep their input order within each partition.
   offsets.assign(static_cast<std::size_t>(count) + 1, 0);
   for (const auto part : parts) ++offsets[part + 1];
   for (std::size_t j = 1; j < offsets.size(); ++j) offsets[j] += offsets[j - 1];
   std::vector<std::int64_t> next(offsets.begin(), offsets.end() - 1);
   arrow::Int64Builder order;
-  check_arrow(order.AppendEmptyValues(table->num_rows()), "shuffle");
+  check_arrow(order.AppendEmptyValues(static_cast<std::int64_t>(parts.size())), "shuffle");
   auto* slots = order.GetMutableValue(0);
   for (std::size_t r = 0; r < parts.size(); ++r) slots[next[parts[r]]++] = static_cast<std::int64_t>(r);
   std::shared_ptr<arrow::Array> indices;
   check_arrow(order.Finish(&indices), "shuffle");
+  return indices;
+}
+
+std::shared_ptr<arrow::Table> order_by_partition(const std::shared_ptr<arrow::Table>& table,
+                                                 const std::vector<std::uint32_t>& parts, std::int64_t count,
+                                                 std::vector<std::int64_t>& offsets) {
+  auto indices = partition_order(parts, count, offsets);
   return unwrap(cp::Take(arrow::Datum(table), arrow::Datum(indices)), "shuffle").table();
 }
 

@@ -12,7 +12,7 @@
 // Each of them carries retries: when a participant is lost the run is replaced, and a task
 // that was running in the old one fails with ShuffleRunLost and runs again in the new one.
 #include <arrow/api.h>
-#include <arrow/util/byte_size.h>
+#include <arrow/compute/api.h>
 
 #include <charconv>
 
@@ -42,15 +42,6 @@ ShuffleExchange& exchange_of(const OpContext& ctx) {
 
 ShuffleKeys keys_of(const P2PShuffleSpec& p) { return ShuffleKeys{p.transfer_prefix, p.barrier, p.unpack_prefix}; }
 
-// A shard's value: a slice of the partition ordered by output, counted by the bytes it refers to
-// (a slice's buffers are the whole partition's; counting those would count it once per shard).
-Value shard_value(std::shared_ptr<arrow::Table> shard) {
-  const auto referenced = arrow::util::ReferencedBufferSize(*shard);
-  const auto bytes = referenced.ok() ? static_cast<std::size_t>(*referenced)
-                                     : static_cast<std::size_t>(arrow::util::TotalBufferSize(*shard));
-  return Value(Native{kArrowTableType, std::shared_ptr<const void>(std::move(shard)), bytes});
-}
-
 Value transfer_op(const OpContext& ctx, std::span<const Value> args) {
   ensure_arrow_compute();
   const auto p = from_object<P2PShuffleSpec>(arg(args, 0).object());
@@ -67,14 +58,18 @@ Value transfer_op(const OpContext& ctx, std::span<const Value> args) {
   }
   ShuffleExchange& ex = exchange_of(ctx);
   const ShuffleRun run = ex.join(p.token, p.inputs, p.outputs, keys_of(p));
+  // Each shard taken into buffers of its own (one copy of the rows, as one reordering of the whole
+  // would be): a slice of a reordered whole would keep the whole alive for as long as any shard
+  // this worker holds, and would have to be copied compact again to be sent or spilled.
   std::vector<std::int64_t> offsets;
-  auto ordered = order_by_partition(table, parts, p.outputs, offsets);
+  const auto order = partition_order(parts, p.outputs, offsets);
   std::vector<std::pair<std::int64_t, Value>> shards;
   for (std::int64_t j = 0; j < p.outputs; ++j) {
     const auto begin = offsets[static_cast<std::size_t>(j)], end = offsets[static_cast<std::size_t>(j) + 1];
-    if (end > begin) shards.push_back({j, shard_value(ordered->Slice(begin, end - begin))});
+    if (end == begin) continue;
+    auto rows = unwrap(arrow::compute::Take(arrow::Datum(table), arrow::Datum(order->Slice(begin, end - begin))), "shuffle");
+    shards.push_back({j, table_value(rows.table())});
   }
-  ordered.reset();
   ex.send(run, input, std::move(shards));
   ex.input_done(run, input);
   return table_value(table->Slice(0, 0));
