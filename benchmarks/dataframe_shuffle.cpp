@@ -2,7 +2,7 @@
 // partition a day at one row a second, made on the workers) on `id` and counts every column of
 // the result, so that every column crosses the shuffle. Prints one JSON line: method, scheduler,
 // workers, memory limit, partitions, rows, seconds, the peak RSS of this process and of its
-// largest worker process. docs/dataframe-shuffle.md, "Measured".
+// largest worker process, and the most one worker's store held in memory and on disk (sampled). docs/dataframe-shuffle.md, "Measured".
 //
 //   dataframe_shuffle --gigabytes 5 [--method p2p|tasks] [--scheduler threads|distributed]
 //                     [--workers 2] [--threads 1] [--memory-limit 1GB] [--npartitions N]
@@ -10,10 +10,12 @@
 
 #include <arrow/api.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #include <tessera/dataframe/dataframe.hpp>
 #include <tessera/dataframe/io.hpp>
@@ -76,9 +78,33 @@ int run(int argc, char** argv) {
     client = std::make_unique<distributed::Client>(local);
     executor = client.get();
   }
+  // The most any worker held in its store and on disk, sampled from its heartbeats while the
+  // shuffle runs: where the peak resident memory goes beside what the store accounts for.
+  std::atomic<bool> done{false};
+  std::size_t most_held = 0, most_spilled = 0;
+  std::thread sampler;
   const auto t0 = std::chrono::steady_clock::now();
+  if (client)
+    sampler = std::thread([&] {
+      while (!done) {
+        const auto info = client->scheduler_info();
+        for (const auto& w : info.workers) {
+          most_held = std::max(most_held, w.memory);
+          most_spilled = std::max(most_spilled, w.spilled);
+          if (std::getenv("TESSERA_BENCH_TRACE"))
+            std::fprintf(stderr, "trace %.2f %s held %.0f MB spilled %.0f MB keys %zu processing %zu\n",
+                         bench::seconds_since(t0), w.address.c_str(), w.memory / 1e6, w.spilled / 1e6, w.keys, w.processing);
+        }
+        if (std::getenv("TESSERA_BENCH_TRACE"))
+          for (const auto& [state, n] : info.task_states) std::fprintf(stderr, "  %s=%zu", state.c_str(), n);
+        if (std::getenv("TESSERA_BENCH_TRACE")) std::fprintf(stderr, "\n");
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+    });
   auto result = counts.compute(*executor);
   const double seconds = bench::seconds_since(t0);
+  done = true;
+  if (sampler.joinable()) sampler.join();
   const auto rows = std::static_pointer_cast<arrow::Int64Scalar>(result->GetColumnByName("id")->GetScalar(0).ValueOrDie())->value;
   if (rows != static_cast<std::int64_t>(days) * 86400)
     throw tessera::Error("the shuffle kept " + std::to_string(rows) + " of " + std::to_string(days * 86400LL) + " rows");
@@ -87,10 +113,12 @@ int run(int argc, char** argv) {
   std::printf(
       "{\"benchmark\": \"dataframe_shuffle\", \"impl\": \"tessera\", \"method\": \"%s\", \"scheduler\": \"%s\", "
       "\"workers\": %d, \"threads\": %d, \"memory_limit\": \"%s\", \"partitions\": %d, \"rows\": %lld, "
-      "\"gigabytes\": %.3f, \"seconds\": %.3f, \"peak_rss_mb\": %.1f, \"peak_rss_workers_mb\": %.1f}\n",
+      "\"gigabytes\": %.3f, \"seconds\": %.3f, \"peak_rss_mb\": %.1f, \"peak_rss_workers_mb\": %.1f, "
+      "\"most_held_worker_mb\": %.1f, \"most_spilled_worker_mb\": %.1f}\n",
       method.c_str(), scheduler.c_str(), scheduler == "distributed" ? cluster.workers : 0, cluster.threads,
       memory_limit.c_str(), days, static_cast<long long>(rows), static_cast<double>(rows) * kRowBytes / 1e9, seconds,
-      bench::peak_mb(RUSAGE_SELF), scheduler == "distributed" ? bench::peak_mb(RUSAGE_CHILDREN) : 0.0);
+      bench::peak_mb(RUSAGE_SELF), scheduler == "distributed" ? bench::peak_mb(RUSAGE_CHILDREN) : 0.0,
+      static_cast<double>(most_held) / 1e6, static_cast<double>(most_spilled) / 1e6);
   return 0;
 }
 

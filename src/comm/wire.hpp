@@ -25,7 +25,7 @@ namespace tessera::comm::wire {
 //    (a stranger got an HMAC of the token to test guesses against offline).
 // 10: ucx:// links between two processes of one host may offer and use a shared ring (active
 //     messages of kinds 5-9, docs/ucx.md); a version-9 peer would close the link on them.
-inline constexpr std::uint32_t kProtocolVersion = 11;
+inline constexpr std::uint32_t kProtocolVersion = 12;
 inline constexpr std::uint32_t kMessageMagic = 0x4D525354;  ///< "TSRM" little-endian
 inline constexpr std::uint32_t kHelloMagic = 0x48525354;    ///< "TSRH" little-endian
 /// What a tcp:// listener at its connection cap sends before it closes a connection: kFullMagic,

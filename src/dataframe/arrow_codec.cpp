@@ -155,8 +155,52 @@ Native decode_table(const std::string& header, std::vector<std::shared_ptr<tesse
   return table_value(std::move(table)).native();
 }
 
+const arrow::Table& table_in(const Native& n) { return *static_cast<const arrow::Table*>(n.object.get()); }
+
+std::int64_t table_rows(const Native& n) { return table_in(n).num_rows(); }
+
+// The parts' rows one after another, compact: one array per column, copied (arrow::Concatenate
+// copies even a single array, rebasing a slice's offsets and bitmaps), so that the result holds
+// only its own rows however many slices of larger buffers went in.
+Native concat_tables(const std::vector<Native>& parts) {
+  if (parts.empty()) throw Error("arrow table: nothing to concatenate");
+  const auto& schema = table_in(parts.front()).schema();
+  std::int64_t rows = 0;
+  for (const auto& p : parts) {
+    if (!table_in(p).schema()->Equals(*schema, /*check_metadata=*/false))
+      throw Error("arrow table: cannot concatenate tables of different schemas (" + schema->ToString() + " and " +
+                  table_in(p).schema()->ToString() + ")");
+    rows += table_in(p).num_rows();
+  }
+  std::vector<std::shared_ptr<arrow::Array>> columns;
+  for (int c = 0; c < schema->num_fields(); ++c) {
+    arrow::ArrayVector chunks;
+    for (const auto& p : parts)
+      for (const auto& chunk : table_in(p).column(c)->chunks()) chunks.push_back(chunk);
+    if (chunks.empty()) chunks.push_back(unwrap(arrow::MakeEmptyArray(schema->field(c)->type()), "arrow table"));
+    columns.push_back(unwrap(arrow::Concatenate(chunks), "arrow table: concatenating column " + schema->field(c)->name()));
+  }
+  return table_value(arrow::Table::Make(schema, std::move(columns), rows)).native();
+}
+
+std::vector<Native> split_table(const Native& n, const std::vector<std::int64_t>& rows) {
+  const auto& table = table_in(n);
+  std::int64_t at = 0;
+  std::vector<Native> pieces;
+  pieces.reserve(rows.size());
+  for (auto r : rows) {
+    if (r < 0 || at + r > table.num_rows())
+      throw Error("arrow table: cannot cut " + std::to_string(table.num_rows()) + " rows into the pieces asked for");
+    pieces.push_back(table_value(table.Slice(at, r)).native());
+    at += r;
+  }
+  if (at != table.num_rows())
+    throw Error("arrow table: pieces of " + std::to_string(at) + " rows cut from " + std::to_string(table.num_rows()));
+  return pieces;
+}
+
 const bool arrow_codec_registered = [] {
-  register_native_codec(kArrowTableType, NativeCodec{encode_table, decode_table});
+  register_native_codec(kArrowTableType, NativeCodec{encode_table, decode_table, table_rows, concat_tables, split_table});
   return true;
 }();
 

@@ -140,7 +140,7 @@ Value head_op(const OpContext&, std::span<const Value> args) {
     parts.push_back(t->Slice(0, n));
     n -= parts.back()->num_rows();
   }
-  if (parts.empty()) return args.size() > 1 ? table_value(table_of(args[1], "head")->Slice(0, 0)) : Value();
+  if (parts.empty()) return args.size() > 1 ? table_value(unwrap(arrow::Table::MakeEmpty(table_of(args[1], "head")->schema()), "head")) : Value();
   return table_value(unwrap(arrow::ConcatenateTables(parts), "head"));
 }
 

@@ -3,8 +3,8 @@
 // (OpContext::shuffle), never through the graph or the scheduler.
 //
 //   transfer i: joins the run, orders the partition's rows by output partition (the hash of the
-//               key columns, or a sort's ranges), sends one shard per output that has rows,
-//               says the input is done; returns a zero-row table of the partition's schema;
+//               key columns, or a sort's ranges), sends them (the exchange sends each owner its
+//               part), says the input is done; returns a zero-row table of the partition's schema;
 //   barrier:    passes once every input was sent in the current run; returns that schema with
 //               the run id in its metadata;
 //   unpack j:   takes output j's shards (ordered by input partition, so the row order does not
@@ -58,21 +58,16 @@ Value transfer_op(const OpContext& ctx, std::span<const Value> args) {
   }
   ShuffleExchange& ex = exchange_of(ctx);
   const ShuffleRun run = ex.join(p.token, p.inputs, p.outputs, keys_of(p));
-  // Each shard taken into buffers of its own (one copy of the rows, as one reordering of the whole
-  // would be): a slice of a reordered whole would keep the whole alive for as long as any shard
-  // this worker holds, and would have to be copied compact again to be sent or spilled.
+  // The rows reordered by output partition, one copy; the exchange cuts them into the part each
+  // owner gets (views), and copies a part compact only to send it.
   std::vector<std::int64_t> offsets;
-  const auto order = partition_order(parts, p.outputs, offsets);
-  std::vector<std::pair<std::int64_t, Value>> shards;
-  for (std::int64_t j = 0; j < p.outputs; ++j) {
-    const auto begin = offsets[static_cast<std::size_t>(j)], end = offsets[static_cast<std::size_t>(j) + 1];
-    if (end == begin) continue;
-    auto rows = unwrap(arrow::compute::Take(arrow::Datum(table), arrow::Datum(order->Slice(begin, end - begin))), "shuffle");
-    shards.push_back({j, table_value(rows.table())});
-  }
-  ex.send(run, input, std::move(shards));
+  auto rows = order_by_partition(table, parts, p.outputs, offsets);
+  ex.send(run, input, table_value(std::move(rows)), offsets);
   ex.input_done(run, input);
-  return table_value(table->Slice(0, 0));
+  // A new empty table, not a zero-row slice: a slice would keep the whole input partition alive
+  // (and counted in the worker's memory) for as long as the transfer's result is held, until
+  // the shuffle ends.
+  return table_value(unwrap(arrow::Table::MakeEmpty(table->schema()), "shuffle"));
 }
 
 Value barrier_op(const OpContext& ctx, std::span<const Value> args) {

@@ -188,7 +188,7 @@ inline constexpr const char* kWorkerGivenUp = "worker-given-up";
 inline constexpr const char* kShuffleJoin = "shuffle-join";  // worker -> scheduler: token, inputs, outputs, keys; reply: run
 inline constexpr const char* kShuffleInputDone = "shuffle-input-done";  // worker -> scheduler: token, run, input
 inline constexpr const char* kShuffleBarrier = "shuffle-barrier";       // worker -> scheduler: token, run
-inline constexpr const char* kShuffleReceive = "shuffle-receive";  // worker -> worker: token, run, inputs, input, outputs + values
+inline constexpr const char* kShuffleReceive = "shuffle-receive";  // worker -> worker: token, run, inputs, input, first_output, rows + at most one value
 inline constexpr const char* kShuffleForget = "shuffle-forget";    // scheduler -> worker: token, run, reason (no reply)
 inline constexpr const char* kShuffleLost = "shuffle run lost: ";
 

@@ -1,5 +1,5 @@
 // The in-process ShuffleExchange of the local executors (tessera/ops/shuffle.hpp): one
-// participant, shards kept as the Values the transfer made (no copy, no serialisation).
+// participant, shards kept as views of the rows the transfer sent (no copy, no serialisation).
 //
 // A run lives from the first join of its token until its last output is taken. A join that
 // finds a run some of whose outputs were taken already (a compute that stopped half-way, or the
@@ -30,14 +30,14 @@ class LocalShuffleExchange final : public ShuffleExchange {
     return it->second.spec;
   }
 
-  void send(const ShuffleRun& run, std::int64_t input, std::vector<std::pair<std::int64_t, Value>> shards) override {
+  void send(const ShuffleRun& run, std::int64_t input, Value rows, const std::vector<std::int64_t>& offsets) override {
+    auto pieces = cut_by_output(run, rows, offsets, 0, run.outputs);  // views of `rows`: no copy
     std::lock_guard lock(mu_);
     Run& r = current(run.token, run.id);
-    for (auto& [output, value] : shards) {
-      if (output < 0 || output >= r.spec.outputs)
-        throw Error("shuffle " + run.token + ": a shard for output " + std::to_string(output) + " of " +
-                    std::to_string(r.spec.outputs));
-      r.shards[output].insert_or_assign(input, std::move(value));  // a retried input replaces its shards
+    for (std::int64_t output = 0; output < run.outputs; ++output) {
+      if (offsets[static_cast<std::size_t>(output) + 1] == offsets[static_cast<std::size_t>(output)]) continue;
+      // a retried input replaces its shards
+      r.shards[output].insert_or_assign(input, std::move(pieces[static_cast<std::size_t>(output)]));
     }
   }
 

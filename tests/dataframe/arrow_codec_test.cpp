@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "dataframe/arrow_util.hpp"
 #include "dataframe/frame_node.hpp"
@@ -66,6 +67,42 @@ TEST(ArrowCodec, ASliceTravelsWithItsOwnRowsNotTheWholeTablesBuffers) {
   EXPECT_EQ(empty->num_rows(), 0);
   EXPECT_TRUE(empty->schema()->Equals(*whole->schema()));
   EXPECT_LT(empty_bytes, 4096u);
+}
+
+std::shared_ptr<arrow::Table> table_of_native(const Native& n) {
+  return std::const_pointer_cast<arrow::Table>(std::static_pointer_cast<const arrow::Table>(n.object));
+}
+
+TEST(ArrowCodec, TablesAreCutIntoViewsAndJoinedCompactAgainInOrder) {
+  const auto& codec = native_codec(kArrowTableType);
+  ASSERT_TRUE(codec.rows && codec.split && codec.concat);
+  auto whole = numbers_and_names(10'000);
+  const auto native = table_value(whole).native();
+  EXPECT_EQ(codec.rows(native), 10'000);
+  // Cut into uneven pieces, empty ones among them; each is a view (same buffers).
+  const std::vector<std::int64_t> rows{0, 3, 4'000, 0, 5'997, 0};
+  auto pieces = codec.split(native, rows);
+  ASSERT_EQ(pieces.size(), rows.size());
+  std::int64_t at = 0;
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    auto piece = table_of_native(pieces[i]);
+    EXPECT_EQ(piece->num_rows(), rows[i]);
+    EXPECT_TRUE(piece->Equals(*whole->Slice(at, rows[i])));
+    at += rows[i];
+  }
+  // Joined again: equal to the whole, one compact chunk per column; a single small view is
+  // copied compact too (it no longer holds the whole's buffers).
+  auto joined = table_of_native(codec.concat(pieces));
+  EXPECT_TRUE(joined->Equals(*whole));
+  for (const auto& column : joined->columns()) EXPECT_EQ(column->num_chunks(), 1);
+  auto small = codec.concat({pieces[1]});
+  EXPECT_TRUE(table_of_native(small)->Equals(*whole->Slice(0, 3)));
+  EXPECT_LT(small.nbytes, 4096u);
+  // Pieces that do not add up, and tables of other columns, are errors.
+  EXPECT_THROW(codec.split(native, {5, 6}), Error);
+  EXPECT_THROW(codec.split(native, {-1, 10'001}), Error);
+  auto other = arrow::Table::Make(arrow::schema({arrow::field("id", arrow::int32())}), {*arrow::Int32Builder().Finish()});
+  EXPECT_THROW(codec.concat({native, table_value(other).native()}), Error);
 }
 
 }  // namespace

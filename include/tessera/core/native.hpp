@@ -3,6 +3,7 @@
  * Native values: in-process C++ objects (a dataframe partition) that tasks in one process share
  * without encoding, and that cross processes through a registered codec as raw frames. */
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -39,6 +40,17 @@ struct NativeCodec {
   std::function<NativeParts(const Native&)> encode;
   /** Throws Error (naming what is wrong) on parts it cannot rebuild from. */
   std::function<Native(const std::string& header, std::vector<std::shared_ptr<Buffer>> frames)> decode;
+  /**
+   * Optional, for a type made of rows (a table), and all three or none: how many rows a native
+   * holds; one compact native holding several natives' rows one after another (they share a
+   * layout: the shards of one shuffle); and one cut back into consecutive pieces of the given
+   * row counts (views, no copy). A shuffle's receiving worker packs the many small shards of an
+   * output partition into one with them, so that it holds, spills and reads back a few large
+   * values rather than one per input partition.
+   */
+  std::function<std::int64_t(const Native&)> rows;
+  std::function<Native(const std::vector<Native>& parts)> concat;
+  std::function<std::vector<Native>(const Native&, const std::vector<std::int64_t>& rows)> split;
 };
 
 /** @brief Registers (or replaces) the codec of `type`; thread-safe. */

@@ -52,10 +52,13 @@ class ShuffleExchange {
   virtual ShuffleRun join(const std::string& token, std::int64_t inputs, std::int64_t outputs,
                           const ShuffleKeys& keys) = 0;
   /**
-   * @brief Sends input partition `input`'s shards ((output partition, value) pairs, any order,
-   * none for an output it has no rows for) to their owners; returns once every owner holds them.
+   * @brief Sends input partition `input`'s rows to the owners of their output partitions;
+   * returns once every owner holds them. `rows` holds them ordered by output partition: output
+   * j's are rows [offsets[j], offsets[j+1]) (outputs + 1 offsets, from 0 to every row). It is a
+   * Native whose codec can count, cut and join rows (NativeCodec::rows/split/concat: a table),
+   * so that the exchange sends each owner its part as one value, not one per output partition.
    */
-  virtual void send(const ShuffleRun& run, std::int64_t input, std::vector<std::pair<std::int64_t, Value>> shards) = 0;
+  virtual void send(const ShuffleRun& run, std::int64_t input, Value rows, const std::vector<std::int64_t>& offsets) = 0;
   /** @brief Records that `input` was sent whole in `run` (the barrier counts these). */
   virtual void input_done(const ShuffleRun& run, std::int64_t input) = 0;
   /** @brief Passes when every input was sent in the token's current run `run`. */
@@ -67,6 +70,14 @@ class ShuffleExchange {
    */
   virtual std::vector<Value> take(const std::string& token, std::int64_t run, std::int64_t output) = 0;
 };
+
+/**
+ * @brief Checks send()'s arguments (a splittable Native, outputs + 1 ascending offsets from 0 to
+ * its row count) and cuts `rows` at `offsets[first]`..`offsets[last]` into one view per output
+ * in [first, last): the pieces an exchange stores or sends. Throws Error naming what is wrong.
+ */
+std::vector<Value> cut_by_output(const ShuffleRun& run, const Value& rows, const std::vector<std::int64_t>& offsets,
+                                 std::int64_t first, std::int64_t last);
 
 /** @brief The run a call was made for is no longer the token's current one. */
 class ShuffleRunLost : public Error {
