@@ -41,6 +41,16 @@ void load_backend() {
 #ifndef TESSERA_HAS_CUDA
   set_status("this build of Tessera has no CUDA back end");
 #else
+  // Without NVIDIA's driver there is no device to find, and loading the back end would map
+  // cuBLAS, cuFFT, cuSOLVER and nvJitLink for nothing: about 160 MB of resident memory in every
+  // worker process of a CPU-only machine (a tessera-worker at rest: 239 MB resident with it,
+  // 43 MB without).
+  std::error_code ec;
+  if (!std::filesystem::exists("/dev/nvidiactl", ec) && !std::filesystem::exists("/proc/driver/nvidia", ec)) {
+    set_status("no NVIDIA driver on this machine (no /dev/nvidiactl, no /proc/driver/nvidia): the CUDA back end "
+               "was not loaded");
+    return;
+  }
   const char* name = "libtessera_cuda.so";
   std::string tried;
   for (const auto& candidate : {library_dir() / name, std::filesystem::path(name)}) {

@@ -207,6 +207,19 @@ void DataStore::evict() {
   }
 }
 
+std::size_t DataStore::spill_least_recent(std::size_t bytes) {
+  std::lock_guard lock(mu_);
+  if (!spill_enabled_) return 0;
+  std::size_t spilled = 0;
+  while (spilled < bytes && !lru_.empty()) {
+    Entry& e = entries_.find(*lru_.front())->second;
+    const std::size_t n = e.nbytes;
+    if (!spill(e)) break;  // logged
+    spilled += n;
+  }
+  return spilled;
+}
+
 void DataStore::put(const Key& key, Value value) {
   std::vector<Value> released;  // device values let go: freed after the lock (declared before it)
   std::lock_guard lock(mu_);

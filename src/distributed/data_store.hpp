@@ -116,6 +116,13 @@ class DataStore {
    * to disk. Never throws.
    */
   std::size_t relieve_device_pressure(int device, std::size_t bytes);
+  /**
+   * @brief Spills least-recently-used host values until at least `bytes` of them went to disk
+   * or none is left in memory; returns the bytes spilled. For a process whose resident memory
+   * is above its limit for reasons the store does not count. Does nothing when spilling is off
+   * (no memory limit); a failed write stops it (logged, as for any spill).
+   */
+  std::size_t spill_least_recent(std::size_t bytes);
   /** @brief Bytes of the values held on disk (value bytes, not file sizes). */
   std::size_t spilled_bytes() const;
   /** @brief Why the last spill to disk failed; empty when it succeeded (or none was tried). */

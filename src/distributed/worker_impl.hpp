@@ -158,6 +158,10 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
   void handle(WorkerEvent e);
   void route(WorkerAction a);
   void check_memory();
+  // Spills results while the process's resident memory is above WorkerOptions::memory_spill of
+  // its limit (at most every 50 ms: it reads /proc); thread-safe, called by check_memory().
+  void spill_for_resident_memory();
+  std::atomic<std::int64_t> last_resident_check_ns{0};
   void exec_loop(int thread);
   void run_task(const Execute& ex, int thread);
 

@@ -18,6 +18,7 @@
 #include "tessera/comm/comm.hpp"
 #include "tessera/comm/message.hpp"
 #include "comm/wire.hpp"
+#include "distributed/process_cpu.hpp"
 #include "tessera/distributed/scheduler.hpp"
 #include "tessera/distributed/worker.hpp"
 #include "tessera/tessera.hpp"
@@ -991,6 +992,49 @@ TEST(ClusterSpill, SmallMemoryLimitSpillsAndValuesSurvive) {
   auto sums = client.gather(client.map("cluster_test.block_sum", fs));
   for (int i = 0; i < 20; ++i)
     EXPECT_DOUBLE_EQ(from_value<double>(sums[static_cast<std::size_t>(i)]), 25000 * (i * 1e6) + 24999.0 * 25000 / 2);
+}
+
+// The store counts only its values; a process whose resident memory is over memory_spill of
+// its limit for other reasons (here: the test process itself, its libraries and threads) spills
+// what the store holds, though the store is far below its own target. Off (memory_spill 0): none.
+TEST(ClusterSpill, ResidentMemoryOverTheSpillFractionSpillsWhatTheStoreHolds) {
+  for (const double spill_fraction : {0.7, 0.0}) {
+    tessera_test::TempDir dir;
+    SchedulerOptions so;
+    so.address = "tcp://127.0.0.1:0";
+    so.token = "rss-spill-token";
+    Scheduler scheduler(so);
+    WorkerOptions wo;
+    wo.scheduler_address = scheduler.address();
+    wo.token = so.token;
+    wo.heartbeat_interval = 0.1;
+    wo.death_timeout = 5;
+    wo.local_directory = dir.str();
+    wo.name = "rss-spill";
+    // The process's resident memory at 80% of the limit: above the spill fraction, while the
+    // store's 20 x 200 KB stay far below its target (60% of the limit, tens of MB).
+    const std::size_t resident = tessera::distributed::resident_bytes();
+    ASSERT_GT(resident, std::size_t{20} << 20);
+    wo.memory_limit = static_cast<std::size_t>(static_cast<double>(resident) / 0.8);
+    wo.memory_spill = spill_fraction;
+    Worker worker(wo);
+    Client client(scheduler.address(), client_options(so.token));
+    ASSERT_TRUE(client.wait_for_workers(1, 5s));
+    std::vector<int> ids(20);
+    std::iota(ids.begin(), ids.end(), 0);
+    auto fs = client.map("cluster_test.make_block", ids);
+    ASSERT_TRUE(wait(fs, 20s));
+    std::this_thread::sleep_for(300ms);  // a few heartbeats, each of which checks
+    const auto st = worker.stats();
+    if (spill_fraction > 0) {
+      EXPECT_GT(st.spilled, 0u) << "resident memory above 70% of the limit spilled nothing";
+    } else {
+      EXPECT_EQ(st.spilled, 0u) << "spilled with memory_spill off and the store below its target";
+    }
+    auto values = client.gather(fs);  // spilled or not, every value is intact
+    ASSERT_EQ(values.size(), 20u);
+    EXPECT_EQ(values[7].block().to_doubles()[5], 7e6 + 5);
+  }
 }
 
 }  // namespace

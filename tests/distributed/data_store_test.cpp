@@ -250,6 +250,32 @@ TEST(DataStore, LeastRecentlyUsedIsSpilledFirst) {
   EXPECT_FALSE(s.is_spilled("d"));
 }
 
+TEST(DataStore, SpillingForResidentMemoryTakesTheLeastRecentUntilEnoughWent) {
+  TempDir dir;
+  DataStore s(small(dir));  // target: 600 bytes
+  s.put("a", bytes_block(200, 1));
+  s.put("b", bytes_block(200, 2));
+  s.put("c", bytes_block(200, 3));
+  ASSERT_TRUE(s.get("a"));  // order now b, c, a
+  // 250 bytes asked for: two values of 200 go, the least recent first, though the store is at
+  // its target (the worker asks when the process, not the store, is over its limit).
+  EXPECT_EQ(s.spill_least_recent(250), 400u);
+  EXPECT_TRUE(s.is_spilled("b"));
+  EXPECT_TRUE(s.is_spilled("c"));
+  EXPECT_FALSE(s.is_spilled("a"));
+  EXPECT_EQ(s.memory_bytes(), 200u);
+  // More than is held: all of it goes, and no more than that is said.
+  EXPECT_EQ(s.spill_least_recent(10'000), 200u);
+  EXPECT_EQ(s.memory_bytes(), 0u);
+  EXPECT_EQ(s.spill_least_recent(1), 0u);
+  expect_same(bytes_block(200, 2), *s.get("b"));  // comes back as it was
+  // Without a memory limit nothing is ever spilled.
+  DataStore unlimited;
+  unlimited.put("x", bytes_block(200, 1));
+  EXPECT_EQ(unlimited.spill_least_recent(100), 0u);
+  EXPECT_FALSE(unlimited.is_spilled("x"));
+}
+
 TEST(DataStore, LargeValueGoesStraightToDisk) {
   TempDir dir;
   DataStore s(small(dir));

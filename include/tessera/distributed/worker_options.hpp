@@ -28,6 +28,11 @@ struct WorkerOptions {
   std::size_t memory_limit = 0;          ///< bytes of results held in memory; 0 = no limit
   double memory_target = 0.6;            ///< spill least-recently-used results above this fraction
   double memory_pause = 0.8;             ///< stop starting tasks above this fraction
+  /** Spill least-recently-used results while the process's resident memory (not only what the
+   *  store counts: buffers in flight, the allocator's caches) is above this fraction of
+   *  memory_limit, down to memory_target of it, as Dask's distributed.worker.memory.spill does.
+   *  <= 0: off. */
+  double memory_spill = 0.7;
   std::string local_directory;           ///< spill directory (default: the system temp directory)
   std::string token;
   /// tls:// (scheduler, listener and peers): CA file, certificate and key; fields left empty
