@@ -22,124 +22,48 @@ Prints one JSON line per engine and query, then one line of ratios per query (Da
 Tessera for each scheduler; Tessera over DuckDB).
 """
 import argparse
-import datetime
-import decimal
 import json
-import math
 import os
-import re
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "dataframe"))
 sys.path.insert(0, os.path.join(HERE, "tpch"))
 import tessera_pyenv  # noqa: E402
+from common import best_of, dask_reader, differences, duckdb_connection, plain_rows, sql_queries  # noqa: E402
 
 if __name__ == "__main__":
     tessera_pyenv.reexec_in_pyenv()
 
 ENGINES = ("tessera-threads", "tessera-distributed", "duckdb", "dask-threads", "dask-distributed")
-TABLES = ("lineitem", "orders", "customer", "nation", "region", "supplier", "part", "partsupp")
-
-
-def sql_queries():
-    text = open(os.path.join(HERE, "tpch", "queries.sql")).read()
-    out, number = {}, None
-    for line in text.splitlines():
-        m = re.fullmatch(r"-- query (\d+)", line.strip())
-        if m:
-            number = int(m.group(1))
-            out[number] = ""
-        elif number is not None and not line.startswith("--"):
-            out[number] += line + "\n"
-    return {q: body.strip().rstrip(";") for q, body in out.items()}
-
-
-def plain(value):
-    """A result cell as JSON-like Python: float, str or None."""
-    if value is None:
-        return None
-    if isinstance(value, (decimal.Decimal, float, int)) and not isinstance(value, bool):
-        return float(value)
-    if hasattr(value, "item"):
-        return plain(value.item())
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, (datetime.date, datetime.datetime)):
-        return value.strftime("%Y-%m-%d")
-    return str(value)
-
-
 def run_python_engine(engine, data, queries, repeat):
     """In this process: each query `repeat` times; prints one JSON line per query."""
     if engine == "duckdb":
-        import duckdb
-        con = duckdb.connect()
-        con.execute("SET threads=2")
-        for t in TABLES:
-            con.execute(f"CREATE VIEW {t} AS SELECT * FROM read_parquet('{data}/{t}/*.parquet')")
+        con = duckdb_connection(data, threads=2)
         sql = sql_queries()
         for q in queries:
-            best, rows = None, None
-            for _ in range(repeat):
-                t0 = time.perf_counter()
-                rows = con.execute(sql[q]).fetchall()
-                s = time.perf_counter() - t0
-                best = s if best is None else min(best, s)
-            print(json.dumps({"query": q, "seconds": best, "result": [[plain(v) for v in r] for r in rows]}), flush=True)
+            best, rows = best_of(repeat, lambda: con.execute(sql[q]).fetchall())
+            print(json.dumps({"query": q, "seconds": best, "result": plain_rows(rows)}), flush=True)
         return
     import dask
-    import dask.dataframe as dd
     import dask_queries
     client = None
     if engine == "dask-distributed":
         from distributed import Client, LocalCluster
         client = Client(LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None))
-
-    def read(table):
-        df = dd.read_parquet(f"{data}/{table}/*.parquet")
-        money = [c for c, t in df.dtypes.items() if "decimal" in str(t)]
-        return df.astype({c: "float64" for c in money}) if money else df
-
+    read = dask_reader(data)
     try:
         with dask.config.set(scheduler=client or "threads"):
             for q in queries:
-                best, result = None, None
-                for _ in range(repeat):
-                    t0 = time.perf_counter()
-                    result = dask_queries.QUERIES[q](read)
-                    s = time.perf_counter() - t0
-                    best = s if best is None else min(best, s)
-                rows = [[plain(v) for v in r] for r in result.itertuples(index=False, name=None)]
+                best, result = best_of(repeat, lambda: dask_queries.QUERIES[q](read))
+                rows = plain_rows(result.itertuples(index=False, name=None))
                 print(json.dumps({"query": q, "seconds": best, "result": rows}), flush=True)
     finally:
         if client:
             client.cluster.close()
             client.close()
-
-
-def same(a, b):
-    if a is None or b is None:
-        return a is b
-
-    def number(v):
-        return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-    if number(a) and number(b):
-        return math.isclose(float(a), float(b), rel_tol=1e-6, abs_tol=1e-6)
-    return str(a) == str(b)
-
-
-def differences(rows, reference):
-    if len(rows) != len(reference):
-        return f"{len(rows)} rows, DuckDB {len(reference)}"
-    for i, (r, ref) in enumerate(zip(rows, reference)):
-        if len(r) != len(ref) or not all(same(x, y) for x, y in zip(r, ref)):
-            return f"row {i}: {r} against DuckDB's {ref}"
-    return None
 
 
 def main():
