@@ -2,6 +2,7 @@
 // format is data_store_spill_file.cpp's; the --memory-limit forms are data_store_limits.cpp's).
 #include "data_store.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,6 +39,7 @@ DataStore::DataStore(DataStoreOptions options) : options_(std::move(options)) {
 }
 
 DataStore::~DataStore() {
+  for (auto& [id, segment] : segments_) ::close(segment.fd);
   if (dir_.empty()) return;
   std::error_code ec;
   fs::remove_all(dir_, ec);
@@ -70,9 +72,7 @@ void DataStore::unlink_lru(Entry& e) {
 void DataStore::drop(Entry& e) {
   unlink_lru(e);
   if (e.on_disk) {
-    std::error_code ec;
-    fs::remove(file_path(e.file), ec);
-    if (ec) logging::debug("data store: cannot remove {}: {}", file_path(e.file).string(), ec.message());
+    release_record(e);
     spilled_bytes_ -= e.nbytes;
   } else if (e.on_device) {
     device_bytes_ -= e.nbytes;
@@ -124,6 +124,31 @@ void DataStore::evict_device(std::vector<Value>& released) {
 
 fs::path DataStore::file_path(std::uint64_t file) const { return dir_ / (std::to_string(file) + ".spill"); }
 
+void DataStore::close_segment(std::uint64_t id) {
+  auto it = segments_.find(id);
+  if (it == segments_.end()) return;
+  ::close(it->second.fd);
+  std::error_code ec;
+  fs::remove(file_path(id), ec);
+  if (ec) logging::debug("data store: cannot remove {}: {}", file_path(id).string(), ec.message());
+  if (appending_ == id) appending_ = 0;
+  segments_.erase(it);
+}
+
+void DataStore::release_record(const Entry& e) {
+  auto it = segments_.find(e.file);
+  if (it == segments_.end()) return;
+  Segment& s = it->second;
+  if (--s.live == 0) {
+    close_segment(e.file);
+    return;
+  }
+  // The disk space back now rather than when the whole segment goes (best effort: a file
+  // system without holes keeps the bytes until then).
+  ::fallocate(s.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(e.offset),
+              static_cast<off_t>(e.length));
+}
+
 void DataStore::note_failure(const std::string& what) {
   spill_error_ = what;
   if (!warned_) {
@@ -139,6 +164,9 @@ bool DataStore::ensure_directory(std::string& error) {
     // Removed behind our back? Recreate it with the same name.
     std::error_code ec;
     if (fs::is_directory(dir_, ec)) return true;
+    // The open segment went with it: new records go to a new one (the old ones are lost, and
+    // reading them back fails naming the key).
+    appending_ = 0;
     fs::create_directories(dir_, ec);
     if (!ec) return true;
     error = "cannot create spill directory " + dir_.string() + ": " + ec.message();
@@ -181,17 +209,42 @@ bool DataStore::spill(Entry& e) {
     note_failure(error);
     return false;
   }
-  const std::uint64_t file = next_file_++;
-  error = detail::write_spill_file(file_path(file), e.value);
-  if (!error.empty()) {
-    note_failure(error);
-    return false;
+  // Appended to the open segment; a segment that cannot take it (full, or its file system
+  // refuses to grow it) is closed to appends and one retry goes to a fresh one.
+  std::uint64_t length = 0;
+  for (int attempt = 0;; ++attempt) {
+    if (appending_ != 0 && segments_[appending_].size >= kSegmentBytes) appending_ = 0;
+    if (appending_ == 0) {
+      const std::uint64_t id = next_file_++;
+      const int fd = ::open(file_path(id).c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      if (fd < 0) {
+        note_failure("cannot create " + file_path(id).string() + ": " + std::error_code(errno, std::generic_category()).message());
+        return false;
+      }
+      segments_[id] = Segment{fd, 0, 0};
+      appending_ = id;
+    }
+    Segment& s = segments_[appending_];
+    error = detail::write_spill_record(s.fd, file_path(appending_), s.size, e.value, &length);
+    if (error.empty()) break;
+    const bool fresh = s.size == 0;
+    if (s.live == 0) close_segment(appending_);
+    else appending_ = 0;
+    if (fresh || attempt > 0) {
+      note_failure(error);
+      return false;
+    }
   }
+  Segment& s = segments_[appending_];
   spill_error_.clear();
   unlink_lru(e);
   e.value = Value();
   e.on_disk = true;
-  e.file = file;
+  e.file = appending_;
+  e.offset = s.size;
+  e.length = length;
+  s.size += length;
+  ++s.live;
   memory_bytes_ -= e.nbytes;
   spilled_bytes_ += e.nbytes;
   ++stats_.spilled;
@@ -262,11 +315,10 @@ std::optional<Value> DataStore::get(const Key& key) {
     touch(e);
     return e.value;
   }
-  Value value = detail::read_spill_file(file_path(e.file), key);
+  Value value = detail::read_spill_record(file_path(e.file), e.offset, e.length, key);
   ++stats_.unspilled;
   if (oversized(e.nbytes)) return value;  // would be spilled again at once: leave it on disk
-  std::error_code ec;
-  fs::remove(file_path(e.file), ec);
+  release_record(e);
   e.on_disk = false;
   e.file = 0;
   e.value = value;

@@ -142,7 +142,8 @@ class DataStore {
   struct Entry {
     Value value;                   // empty while on disk
     std::size_t nbytes = 0;
-    std::uint64_t file = 0;        // spill file number while on disk
+    std::uint64_t file = 0;        // spill segment number while on disk
+    std::uint64_t offset = 0, length = 0;  // its record in that segment
     bool on_disk = false;
     bool on_device = false;        // a block in device memory (counts in device_bytes_)
     bool in_lru = false;           // in lru_ (host, spillable) or device_lru_ (device, nbytes > 0)
@@ -163,6 +164,10 @@ class DataStore {
   void note_device_failure(const std::string& what);
   bool ensure_directory(std::string& error);
   std::filesystem::path file_path(std::uint64_t file) const;
+  // A spilled value's record is no longer needed: its bytes are freed (a hole punched) and the
+  // segment is closed and removed with its last record.
+  void release_record(const Entry& e);
+  void close_segment(std::uint64_t id);
   void note_failure(const std::string& what);
 
   const DataStoreOptions options_;
@@ -181,6 +186,15 @@ class DataStore {
   DataStoreStats stats_;
   std::filesystem::path dir_;
   std::uint64_t next_file_ = 1;
+  // Spill segments: files that records are appended to, each until it passes kSegmentBytes.
+  struct Segment {
+    int fd = -1;
+    std::uint64_t size = 0;  // bytes written (records end to end)
+    std::size_t live = 0;    // records still needed
+  };
+  static constexpr std::uint64_t kSegmentBytes = std::uint64_t{64} << 20;
+  std::unordered_map<std::uint64_t, Segment> segments_;
+  std::uint64_t appending_ = 0;  // the segment records go to; 0: none open
   bool warned_ = false;
   std::string spill_error_;  // the last write's failure; cleared by a successful one
   bool device_warned_ = false;

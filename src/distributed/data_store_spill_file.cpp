@@ -1,4 +1,4 @@
-// The spill file of one value (format in data_store_spill_file.hpp).
+// Spill records: one value each, appended to a segment file (format in data_store_spill_file.hpp).
 #include "data_store_spill_file.hpp"
 
 #include <fcntl.h>
@@ -56,15 +56,16 @@ class Fd {
   int fd_;
 };
 
-/** Writes every byte of the iovecs (writev, retried on partial writes and EINTR); errno on failure. */
-int write_all(int fd, iovec* iov, int count) {
+/** Writes every byte of the iovecs at `offset` (pwritev, retried on partial writes and EINTR); errno on failure. */
+int write_all_at(int fd, std::uint64_t offset, iovec* iov, int count) {
   while (count > 0) {
     if (iov->iov_len == 0) { ++iov; --count; continue; }
-    ssize_t n = ::writev(fd, iov, count);
+    ssize_t n = ::pwritev(fd, iov, count, static_cast<off_t>(offset));
     if (n < 0) {
       if (errno == EINTR) continue;
       return errno;
     }
+    offset += static_cast<std::uint64_t>(n);
     auto left = static_cast<std::size_t>(n);
     while (count > 0 && left >= iov->iov_len) { left -= iov->iov_len; ++iov; --count; }
     if (count > 0) {
@@ -75,11 +76,11 @@ int write_all(int fd, iovec* iov, int count) {
   return 0;
 }
 
-/** Reads exactly n bytes; false on error or early end of file (errno 0 then). */
-bool read_all(int fd, void* data, std::size_t n) {
+/** Reads exactly n bytes at `offset`; false on error or early end of file (errno 0 then). */
+bool read_all_at(int fd, std::uint64_t offset, void* data, std::size_t n) {
   auto* p = static_cast<char*>(data);
   while (n > 0) {
-    ssize_t r = ::read(fd, p, std::min<std::size_t>(n, std::size_t{1} << 30));
+    ssize_t r = ::pread(fd, p, std::min<std::size_t>(n, std::size_t{1} << 30), static_cast<off_t>(offset));
     if (r < 0) {
       if (errno == EINTR) continue;
       return false;
@@ -87,13 +88,15 @@ bool read_all(int fd, void* data, std::size_t n) {
     if (r == 0) { errno = 0; return false; }
     p += r;
     n -= static_cast<std::size_t>(r);
+    offset += static_cast<std::uint64_t>(r);
   }
   return true;
 }
 
 }  // namespace
 
-std::string write_spill_file(const fs::path& path, const Value& value) {
+std::string write_spill_record(int fd, const fs::path& path, std::uint64_t offset, const Value& value,
+                               std::uint64_t* length) {
   std::string header;
   std::string packed;  // a Native's parts, packed
   const void* payload = nullptr;
@@ -140,29 +143,30 @@ std::string write_spill_file(const fs::path& path, const Value& value) {
   if (shape) for (std::int64_t d : *shape) append_pod<std::int64_t>(header, d);
   header.append(type_name);
 
-  Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-  if (fd.get() < 0) return "cannot create " + path.string() + ": " + errno_text(errno);
   iovec iov[2] = {{header.data(), header.size()},
                   {const_cast<void*>(payload), static_cast<std::size_t>(payload_bytes)}};
-  int err = write_all(fd.get(), iov, payload_bytes ? 2 : 1);
-  if (err == 0 && ::close(fd.release()) != 0) err = errno;
+  const int err = write_all_at(fd, offset, iov, payload_bytes ? 2 : 1);
   if (err != 0) {
-    std::error_code ec;
-    fs::remove(path, ec);
-    return "cannot write " + path.string() + ": " + errno_text(err);
+    // Cut the partial record off, so that the segment holds whole records only.
+    const bool cut = ::ftruncate(fd, static_cast<off_t>(offset)) == 0;
+    return "cannot write " + path.string() + ": " + errno_text(err) +
+           (cut ? "" : " (and cutting the partial record off failed: " + errno_text(errno) + ")");
   }
+  *length = header.size() + payload_bytes;
   return {};
 }
 
-Value read_spill_file(const fs::path& path, const Key& key) {
+Value read_spill_record(const fs::path& path, std::uint64_t offset, std::uint64_t length, const Key& key) {
   auto fail = [&](const std::string& why) -> Error {
     return Error("data store: cannot read the spilled value of key '" + key + "' from " + path.string() +
                  ": " + why);
   };
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) throw fail(errno_text(errno));
+  std::uint64_t at = offset;
   auto read_or_throw = [&](void* data, std::size_t n) {
-    if (!read_all(fd.get(), data, n)) throw fail(errno ? errno_text(errno) : "file is truncated");
+    if (!read_all_at(fd.get(), at, data, n)) throw fail(errno ? errno_text(errno) : "file is truncated");
+    at += n;
   };
   char fixed[kFixedHeader];
   read_or_throw(fixed, sizeof fixed);
@@ -173,10 +177,7 @@ Value read_spill_file(const fs::path& path, const Key& key) {
   const auto type_len = read_pod<std::uint32_t>(fixed + 12);
   const auto payload = read_pod<std::uint64_t>(fixed + 16);
   if (ndim > kMaxNdim || type_len > kMaxTypeName) throw fail("corrupt header");
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) throw fail(errno_text(errno));
-  if (static_cast<std::uint64_t>(st.st_size) != kFixedHeader + 8ull * ndim + type_len + payload)
-    throw fail("file size does not match its header");
+  if (length != kFixedHeader + 8ull * ndim + type_len + payload) throw fail("record size does not match its header");
 
   if (kind == kKindBlock) {
     if (!valid_dtype_code(dtype)) throw fail("corrupt header (dtype)");

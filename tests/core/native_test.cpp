@@ -1,5 +1,7 @@
 // Native values: a test codec's object through cereal (task literals), the wire (frames, no
 // copy) and a spill file, and the errors for a type with no codec or corrupt packed bytes.
+#include <fcntl.h>
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -120,8 +122,15 @@ TEST(Native, RoundTripsThroughASpillFile) {
   const auto path = std::filesystem::temp_directory_path() /
                     ("tessera-native-test-" + std::to_string(::getpid()) + ".spill");
   std::filesystem::remove(path);
-  ASSERT_EQ(distributed::detail::write_spill_file(path, v), "");
-  Value back = distributed::detail::read_spill_file(path, "k");
+  // A record 100 bytes into its segment (after another record's place).
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  ASSERT_GE(fd, 0);
+  std::uint64_t length = 0;
+  ASSERT_EQ(distributed::detail::write_spill_record(fd, path, 100, v, &length), "");
+  ::close(fd);
+  EXPECT_EQ(std::filesystem::file_size(path), 100 + length);
+  Value back = distributed::detail::read_spill_record(path, 100, length, "k");
+  EXPECT_THROW(distributed::detail::read_spill_record(path, 100, length - 1, "k"), Error);  // not that record
   std::filesystem::remove(path);
   const Pair& p = pair_of(back);
   EXPECT_EQ(p.name, "left-right");

@@ -45,9 +45,18 @@ class TempDir {
   fs::path path_;
 };
 
+// Spilled values are records appended to segment files (data_store_spill_file.hpp): a file
+// stays while any of its records is needed.
 std::size_t count_files(const fs::path& dir) {
   if (dir.empty() || !fs::exists(dir)) return 0;
   return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
+}
+
+std::uintmax_t bytes_in_files(const fs::path& dir) {
+  std::uintmax_t bytes = 0;
+  if (dir.empty() || !fs::exists(dir)) return 0;
+  for (const auto& f : fs::directory_iterator(dir)) bytes += fs::file_size(f.path());
+  return bytes;
 }
 
 /** A host block of the dtype and shape, filled with random bits (0/1 for bool; NaN payloads,
@@ -160,16 +169,16 @@ TEST(DataStore, SpilledValueComesBackIntoMemoryAndItsFileGoes) {
     // Push x out with newer values.
     for (int i = 0; i < 4; ++i) s.put("fill" + std::to_string(i), bytes_block(200, i));
     ASSERT_TRUE(s.is_spilled("x"));
-    EXPECT_EQ(count_files(s.spill_directory()), 2u);  // x and fill0
+    EXPECT_EQ(count_files(s.spill_directory()), 1u);  // x and fill0, in one segment
     auto back = s.get("x");
     ASSERT_TRUE(back.has_value());
     expect_same(v, *back);
     EXPECT_FALSE(s.is_spilled("x"));
     EXPECT_LE(s.memory_bytes(), 600u);
-    // x's file is gone; the get may have pushed fillers out: one file per spilled filler.
-    const auto now = count_files(s.spill_directory());
-    EXPECT_EQ(s.is_spilled("fill0") + s.is_spilled("fill1") + s.is_spilled("fill2") + s.is_spilled("fill3"),
-              static_cast<int>(now));
+    // x's record is no longer needed; the segment stays for the fillers on disk, if any.
+    const bool fillers_on_disk =
+        s.is_spilled("fill0") || s.is_spilled("fill1") || s.is_spilled("fill2") || s.is_spilled("fill3");
+    EXPECT_EQ(count_files(s.spill_directory()), fillers_on_disk ? 1u : 0u);
     for (int i = 0; i < 4; ++i) s.erase("fill" + std::to_string(i));
     s.erase("x");
     EXPECT_EQ(count_files(s.spill_directory()), 0u);
@@ -189,7 +198,7 @@ TEST(DataStore, ObjectsRoundTripThroughDisk) {
   };
   for (const auto& [k, v] : values) s.put(k, v);
   EXPECT_EQ(s.stats().spilled, values.size());
-  EXPECT_EQ(count_files(s.spill_directory()), values.size());
+  EXPECT_EQ(count_files(s.spill_directory()), 1u);  // one segment holds them all
   EXPECT_EQ(s.size(), values.size());
   for (const auto& [k, v] : values) {
     EXPECT_TRUE(s.is_spilled(k));
@@ -330,7 +339,7 @@ TEST(DataStore, MemoryStaysUnderTargetWithSmallValues) {
   EXPECT_EQ(s.size(), expected.size());
   std::size_t on_disk = 0;
   for (const auto& [k, v] : expected) on_disk += s.is_spilled(k);
-  EXPECT_EQ(count_files(s.spill_directory()), on_disk);
+  EXPECT_EQ(count_files(s.spill_directory()), on_disk > 0 ? 1u : 0u);  // one segment while any is on disk
   for (const auto& [k, v] : expected) expect_same(v, *s.get(k));
 }
 
@@ -370,9 +379,9 @@ TEST(DataStore, EraseOfSpilledKeyRemovesItsFile) {
   DataStore s(small(dir, 1));
   s.put("a", bytes_block(40, 1));
   s.put("b", bytes_block(40, 2));
-  ASSERT_EQ(count_files(s.spill_directory()), 2u);
+  ASSERT_EQ(count_files(s.spill_directory()), 1u);  // both in one segment
   EXPECT_TRUE(s.erase("a"));
-  EXPECT_EQ(count_files(s.spill_directory()), 1u);
+  EXPECT_EQ(count_files(s.spill_directory()), 1u);  // b's record keeps it
   EXPECT_FALSE(s.contains("a"));
   EXPECT_TRUE(s.contains("b"));
   EXPECT_EQ(s.spilled_bytes(), 40u);
@@ -484,13 +493,16 @@ TEST(DataStore, DiskFullMidWriteKeepsTheValueInMemoryAndLeavesNoFile) {
     }
     const std::size_t spilled_before = s.stats().spilled;
     EXPECT_GT(spilled_before, 0u) << "1000-byte values past the 6000-byte target should spill";
-    EXPECT_EQ(count_files(s.spill_directory()), spilled_before);
+    // Records of about 1 KB: a segment of at most 4096 bytes holds three, then the next record
+    // fails (EFBIG) and goes to a fresh segment.
+    EXPECT_GE(count_files(s.spill_directory()), (spilled_before + 2) / 3);
+    const auto bytes_before = bytes_in_files(s.spill_directory());
     // Larger than the target, so it goes straight to disk: 4096 bytes are written, then EFBIG.
     expected["big"] = bytes_block(8000, 99);
     ASSERT_NO_THROW(s.put("big", expected["big"]));
     EXPECT_FALSE(s.is_spilled("big"));
     EXPECT_EQ(s.stats().spilled, spilled_before);
-    EXPECT_EQ(count_files(s.spill_directory()), spilled_before) << "the partial file was left behind";
+    EXPECT_EQ(bytes_in_files(s.spill_directory()), bytes_before) << "a partial record was left behind";
   }
   for (const auto& [k, v] : expected) {
     auto got = s.get(k);
