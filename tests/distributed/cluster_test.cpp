@@ -942,20 +942,32 @@ TEST(ClusterInfo, SchedulerInfoOfThreadWorkers) {
 
 // ---- 12. spill to disk under a small memory limit ------------------------------------------------------
 
-TEST(ClusterSpill, SmallMemoryLimitSpillsAndValuesSurvive) {
-  tessera_test::TempDir dir;
+SchedulerOptions spill_scheduler_options(const std::string& token) {
   SchedulerOptions so;
   so.address = "tcp://127.0.0.1:0";
-  so.token = "spill-token";
-  Scheduler scheduler(so);
+  so.token = token;
+  return so;
+}
+
+// A worker of the spill tests: heartbeats every 0.1 s (each re-checks memory), spilling in `dir`.
+WorkerOptions spill_worker_options(const Scheduler& scheduler, const std::string& token,
+                                   const tessera_test::TempDir& dir) {
   WorkerOptions wo;
   wo.scheduler_address = scheduler.address();
-  wo.token = so.token;
+  wo.token = token;
   wo.heartbeat_interval = 0.1;
   wo.death_timeout = 5;
+  wo.local_directory = dir.str();
+  return wo;
+}
+
+TEST(ClusterSpill, SmallMemoryLimitSpillsAndValuesSurvive) {
+  tessera_test::TempDir dir;
+  const SchedulerOptions so = spill_scheduler_options("spill-token");
+  Scheduler scheduler(so);
+  WorkerOptions wo = spill_worker_options(scheduler, so.token, dir);
   wo.memory_limit = 1 << 20;
   wo.memory_target = 0.6;
-  wo.local_directory = dir.str();
   std::vector<std::unique_ptr<Worker>> workers;
   for (int i = 0; i < 2; ++i) {
     wo.name = "spill-" + std::to_string(i);
@@ -1000,16 +1012,9 @@ TEST(ClusterSpill, SmallMemoryLimitSpillsAndValuesSurvive) {
 TEST(ClusterSpill, ResidentMemoryOverTheSpillFractionSpillsWhatTheStoreHolds) {
   for (const double spill_fraction : {0.7, 0.0}) {
     tessera_test::TempDir dir;
-    SchedulerOptions so;
-    so.address = "tcp://127.0.0.1:0";
-    so.token = "rss-spill-token";
+    const SchedulerOptions so = spill_scheduler_options("rss-spill-token");
     Scheduler scheduler(so);
-    WorkerOptions wo;
-    wo.scheduler_address = scheduler.address();
-    wo.token = so.token;
-    wo.heartbeat_interval = 0.1;
-    wo.death_timeout = 5;
-    wo.local_directory = dir.str();
+    WorkerOptions wo = spill_worker_options(scheduler, so.token, dir);
     wo.name = "rss-spill";
     // The process's resident memory at 80% of the limit: above the spill fraction, while the
     // store's 20 x 200 KB stay far below its target (60% of the limit, tens of MB).
