@@ -99,6 +99,17 @@ std::vector<std::pair<std::string, comm::Message>> real_messages() {
   block.add_block("empty", Block());
   out.emplace_back("run_blocks", block);
 
+  // A peer-to-peer shuffle's part: one input's rows for outputs 4, 5, 6 (protocol 12).
+  comm::Message shuffle(dw::kShuffleReceive);
+  shuffle.set("token", std::string("shuffle-0"));
+  shuffle.set("run", std::int64_t{3});
+  shuffle.set("inputs", std::int64_t{8});
+  shuffle.set("input", std::int64_t{2});
+  shuffle.set("first_output", std::int64_t{4});
+  shuffle.set("rows", std::vector<std::int64_t>{3, 0, 5});
+  dw::put_values(shuffle, {Value(iota_block(8))});
+  out.emplace_back("shuffle_receive", shuffle);
+
   out.emplace_back("unregister", comm::Message(dw::kUnregister));
   return out;
 }
