@@ -135,6 +135,7 @@ TEST(SpillFailure, AWorkerRunsOnWhileSpillingFailsAndPausesAgainOnceASpillWorks)
   wo.memory_limit = 4'000'000;
   wo.memory_target = 0.9;  // a result above 3.6 MB goes straight to disk
   wo.memory_pause = 0.4;   // paused above 1.6 MB
+  wo.memory_spill = 0;     // the store's own thresholds: the process is far above 4 MB anyway
   wo.local_directory = spill.string();
   Worker worker(wo);  // the directory is fine at start
   Client client(sched.address(), client_options(kSpillToken, 10));
@@ -204,6 +205,7 @@ TEST(SpillFailure, AFetchAboveThePauseThresholdDoesNotPauseAWorkerWhoseSpillFail
   wo.memory_limit = 4'000'000;
   wo.memory_target = 0.9;  // spills above 3.6 MB
   wo.memory_pause = 0.4;   // paused above 1.6 MB
+  wo.memory_spill = 0;     // the store's own thresholds: the process is far above 4 MB anyway
   wo.local_directory = spill.string();
   Worker limited(wo);
   Client client(sched.address(), client_options(kSpillToken, 10));
