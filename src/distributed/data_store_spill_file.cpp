@@ -50,7 +50,6 @@ class Fd {
   Fd& operator=(const Fd&) = delete;
   ~Fd() { if (fd_ >= 0) ::close(fd_); }
   int get() const { return fd_; }
-  int release() { int fd = fd_; fd_ = -1; return fd; }
 
  private:
   int fd_;

@@ -215,20 +215,18 @@ void WorkerShuffle::pack_and_store(const std::string& token, std::int64_t run, s
   std::int64_t seq = first_seq;
   for (auto& [output, shards] : staged) {
     Pack pack{pack_key(token, run, output, seq++), {}};
-    {
-      // Even one shard is copied: it is a view of a larger part, whose buffers it would keep.
-      const NativeCodec& codec = *packable(shards[0].value);
-      std::vector<Native> parts;
-      parts.reserve(shards.size());
-      for (auto& shard : shards) {
-        pack.pieces.push_back({shard.input, codec.rows(shard.value.native())});
-        parts.push_back(shard.value.native());
-      }
-      shards.clear();  // the pack is a copy: let the small shards go as it goes in
-      Value packed(codec.concat(parts));
-      parts.clear();
-      w_.store.put(pack.key, std::move(packed));
+    // Even one shard is copied: it is a view of a larger part, whose buffers it would keep.
+    const NativeCodec& codec = *packable(shards[0].value);
+    std::vector<Native> parts;
+    parts.reserve(shards.size());
+    for (auto& shard : shards) {
+      pack.pieces.push_back({shard.input, codec.rows(shard.value.native())});
+      parts.push_back(shard.value.native());
     }
+    shards.clear();  // the pack is a copy: let the small shards go as it goes in
+    Value packed(codec.concat(parts));
+    parts.clear();
+    w_.store.put(pack.key, std::move(packed));
     packs.push_back({output, std::move(pack)});
   }
 }
@@ -246,7 +244,7 @@ void WorkerShuffle::store_part(const std::string& token, std::int64_t run, std::
   // One view per output with rows; each counts its share of the part's bytes.
   std::vector<std::pair<std::int64_t, Shard>> shards;
   if (rows > 0) {
-    const NativeCodec* codec = part.is_native() ? packable(part) : nullptr;
+    const NativeCodec* codec = packable(part);
     if (!codec) throw Error("shuffle " + token + ": shards of " + part.describe() + ", not a table");
     if (codec->rows(part.native()) != rows)
       throw Error("shuffle " + token + ": shards of " + std::to_string(rows) + " rows in a part of " +
@@ -353,10 +351,6 @@ std::vector<Value> WorkerShuffle::take(const std::string& token, std::int64_t ru
     auto value = w_.store.get(pack.key);  // read back from disk if it was spilled
     w_.store.erase(pack.key);
     if (!value) throw Error("shuffle " + token + ": worker " + w_.address + " lost a pack of output " + std::to_string(output));
-    if (pack.pieces.size() == 1 && pack.pieces[0].second < 0) {
-      pieces.push_back({pack.pieces[0].first, std::move(*value)});
-      continue;
-    }
     std::vector<std::int64_t> rows;
     for (const auto& piece : pack.pieces) rows.push_back(piece.second);
     const NativeCodec* codec = packable(*value);

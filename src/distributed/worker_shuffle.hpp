@@ -72,7 +72,7 @@ class WorkerShuffle final : public ShuffleExchange {
   // A value in the store holding one output's shards from several inputs, one after another.
   struct Pack {
     Key key;
-    std::vector<std::pair<std::int64_t, std::int64_t>> pieces;  // (input, rows); rows -1: the one shard, whole
+    std::vector<std::pair<std::int64_t, std::int64_t>> pieces;  // (input, rows), in the order they lie
   };
   struct Run {
     std::int64_t inputs = 0;
