@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "dataframe/device_backend.hpp"
 #include "dataframe/device_program.hpp"
 #include "dataframe/frame_params.hpp"
 #include "frame_ops.hpp"
@@ -73,12 +74,45 @@ Value groupby_combine_cuda(const OpContext& ctx, std::span<const Value> args) {
                                                              ctx.stream));
 }
 
+// The relational algorithms (shuffle splits, sort, concatenation, merge) on this GPU, for the
+// dataframe library's device tasks (src/dataframe/device_backend.hpp).
+class CudaRelational final : public dataframe::detail::RelationalBackend {
+ public:
+  DeviceFrame hash_split(const DeviceFrame& f, const std::vector<std::string>& on, std::int64_t parts,
+                         std::vector<std::int64_t>& offsets, int device, StreamView stream) override {
+    return dataframe::thrust_cuda::hash_split(f, on, parts, offsets, device, stream);
+  }
+  DeviceFrame range_split(const DeviceFrame& f, const std::string& column, const std::vector<double>& bounds,
+                          std::int64_t parts, bool ascending, bool nulls_first, std::vector<std::int64_t>& offsets,
+                          int device, StreamView stream) override {
+    return dataframe::thrust_cuda::range_split(f, column, bounds, parts, ascending, nulls_first, offsets, device, stream);
+  }
+  DeviceFrame sort(const DeviceFrame& f, const std::vector<dataframe::detail::SortKeySpec>& keys, bool nulls_first,
+                   int device, StreamView stream) override {
+    return dataframe::thrust_cuda::sort(f, keys, nulls_first, device, stream);
+  }
+  DeviceFrame concat(const std::vector<DeviceFrame>& frames, int device, StreamView stream) override {
+    return dataframe::thrust_cuda::concat(frames, device, stream);
+  }
+  DeviceFrame join(const DeviceFrame& left, const DeviceFrame& right, const dataframe::detail::JoinPlan& plan,
+                   int device, StreamView stream) override {
+    return dataframe::thrust_cuda::join(left, right, plan, device, stream);
+  }
+};
+
+Value relational(const OpContext&, std::span<const Value>) {
+  static CudaRelational backend;  // lives as long as the library
+  return Value(Native{dataframe::detail::kRelationalBackendType,
+                      std::shared_ptr<const void>(&backend, [](const void*) {}), 0});
+}
+
 Value active(const OpContext&, std::span<const Value>) {
   return Value(Block::scalar<bool>(tessera::device_runtime() == &runtime()));
 }
 
 const bool registered = [] {
   register_device_op(dataframe::detail::kCudaFrameActive, active);
+  register_device_op(dataframe::detail::kCudaFrameRelational, relational);
   register_device_op(dataframe::detail::kCudaFrameMap, map_cuda);
   register_device_op(dataframe::detail::kCudaFrameGroupbyPartial, groupby_partial_cuda);
   register_device_op(dataframe::detail::kCudaFrameGroupbyCombine, groupby_combine_cuda);

@@ -110,4 +110,47 @@ DeviceFrame groupby_combine(const std::vector<DeviceFrame>& partials, const Grou
   return dataframe::detail::from_raw(cuda::frame::groupby_combine(parts, spec, alloc, w.device, w.stream));
 }
 
+DeviceFrame hash_split(const DeviceFrame& frame, const std::vector<std::string>& on, std::int64_t parts,
+                       std::vector<std::int64_t>& offsets, int device, StreamView stream) {
+  const Where w(device, stream);
+  const RawFrame f = raw(frame, "shuffle", w);
+  PoolAllocator alloc(w.device, w.stream);
+  return dataframe::detail::from_raw(cuda::frame::hash_split(f, on, parts, offsets, alloc, w.device, w.stream));
+}
+
+DeviceFrame range_split(const DeviceFrame& frame, const std::string& column, const std::vector<double>& bounds,
+                        std::int64_t parts, bool ascending, bool nulls_first, std::vector<std::int64_t>& offsets,
+                        int device, StreamView stream) {
+  const Where w(device, stream);
+  const RawFrame f = raw(frame, "sort_values", w);
+  PoolAllocator alloc(w.device, w.stream);
+  return dataframe::detail::from_raw(
+      cuda::frame::range_split(f, column, bounds, parts, ascending, nulls_first, offsets, alloc, w.device, w.stream));
+}
+
+DeviceFrame sort(const DeviceFrame& frame, const std::vector<detail::SortKeySpec>& keys, bool nulls_first, int device,
+                 StreamView stream) {
+  const Where w(device, stream);
+  const RawFrame f = raw(frame, "sort_values", w);
+  PoolAllocator alloc(w.device, w.stream);
+  return dataframe::detail::from_raw(cuda::frame::sort(f, keys, nulls_first, alloc, w.device, w.stream));
+}
+
+DeviceFrame concat(const std::vector<DeviceFrame>& frames, int device, StreamView stream) {
+  const Where w(device, stream);
+  std::vector<RawFrame> parts;
+  parts.reserve(frames.size());
+  for (const auto& f : frames) parts.push_back(raw(f, "concat", w));
+  PoolAllocator alloc(w.device, w.stream);
+  return dataframe::detail::from_raw(cuda::frame::concat(parts, alloc, w.device, w.stream));
+}
+
+DeviceFrame join(const DeviceFrame& left, const DeviceFrame& right, const detail::JoinPlan& plan, int device,
+                 StreamView stream) {
+  const Where w(device, stream);
+  const RawFrame l = raw(left, "merge (left)", w), r = raw(right, "merge (right)", w);
+  PoolAllocator alloc(w.device, w.stream);
+  return dataframe::detail::from_raw(cuda::frame::join(l, r, plan, alloc, w.device, w.stream));
+}
+
 }  // namespace tessera::dataframe::thrust_cuda

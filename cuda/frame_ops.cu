@@ -10,6 +10,7 @@
 
 #include "check.hpp"
 #include "dataframe/device_algorithms.cuh"
+#include "dataframe/device_relational.cuh"
 #include "frame_ops_raw.hpp"
 
 namespace tessera::cuda::frame {
@@ -50,6 +51,11 @@ class CudaSystem {
   // From pageable memory, cudaMemcpyAsync returns once the bytes are staged: `host` may go.
   void upload(void* dst, const void* host, std::size_t bytes) {
     check(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync (frame ops)", device_);
+  }
+  // Waits for the stream: the bytes are needed on the host now (a split's offsets).
+  void download(void* host, const void* src, std::size_t bytes) {
+    check(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync (frame ops)", device_);
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (frame ops)", device_);
   }
 
  private:
@@ -97,6 +103,36 @@ RawFrame groupby_combine(const std::vector<RawFrame>& partials, const dataframe:
                          int device, cudaStream_t stream) {
   return run("thrust (groupby_combine)", alloc, device, stream,
              [&](CudaSystem& sys) { return algo::groupby_combine(sys, partials, spec); });
+}
+
+RawFrame hash_split(const RawFrame& frame, const std::vector<std::string>& on, std::int64_t parts,
+                    std::vector<std::int64_t>& offsets, Allocator& alloc, int device, cudaStream_t stream) {
+  return run("thrust (hash_split)", alloc, device, stream,
+             [&](CudaSystem& sys) { return algo::hash_split(sys, frame, on, parts, offsets); });
+}
+
+RawFrame range_split(const RawFrame& frame, const std::string& column, const std::vector<double>& bounds,
+                     std::int64_t parts, bool ascending, bool nulls_first, std::vector<std::int64_t>& offsets,
+                     Allocator& alloc, int device, cudaStream_t stream) {
+  return run("thrust (range_split)", alloc, device, stream, [&](CudaSystem& sys) {
+    return algo::range_split(sys, frame, column, bounds, parts, ascending, nulls_first, offsets);
+  });
+}
+
+RawFrame sort(const RawFrame& frame, const std::vector<dataframe::detail::SortKeySpec>& keys, bool nulls_first,
+              Allocator& alloc, int device, cudaStream_t stream) {
+  return run("thrust (sort)", alloc, device, stream,
+             [&](CudaSystem& sys) { return algo::sort_frame(sys, frame, keys, nulls_first); });
+}
+
+RawFrame concat(const std::vector<RawFrame>& frames, Allocator& alloc, int device, cudaStream_t stream) {
+  return run("thrust (concat)", alloc, device, stream, [&](CudaSystem& sys) { return algo::concat_frames(sys, frames); });
+}
+
+RawFrame join(const RawFrame& left, const RawFrame& right, const dataframe::detail::JoinPlan& plan, Allocator& alloc,
+              int device, cudaStream_t stream) {
+  return run("thrust (join)", alloc, device, stream,
+             [&](CudaSystem& sys) { return algo::join_frames(sys, left, right, plan); });
 }
 
 }  // namespace tessera::cuda::frame

@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "dataframe/device_algorithms_types.hpp"
@@ -30,5 +31,17 @@ RawFrame groupby_partial(const RawFrame& frame, const dataframe::GroupbySpec& sp
 
 RawFrame groupby_combine(const std::vector<RawFrame>& partials, const dataframe::GroupbySpec& spec, Allocator& alloc,
                          int device, cudaStream_t stream);
+
+// The relational algorithms (src/dataframe/device_relational.cuh); `offsets` come back to the host.
+RawFrame hash_split(const RawFrame& frame, const std::vector<std::string>& on, std::int64_t parts,
+                    std::vector<std::int64_t>& offsets, Allocator& alloc, int device, cudaStream_t stream);
+RawFrame range_split(const RawFrame& frame, const std::string& column, const std::vector<double>& bounds,
+                     std::int64_t parts, bool ascending, bool nulls_first, std::vector<std::int64_t>& offsets,
+                     Allocator& alloc, int device, cudaStream_t stream);
+RawFrame sort(const RawFrame& frame, const std::vector<dataframe::detail::SortKeySpec>& keys, bool nulls_first,
+              Allocator& alloc, int device, cudaStream_t stream);
+RawFrame concat(const std::vector<RawFrame>& frames, Allocator& alloc, int device, cudaStream_t stream);
+RawFrame join(const RawFrame& left, const RawFrame& right, const dataframe::detail::JoinPlan& plan, Allocator& alloc,
+              int device, cudaStream_t stream);
 
 }  // namespace tessera::cuda::frame

@@ -38,6 +38,22 @@ DeviceFrame groupby_partial(const DeviceFrame& frame, const GroupbySpec& spec);
 /** @brief Partial states -> merged partial states, or the result when spec.finalize. */
 DeviceFrame groupby_combine(const std::vector<DeviceFrame>& partials, const GroupbySpec& spec);
 
+/**
+ * @brief A hash shuffle's split: the rows ordered by output partition (partition_index.hpp, as on
+ * the host) and in `offsets` where each partition's rows begin (parts + 1 numbers).
+ */
+DeviceFrame hash_split(const DeviceFrame& frame, const std::vector<std::string>& on, std::int64_t parts,
+                       std::vector<std::int64_t>& offsets);
+/** @brief A sort's split by the ranges of `column` between `bounds` (the host's range_bounds). */
+DeviceFrame range_split(const DeviceFrame& frame, const std::string& column, const std::vector<double>& bounds,
+                        std::int64_t parts, bool ascending, bool nulls_first, std::vector<std::int64_t>& offsets);
+/** @brief The frame sorted by the keys, stably; missing values last, or first with nulls_first. */
+DeviceFrame sort(const DeviceFrame& frame, const std::vector<detail::SortKeySpec>& keys, bool nulls_first);
+/** @brief The frames' rows one after another (one layout; string dictionaries merged). */
+DeviceFrame concat(const std::vector<DeviceFrame>& frames);
+/** @brief Two frames merged by a host-planned JoinPlan (device_relational.cuh has the row order). */
+DeviceFrame join(const DeviceFrame& left, const DeviceFrame& right, const detail::JoinPlan& plan);
+
 }  // namespace thrust_host
 
 namespace detail {

@@ -10,6 +10,7 @@
 
 #include "dataframe/device_algorithms.cuh"
 #include "dataframe/device_algorithms.hpp"
+#include "dataframe/device_relational.cuh"
 #include "tessera/core/buffer.hpp"
 
 namespace tessera::dataframe::thrust_host {
@@ -32,6 +33,7 @@ struct HostSystem {
   auto policy() const { return thrust::cpp::par; }
   detail::Allocator& allocator() { return alloc; }
   void upload(void* dst, const void* host, std::size_t bytes) const { std::memcpy(dst, host, bytes); }
+  void download(void* host, const void* src, std::size_t bytes) const { std::memcpy(host, src, bytes); }
 };
 
 bool in_host_memory(const Block& b, int) { return b.memory_kind() != MemoryKind::Device; }
@@ -86,6 +88,37 @@ DeviceFrame groupby_combine(const std::vector<DeviceFrame>& partials, const Grou
   parts.reserve(partials.size());
   for (const auto& p : partials) parts.push_back(raw(p, "groupby_combine"));
   return detail::from_raw(detail::algo::groupby_combine(sys, parts, spec));
+}
+
+DeviceFrame hash_split(const DeviceFrame& frame, const std::vector<std::string>& on, std::int64_t parts,
+                       std::vector<std::int64_t>& offsets) {
+  HostSystem sys;
+  return detail::from_raw(detail::algo::hash_split(sys, raw(frame, "shuffle"), on, parts, offsets));
+}
+
+DeviceFrame range_split(const DeviceFrame& frame, const std::string& column, const std::vector<double>& bounds,
+                        std::int64_t parts, bool ascending, bool nulls_first, std::vector<std::int64_t>& offsets) {
+  HostSystem sys;
+  return detail::from_raw(
+      detail::algo::range_split(sys, raw(frame, "sort_values"), column, bounds, parts, ascending, nulls_first, offsets));
+}
+
+DeviceFrame sort(const DeviceFrame& frame, const std::vector<detail::SortKeySpec>& keys, bool nulls_first) {
+  HostSystem sys;
+  return detail::from_raw(detail::algo::sort_frame(sys, raw(frame, "sort_values"), keys, nulls_first));
+}
+
+DeviceFrame concat(const std::vector<DeviceFrame>& frames) {
+  HostSystem sys;
+  std::vector<detail::RawFrame> parts;
+  parts.reserve(frames.size());
+  for (const auto& f : frames) parts.push_back(raw(f, "concat"));
+  return detail::from_raw(detail::algo::concat_frames(sys, parts));
+}
+
+DeviceFrame join(const DeviceFrame& left, const DeviceFrame& right, const detail::JoinPlan& plan) {
+  HostSystem sys;
+  return detail::from_raw(detail::algo::join_frames(sys, raw(left, "merge (left)"), raw(right, "merge (right)"), plan));
 }
 
 }  // namespace tessera::dataframe::thrust_host

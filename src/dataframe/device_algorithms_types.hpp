@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "dataframe/join_how.hpp"
 #include "tessera/core/dtype.hpp"
 
 namespace tessera::dataframe {
@@ -73,6 +74,35 @@ struct RawFrame {
       if (c.name == name) return &c;
     return nullptr;
   }
+};
+
+/** One sort key of a frame sort: pandas' sort_values (missing values first or last). */
+struct SortKeySpec {
+  std::string column;
+  bool ascending = true;
+};
+
+/**
+ * @brief How a device merge builds its result: the key pairs (compared as one type) and the
+ * result's columns, planned on the host from the two schemas by the host join's own rules
+ * (join_host.cpp), so that the device result has the host's columns, names and types.
+ */
+struct JoinKeyPlan {
+  std::string left, right;  ///< the key column of each side
+  DType dtype = DType::Int64;  ///< the common key type as stored (string keys: Int32 codes)
+  bool strings = false;        ///< string keys: codes into one dictionary merged from both sides
+  std::string logical_type;    ///< the common key type's Arrow name, for the way back to the host
+};
+struct JoinOutPlan {
+  enum class From : std::uint8_t { Left, Right, Key } from = From::Left;
+  std::string column;   ///< the side's column (Left, Right)
+  std::size_t key = 0;  ///< the key pair (Key: the key of whichever side has the row)
+  std::string name;     ///< the result column's name
+};
+struct JoinPlan {
+  JoinHow how = JoinHow::Inner;
+  std::vector<JoinKeyPlan> keys;
+  std::vector<JoinOutPlan> outputs;
 };
 
 }  // namespace detail

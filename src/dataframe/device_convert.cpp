@@ -18,6 +18,10 @@
 #include "tessera/ops/registry.hpp"
 #include "tessera/ops/serialize.hpp"
 
+#ifdef TESSERA_HAS_FRAME_ALGORITHMS
+#include "device_algorithms.hpp"
+#endif
+
 namespace tessera::dataframe::detail {
 
 namespace cp = arrow::compute;
@@ -149,6 +153,71 @@ DeviceFrame frame_from_table(const arrow::Table& input) {
     f.columns.push_back(std::move(col));
   }
   return f;
+}
+
+DType device_dtype_of(const arrow::DataType& t, const std::string& what) {
+  switch (t.id()) {
+    case arrow::Type::DOUBLE: return DType::Float64;
+    case arrow::Type::FLOAT: return DType::Float32;
+    case arrow::Type::INT64:
+    case arrow::Type::TIMESTAMP:
+    case arrow::Type::DATE64: return DType::Int64;
+    case arrow::Type::INT32:
+    case arrow::Type::DATE32:
+    case arrow::Type::INT16:
+    case arrow::Type::INT8:
+    case arrow::Type::UINT8:
+    case arrow::Type::UINT16:
+    case arrow::Type::STRING:
+    case arrow::Type::LARGE_STRING:
+    case arrow::Type::DICTIONARY: return DType::Int32;
+    case arrow::Type::BOOL: return DType::Bool;
+    default: break;
+  }
+  throw Error(what + ": type " + t.ToString() + " has no device form (numbers, bool, timestamps and strings do)");
+}
+
+// The Arrow type table_from_frame gives a column.
+std::shared_ptr<arrow::DataType> host_type_of(const DeviceColumn& c) {
+  if (c.dictionary) return arrow::utf8();
+  if (c.values.dtype() == DType::Bool) return arrow::boolean();
+  return c.logical_type.empty() ? arrow_type_of(c.values.dtype()) : parse_type(c.logical_type);
+}
+
+std::shared_ptr<arrow::Schema> schema_of(const DeviceFrame& frame) {
+  arrow::FieldVector fields;
+  for (const auto& c : frame.columns) fields.push_back(arrow::field(c.name, host_type_of(c)));
+  return arrow::schema(fields);
+}
+
+namespace {
+
+// Elements [begin, begin + count) of a block, a view that keeps the whole buffer alive.
+Block block_slice(const Block& b, std::int64_t begin, std::int64_t count) {
+  if (b.empty()) return b;
+  const std::size_t width = itemsize(b.dtype());
+  const std::shared_ptr<tessera::Buffer> whole = b.buffer();
+  auto* start = static_cast<char*>(const_cast<void*>(b.raw())) + static_cast<std::size_t>(begin) * width;
+  const std::size_t bytes = std::max<std::size_t>(static_cast<std::size_t>(count) * width, 1);
+  auto view = tessera::Buffer::adopt(start, bytes, whole->kind(), whole->device(), [whole](void*, std::size_t) {});
+  return Block(b.dtype(), {count}, std::move(view));
+}
+
+}  // namespace
+
+DeviceFrame frame_slice(const DeviceFrame& frame, std::int64_t begin, std::int64_t count) {
+  if (begin < 0 || count < 0 || begin + count > frame.rows)
+    throw Error("device frame: rows [" + std::to_string(begin) + ", " + std::to_string(begin + count) +
+                ") of a frame of " + std::to_string(frame.rows));
+  DeviceFrame out;
+  out.rows = count;
+  for (const auto& c : frame.columns) {
+    DeviceColumn s = c;
+    s.values = block_slice(c.values, begin, count);
+    s.valid = block_slice(c.valid, begin, count);
+    out.columns.push_back(std::move(s));
+  }
+  return out;
 }
 
 std::shared_ptr<arrow::Table> table_from_frame(const DeviceFrame& input) {
@@ -297,6 +366,41 @@ Native decode_frame(const std::string& header, std::vector<std::shared_ptr<tesse
   return Native{kDeviceFrameType, std::shared_ptr<const void>(std::move(f)), bytes};
 }
 
+// A shuffle's receiving worker packs the shards of an output partition (NativeCodec's rows,
+// concat, split). The shards arrive as host memory (or device memory over UCX); the packed frame
+// is in host memory, and the unpack task that takes it moves it to its GPU.
+std::int64_t codec_frame_rows(const Native& n) { return static_cast<const DeviceFrame*>(n.object.get())->rows; }
+
+Native codec_concat_frames(const std::vector<Native>& parts) {
+  std::vector<DeviceFrame> frames;
+  for (const auto& n : parts) frames.push_back(frame_to_host(*static_cast<const DeviceFrame*>(n.object.get())));
+  if (frames.empty()) throw Error("device frame: nothing to concatenate");
+#ifdef TESSERA_HAS_FRAME_ALGORITHMS
+  DeviceFrame joined = frames.size() == 1 ? frames.front() : thrust_host::concat(frames);
+#else
+  std::vector<std::shared_ptr<arrow::Table>> tables;
+  for (const auto& f : frames) tables.push_back(table_from_frame(f));
+  DeviceFrame joined = frame_from_table(*unwrap(arrow::ConcatenateTables(tables), "device frame: concatenating"));
+#endif
+  const auto bytes = frame_bytes(joined);
+  return Native{kDeviceFrameType, std::make_shared<const DeviceFrame>(std::move(joined)), bytes};
+}
+
+std::vector<Native> codec_split_frame(const Native& n, const std::vector<std::int64_t>& rows) {
+  const auto& f = *static_cast<const DeviceFrame*>(n.object.get());
+  std::vector<Native> out;
+  std::int64_t at = 0;
+  for (const auto count : rows) {
+    DeviceFrame piece = frame_slice(f, at, count);
+    at += count;
+    const auto bytes = frame_bytes(piece);
+    out.push_back(Native{kDeviceFrameType, std::make_shared<const DeviceFrame>(std::move(piece)), bytes});
+  }
+  if (at != f.rows)
+    throw Error("device frame: pieces of " + std::to_string(at) + " rows cut from a frame of " + std::to_string(f.rows));
+  return out;
+}
+
 // to_device runs as a device task (annotated Target::Device, GPU=1): the worker's GPU is
 // ctx.device; the copies are queued on ctx.stream, which run_op synchronises.
 Value to_device_op(const OpContext& ctx, std::span<const Value> args) {
@@ -318,7 +422,7 @@ Value to_host_op(const OpContext&, std::span<const Value> args) {
 }
 
 const bool device_convert_registered = [] {
-  register_native_codec(kDeviceFrameType, NativeCodec{encode_frame, decode_frame});
+  register_native_codec(kDeviceFrameType, NativeCodec{encode_frame, decode_frame, codec_frame_rows, codec_concat_frames, codec_split_frame});
   register_device_op(kOpToDevice, to_device_op);
   register_op(kOpToHost, to_host_op);
   return true;

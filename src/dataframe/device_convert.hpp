@@ -18,6 +18,15 @@ namespace tessera::dataframe::detail {
  * @throw Error naming a column whose type has no device form (lists, structs, decimals).
  */
 DeviceFrame frame_from_table(const arrow::Table& table);
+/**
+ * @brief The dtype a column of Arrow type `t` has in a device frame (frame_from_table's mapping;
+ * strings are Int32 codes). Throws Error naming `what` for a type with no device form.
+ */
+DType device_dtype_of(const arrow::DataType& t, const std::string& what);
+/** @brief The Arrow schema of the table a device frame holds (table_from_frame's types). */
+std::shared_ptr<arrow::Schema> schema_of(const DeviceFrame& frame);
+/** @brief Rows [begin, begin + count) of a frame, as views of its buffers (no copy). */
+DeviceFrame frame_slice(const DeviceFrame& frame, std::int64_t begin, std::int64_t count);
 /** @brief The table a device frame holds (its columns copied to host first when on a device). */
 std::shared_ptr<arrow::Table> table_from_frame(const DeviceFrame& frame);
 /**

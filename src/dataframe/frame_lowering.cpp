@@ -170,7 +170,7 @@ std::vector<Key> FrameLowering::lower_node(const NodePtr& node, const std::optio
         std::vector<Arg> args{Value(sort)};
         for (const auto& k : in) args.push_back(KeyRef{k});
         keys.push_back(part_key(name, 0));
-        graph_.add(make_task(keys.back(), kOpSortValues, std::move(args), false));
+        graph_.add(make_task(keys.back(), kOpSortValues, std::move(args), n.device));
         break;
       }
       // Range-partitioned by the first column (its bounds from the divisions task), then each
@@ -178,10 +178,10 @@ std::vector<Key> FrameLowering::lower_node(const NodePtr& node, const std::optio
       const Key bounds = lower_node(n.divisions).at(0);
       if (shuffle_method(executor_) == ShuffleMethod::PeerToPeer && !in.empty()) {
         const auto ranges = add_p2p_shuffle(graph_, name + "-range", in, n.npartitions, {}, n.sort_columns.front(),
-                                            n.ascending.front(), n.nulls_first, bounds);
+                                            n.ascending.front(), n.nulls_first, bounds, n.device);
         for (std::size_t j = 0; j < np; ++j) {
           keys.push_back(part_key(name, j));
-          graph_.add(make_task(keys.back(), kOpSortValues, {Value(sort), KeyRef{ranges[j]}}, false));
+          graph_.add(make_task(keys.back(), kOpSortValues, {Value(sort), KeyRef{ranges[j]}}, n.device));
         }
         break;
       }
@@ -190,15 +190,15 @@ std::vector<Key> FrameLowering::lower_node(const NodePtr& node, const std::optio
       std::vector<Key> splits;
       for (std::size_t i = 0; i < in.size(); ++i) {
         splits.push_back(name + "-split-" + std::to_string(i));
-        graph_.add(make_task(splits.back(), kOpRangeSplit, {Value(split), KeyRef{in[i]}, KeyRef{bounds}}, false));
+        graph_.add(make_task(splits.back(), kOpRangeSplit, {Value(split), KeyRef{in[i]}, KeyRef{bounds}}, n.device));
       }
       for (std::size_t j = 0; j < np; ++j) {
         const Key unpacked = name + "-range-" + std::to_string(j);
         std::vector<Arg> args{Value(shuffle_unpack_params(static_cast<std::int64_t>(j)))};
         for (const auto& k : splits) args.push_back(KeyRef{k});
-        graph_.add(make_task(unpacked, kOpShuffleUnpack, std::move(args), false));
+        graph_.add(make_task(unpacked, kOpShuffleUnpack, std::move(args), n.device));
         keys.push_back(part_key(name, j));
-        graph_.add(make_task(keys.back(), kOpSortValues, {Value(sort), KeyRef{unpacked}}, false));
+        graph_.add(make_task(keys.back(), kOpSortValues, {Value(sort), KeyRef{unpacked}}, n.device));
       }
       break;
     }
@@ -247,20 +247,20 @@ std::vector<Key> FrameLowering::lower_node(const NodePtr& node, const std::optio
       reads.insert(n.shuffle_on.begin(), n.shuffle_on.end());
       auto in = lower_node(n.input, reads);
       if (shuffle_method(executor_) == ShuffleMethod::PeerToPeer && !in.empty()) {
-        keys = add_p2p_shuffle(graph_, name, in, n.npartitions, n.shuffle_on);
+        keys = add_p2p_shuffle(graph_, name, in, n.npartitions, n.shuffle_on, {}, true, false, std::nullopt, n.device);
         break;
       }
       const Object split = shuffle_split_params(n.shuffle_on, n.npartitions);
       std::vector<Key> splits;
       for (std::size_t i = 0; i < in.size(); ++i) {
         splits.push_back(name + "-split-" + std::to_string(i));
-        graph_.add(make_task(splits.back(), kOpShuffleSplit, {Value(split), KeyRef{in[i]}}, false));
+        graph_.add(make_task(splits.back(), kOpShuffleSplit, {Value(split), KeyRef{in[i]}}, n.device));
       }
       for (std::size_t j = 0; j < np; ++j) {
         std::vector<Arg> args{Value(shuffle_unpack_params(static_cast<std::int64_t>(j)))};
         for (const auto& k : splits) args.push_back(KeyRef{k});
         keys.push_back(part_key(name, j));
-        graph_.add(make_task(keys.back(), kOpShuffleUnpack, std::move(args), false));
+        graph_.add(make_task(keys.back(), kOpShuffleUnpack, std::move(args), n.device));
       }
       break;
     }
@@ -279,7 +279,7 @@ std::vector<Key> FrameLowering::lower_node(const NodePtr& node, const std::optio
         for (const auto& k : l) args.push_back(KeyRef{k});
         for (const auto& k : r) args.push_back(KeyRef{k});
         keys.push_back(part_key(name, i));
-        graph_.add(make_task(keys.back(), kOpMerge, std::move(args), false));
+        graph_.add(make_task(keys.back(), kOpMerge, std::move(args), n.device));
       };
       for (std::size_t i = 0; i < np; ++i) {
         switch (n.strategy) {

@@ -101,16 +101,6 @@ Value groupby_combine_op(const OpContext&, std::span<const Value> args) {
   return table_value(groupby_combine(parts, p.spec, types));
 }
 
-struct SortParams {
-  std::vector<std::string> columns;
-  std::vector<bool> ascending;  // one per column
-  bool nulls_first = false;     // na_position="first"
-  template <class A>
-  void serialize(A& ar) {
-    ar(columns, ascending, nulls_first);
-  }
-};
-
 // The partitions given, concatenated and sorted by the columns (ties broken by the next column;
 // missing values, null and NaN, last in either direction, as pandas' na_position="last"). Stable:
 // rows equal in every sort column keep their order.

@@ -51,6 +51,11 @@ std::shared_ptr<arrow::Table> order_by_partition(const std::shared_ptr<arrow::Ta
                                                  const std::vector<std::uint32_t>& parts, std::int64_t count,
                                                  std::vector<std::int64_t>& offsets);
 /**
+ * @brief A sort's range bounds from its bounds table (the first sort column's approximate
+ * quantiles): the values, ascending, no missing ones, at most parts - 1 of them.
+ */
+std::vector<double> range_bounds(const arrow::Table& bounds, const std::string& column, std::int64_t parts);
+/**
  * @brief Each row's range among `parts` by the bounds in `bounds` (a sort's quantiles); missing
  * values in the last range, or the first with nulls_first.
  */

@@ -13,6 +13,7 @@
 
 #include "arrow_util.hpp"
 #include "column_expr.hpp"
+#include "device_convert.hpp"
 
 namespace tessera::dataframe::detail {
 
@@ -81,7 +82,8 @@ std::vector<OutColumn> output_columns(const arrow::Schema& left, const arrow::Sc
 }
 
 // Key column of a side compared as `type`: dictionary decoded, cast, NaN made null (missing keys
-// match each other whether they arrived as null or as NaN).
+// match each other whether they arrived as null or as NaN) and -0.0 made +0.0 (equal keys, as in
+// pandas, whose hash tables hash the two zeros alike; Acero hashes their bits).
 std::shared_ptr<arrow::ChunkedArray> prepared_key(const std::shared_ptr<arrow::ChunkedArray>& column,
                                                   const std::shared_ptr<arrow::DataType>& type,
                                                   const std::string& name) {
@@ -90,6 +92,9 @@ std::shared_ptr<arrow::ChunkedArray> prepared_key(const std::shared_ptr<arrow::C
   if (arrow::is_floating(type->id())) {
     auto nan = unwrap(cp::CallFunction("is_nan", {d}), "merge: key '" + name + "'");
     d = unwrap(cp::CallFunction("if_else", {nan, arrow::MakeNullScalar(type), d}), "merge: key '" + name + "'");
+    // x + 0.0 is x, except that -0.0 + 0.0 is +0.0.
+    auto zero = unwrap(cp::Cast(arrow::Datum(arrow::MakeScalar(0.0)), type), "merge: key '" + name + "'");
+    d = unwrap(cp::CallFunction("add", {d, zero}), "merge: key '" + name + "'");
   }
   return d.chunked_array();
 }
@@ -228,6 +233,35 @@ std::shared_ptr<arrow::Schema> plan_join(const arrow::Schema& left, const arrow:
                   "') are not supported yet: cast them with astype first");
   }
   return output_schema(left, right, spec);
+}
+
+JoinPlan device_join_plan(const arrow::Schema& left, const arrow::Schema& right, const JoinSpec& spec) {
+  const auto types = key_types_of(spec);
+  JoinPlan plan;
+  plan.how = spec.how;
+  for (std::size_t k = 0; k < types.size(); ++k) {
+    JoinKeyPlan key;
+    key.left = spec.left_on[k];
+    key.right = spec.right_on[k];
+    key.strings = is_string_like(*types[k]);
+    key.dtype = key.strings ? DType::Int32 : device_dtype_of(*types[k], "merge: key '" + key.left + "'");
+    key.logical_type = key.strings ? "string" : types[k]->ToString();
+    plan.keys.push_back(std::move(key));
+  }
+  for (const auto& c : output_columns(left, right, spec)) {
+    JoinOutPlan o;
+    o.name = c.name;
+    if (c.from == OutColumn::From::Key) {
+      o.from = JoinOutPlan::From::Key;
+      o.key = c.index;
+    } else {
+      const bool is_left = c.from == OutColumn::From::Left;
+      o.from = is_left ? JoinOutPlan::From::Left : JoinOutPlan::From::Right;
+      o.column = (is_left ? left : right).field(static_cast<int>(c.index))->name();
+    }
+    plan.outputs.push_back(std::move(o));
+  }
+  return plan;
 }
 
 std::shared_ptr<arrow::Table> join_tables(const std::shared_ptr<arrow::Table>& left,

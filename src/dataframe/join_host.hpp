@@ -25,6 +25,9 @@
 #include <cereal/types/string.hpp>
 #include <cereal/types/vector.hpp>
 
+#include "device_algorithms_types.hpp"
+#include "join_how.hpp"
+
 namespace arrow {
 class DataType;
 class Schema;
@@ -32,8 +35,6 @@ class Table;
 }  // namespace arrow
 
 namespace tessera::dataframe::detail {
-
-enum class JoinHow : std::uint8_t { Inner, Left, Right, Outer, LeftSemi, LeftAnti };
 
 /** @brief "inner", "left", "right", "outer", "leftsemi", "leftanti"; throws Error otherwise. */
 JoinHow join_how_from_name(const std::string& name);
@@ -74,6 +75,12 @@ std::shared_ptr<arrow::Schema> plan_join(const arrow::Schema& left, const arrow:
 void join_reads(const arrow::Schema& left, const arrow::Schema& right, const JoinSpec& spec,
                 const std::set<std::string>& needed, std::set<std::string>& left_reads,
                 std::set<std::string>& right_reads);
+
+/**
+ * @brief The same merge as a plan for the device join (device_relational.cuh) of frames with
+ * these schemas: the key pairs as device types, and the host's result columns (names, order).
+ */
+JoinPlan device_join_plan(const arrow::Schema& left, const arrow::Schema& right, const JoinSpec& spec);
 
 /** @brief The rows of `left` joined with those of `right` (spec from plan_join). */
 std::shared_ptr<arrow::Table> join_tables(const std::shared_ptr<arrow::Table>& left,

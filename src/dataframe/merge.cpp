@@ -19,11 +19,6 @@ using namespace detail;
 
 namespace {
 
-void require_host(const FrameNode& n, const char* what) {
-  if (n.device)
-    throw Error(std::string(what) + " is not supported on device frames yet: to_host() first (issue 30)");
-}
-
 // Whether `n` already holds equal `on` values in the same one of `parts` partitions.
 bool partitioned_alike(const FrameNode& n, const std::vector<std::string>& on, std::int64_t parts) {
   return !n.hash_partitioned_by.empty() && n.hash_partitioned_by == on && n.npartitions == parts;
@@ -75,7 +70,6 @@ bool small_enough_to_broadcast(std::int64_t small, std::int64_t big, double bias
 
 DataFrame DataFrame::shuffle(const std::vector<std::string>& on, std::int64_t npartitions) const {
   const FrameNode& in = node_of(*this);
-  require_host(in, "shuffle");
   if (on.empty()) throw Error("shuffle: no key columns given");
   std::set<std::string> seen;
   for (const auto& c : on) {
@@ -91,14 +85,16 @@ DataFrame DataFrame::shuffle(const std::vector<std::string>& on, std::int64_t np
   n->npartitions = parts;
   n->shuffle_on = on;
   n->hash_partitioned_by = on;
+  n->device = in.device;
   return DataFrame(n);
 }
 
 DataFrame DataFrame::merge(const DataFrame& right, const MergeOptions& options_in) const {
   const FrameNode& l = node_of(*this);
   const FrameNode& r = node_of(right);
-  require_host(l, "merge");
-  require_host(r, "merge");
+  if (l.device != r.device)
+    throw Error(std::string("merge: the ") + (l.device ? "left" : "right") + " frame is on the device and the " +
+                (l.device ? "right" : "left") + " on the host: move one with to_device() or to_host() first");
   // left_index / right_index: the index column is that side's key (pandas'), as left_on / right_on.
   MergeOptions options = options_in;
   auto index_key = [&](const FrameNode& side, bool use, std::vector<std::string>& on, const char* which) {
@@ -136,11 +132,13 @@ DataFrame DataFrame::merge(const DataFrame& right, const MergeOptions& options_i
   auto n = make_node(NodeKind::Merge, "merge");
   n->schema = plan_join(*l.schema, *r.schema, spec);
   n->join = spec;
+  n->device = l.device;
 
   const bool force = options.broadcast.value_or(false);
   const bool never = options.broadcast.has_value() && !*options.broadcast;
   DataFrame left_side = *this, right_side = right;
-  if (options.left_index && options.right_index && !force && aligned_on_index(left_side, right_side)) {
+  // (Device frames have no repartition yet: their merges by index shuffle, as by columns.)
+  if (options.left_index && options.right_index && !force && !l.device && aligned_on_index(left_side, right_side)) {
     // Both indexes with known divisions, made the same ones: partition i of each side holds the
     // same range of keys (and the last one the missing ones), so task i joins left i with right i
     // and no row moves. The result keeps the divisions where its index column is the key's.

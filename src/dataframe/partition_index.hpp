@@ -74,4 +74,22 @@ TESSERA_PARTITION_HD std::uint32_t partition_of(std::uint64_t row_hash, std::uin
   return static_cast<std::uint32_t>(((row_hash >> 32) * static_cast<std::uint64_t>(partitions)) >> 32);
 }
 
+/**
+ * @brief A sort's output range for a value, given the ascending bounds between ranges (at most
+ * `last` of them; ranges are 0..last). Ascending: range i holds the values in
+ * [bounds[i-1], bounds[i]); descending the ranges run the other way. A missing value (null or NaN)
+ * goes to the last range, or the first with `nulls_first` (na_position="first").
+ */
+TESSERA_PARTITION_HD std::uint32_t range_of(double v, bool missing, const double* bounds, std::uint32_t count,
+                                            std::uint32_t last, bool ascending, bool nulls_first) {
+  if (missing || v != v) return nulls_first ? 0u : last;
+  std::uint32_t lo = 0, hi = count;  // upper_bound: the first bound above v
+  while (lo < hi) {
+    const std::uint32_t mid = lo + (hi - lo) / 2;
+    if (v < bounds[mid]) hi = mid;
+    else lo = mid + 1;
+  }
+  return ascending ? lo : last - lo;
+}
+
 }  // namespace tessera::dataframe::detail::partition_index

@@ -20,8 +20,10 @@
 #include "device_convert.hpp"
 #include "frame_node.hpp"
 #include "frame_ops.hpp"
+#include "frame_params.hpp"
 #include "join_host.hpp"
 #include "partition_host.hpp"
+#include "partition_index.hpp"
 #include "tessera/ops/registry.hpp"
 #include "tessera/ops/serialize.hpp"
 
@@ -34,14 +36,6 @@ namespace cp = arrow::compute;
 // Where a split keeps the row offsets of each output partition (M + 1 numbers, comma-separated).
 constexpr const char* kOffsetsKey = "tessera.shuffle.offsets";
 
-struct ShuffleSplitParams {
-  std::vector<std::string> on;
-  std::int64_t parts = 1;
-  template <class A>
-  void serialize(A& ar) {
-    ar(on, parts);
-  }
-};
 
 // `table` with its rows ordered by output partition and the offsets of each partition's rows in
 // the schema's metadata: what an unpack task slices.
@@ -69,16 +63,6 @@ Value shuffle_split_op(const OpContext&, std::span<const Value> args) {
   return split_layout(table, hash_partitions(*table, p.on, static_cast<std::uint32_t>(p.parts)), p.parts);
 }
 
-struct RangeSplitParams {
-  std::string column;
-  std::int64_t parts = 1;
-  bool ascending = true;
-  bool nulls_first = false;  // na_position="first": missing values in the first range
-  template <class A>
-  void serialize(A& ar) {
-    ar(column, parts, ascending, nulls_first);
-  }
-};
 
 // A column's values as doubles (null stays null): how a sort compares them to the bounds. The
 // conversion is monotonic, so equal values share a range and the ranges keep the order.
@@ -185,13 +169,10 @@ std::shared_ptr<arrow::Table> order_by_partition(const std::shared_ptr<arrow::Ta
   return unwrap(cp::Take(arrow::Datum(table), arrow::Datum(indices)), "shuffle").table();
 }
 
-std::vector<std::uint32_t> range_partitions(const arrow::Table& table, const arrow::Table& bounds_table,
-                                            const std::string& column, std::int64_t parts, bool ascending,
-                                            bool nulls_first) {
+std::vector<double> range_bounds(const arrow::Table& bounds_table, const std::string& column, std::int64_t parts) {
   check_parts(parts, "sort_values");
-  auto values = table.GetColumnByName(column);
   auto bounds_column = bounds_table.GetColumnByName(column);
-  if (!values || !bounds_column) throw Error("sort_values: column '" + column + "' is missing from a partition");
+  if (!bounds_column) throw Error("sort_values: column '" + column + "' is missing from the bounds");
   std::vector<double> bounds;
   if (bounds_column->length() > 0) {
     auto b = as_doubles(bounds_column, column);
@@ -200,15 +181,23 @@ std::vector<std::uint32_t> range_partitions(const arrow::Table& table, const arr
   }
   std::sort(bounds.begin(), bounds.end());
   if (bounds.size() > static_cast<std::size_t>(parts - 1)) bounds.resize(static_cast<std::size_t>(parts - 1));
+  return bounds;
+}
+
+std::vector<std::uint32_t> range_partitions(const arrow::Table& table, const arrow::Table& bounds_table,
+                                            const std::string& column, std::int64_t parts, bool ascending,
+                                            bool nulls_first) {
+  auto values = table.GetColumnByName(column);
+  if (!values) throw Error("sort_values: column '" + column + "' is missing from a partition");
+  const std::vector<double> bounds = range_bounds(bounds_table, column, parts);
   const auto last = static_cast<std::uint32_t>(parts - 1);
   std::vector<std::uint32_t> result(static_cast<std::size_t>(table.num_rows()), nulls_first ? 0u : last);
   if (table.num_rows() > 0) {
     auto v = as_doubles(values, column);
-    for (std::int64_t r = 0; r < v->length(); ++r) {
-      if (v->IsNull(r) || std::isnan(v->Value(r))) continue;  // missing: the last range (the first with nulls_first)
-      auto range = static_cast<std::uint32_t>(std::upper_bound(bounds.begin(), bounds.end(), v->Value(r)) - bounds.begin());
-      result[static_cast<std::size_t>(r)] = ascending ? range : last - range;
-    }
+    for (std::int64_t r = 0; r < v->length(); ++r)
+      result[static_cast<std::size_t>(r)] =
+          partition_index::range_of(v->Value(r), v->IsNull(r), bounds.data(), static_cast<std::uint32_t>(bounds.size()),
+                                    last, ascending, nulls_first);
   }
   return result;
 }

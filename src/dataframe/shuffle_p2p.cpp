@@ -15,12 +15,17 @@ namespace {
 // and runs again in the next run. Enough for a few losses in a row.
 constexpr int kShuffleRetries = 8;
 
-Task p2p_task(Key key, const char* op, std::vector<Arg> args) {
+// `device`: a device task (device frames in and out), as the other tasks of a device frame.
+Task p2p_task(Key key, const char* op, std::vector<Arg> args, bool device) {
   Task t;
   t.key = std::move(key);
   t.op = op;
   t.args = std::move(args);
   t.annotations.retries = kShuffleRetries;
+  if (device) {
+    t.annotations.target = Target::Device;
+    t.annotations.resources["GPU"] = 1;
+  }
   return t;
 }
 
@@ -41,7 +46,7 @@ ShuffleMethod shuffle_method(const Executor* executor) {
 std::vector<Key> add_p2p_shuffle(Graph& graph, const std::string& name, const std::vector<Key>& inputs,
                                  std::int64_t outputs, const std::vector<std::string>& on,
                                  const std::string& range_column, bool ascending, bool nulls_first,
-                                 const std::optional<Key>& bounds) {
+                                 const std::optional<Key>& bounds, bool device) {
   P2PShuffleSpec spec;
   spec.token = name;
   spec.on = on;
@@ -60,14 +65,14 @@ std::vector<Key> add_p2p_shuffle(Graph& graph, const std::string& name, const st
     if (bounds) args.push_back(KeyRef{*bounds});
     Key k = spec.transfer_prefix + std::to_string(i);
     barrier_args.push_back(KeyRef{k});
-    graph.add(p2p_task(std::move(k), kOpShuffleTransfer, std::move(args)));
+    graph.add(p2p_task(std::move(k), kOpShuffleTransfer, std::move(args), device));
   }
-  graph.add(p2p_task(spec.barrier, kOpShuffleBarrier, std::move(barrier_args)));
+  graph.add(p2p_task(spec.barrier, kOpShuffleBarrier, std::move(barrier_args), false));
   std::vector<Key> keys;
   for (std::int64_t j = 0; j < outputs; ++j) {
     keys.push_back(spec.unpack_prefix + std::to_string(j));
     graph.add(p2p_task(keys.back(), kOpShuffleP2PUnpack,
-                       {params, Value(to_object(j, "tessera.frame.Part")), KeyRef{spec.barrier}}));
+                       {params, Value(to_object(j, "tessera.frame.Part")), KeyRef{spec.barrier}}, device));
   }
   return keys;
 }

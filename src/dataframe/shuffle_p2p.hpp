@@ -54,6 +54,7 @@ ShuffleMethod shuffle_method(const Executor* executor);
 std::vector<Key> add_p2p_shuffle(Graph& graph, const std::string& name, const std::vector<Key>& inputs,
                                  std::int64_t outputs, const std::vector<std::string>& on,
                                  const std::string& range_column = {}, bool ascending = true,
-                                 bool nulls_first = false, const std::optional<Key>& bounds = std::nullopt);
+                                 bool nulls_first = false, const std::optional<Key>& bounds = std::nullopt,
+                                 bool device = false);
 
 }  // namespace tessera::dataframe::detail

@@ -20,6 +20,7 @@
 #include <cereal/types/vector.hpp>
 
 #include "arrow_util.hpp"
+#include "device_backend.hpp"
 #include "device_convert.hpp"
 #include "frame_node.hpp"
 #include "frame_ops.hpp"
@@ -102,7 +103,57 @@ Value unpack_op(const OpContext& ctx, std::span<const Value> args) {
   return table_value(unwrap(arrow::ConcatenateTables(tables), "shuffle: assembling a partition"));
 }
 
+// The device variants: the same steps over device frames, the split on the device
+// (device_backend.hpp); the shards travel as device frames (host bytes over TCP).
+Value transfer_device(const OpContext& ctx, std::span<const Value> args) {
+  const auto p = from_object<P2PShuffleSpec>(arg(args, 0).object());
+  const auto input = from_object<std::int64_t>(arg(args, 1).object());
+  const Relational rel(ctx);
+  const DeviceFrame frame = rel.input(device_frame_arg(arg(args, 2), "shuffle"));
+  std::vector<std::int64_t> offsets;
+  DeviceFrame rows = p.range_column.empty()
+                         ? rel.hash_split(frame, p.on, p.outputs, offsets)
+                         : rel.range_split(frame, p.range_column,
+                                           range_bounds(*table_of(arg(args, 3), "sort_values (bounds)"), p.range_column,
+                                                        p.outputs),
+                                           p.outputs, p.ascending, p.nulls_first, offsets);
+  ShuffleExchange& ex = exchange_of(ctx);
+  const ShuffleRun run = ex.join(p.token, p.inputs, p.outputs, keys_of(p));
+  ex.send(run, input, frame_value(std::move(rows)), offsets);
+  ex.input_done(run, input);
+  // No rows, the same columns; new empty blocks, not a slice, which would keep the input alive.
+  DeviceFrame empty;
+  for (const auto& c : frame.columns) {
+    DeviceColumn e = c;
+    e.values = Block(c.values.dtype(), {0});
+    e.valid = Block();
+    empty.columns.push_back(std::move(e));
+  }
+  return frame_value(std::move(empty));
+}
+
+Value unpack_device(const OpContext& ctx, std::span<const Value> args) {
+  const auto p = from_object<P2PShuffleSpec>(arg(args, 0).object());
+  const auto output = from_object<std::int64_t>(arg(args, 1).object());
+  auto barrier = table_of(arg(args, 2), "shuffle");
+  const auto& metadata = barrier->schema()->metadata();
+  const int at = metadata ? metadata->FindKey(kRunKey) : -1;
+  std::int64_t run = -1;
+  if (at >= 0) {
+    const std::string& text = metadata->value(at);
+    std::from_chars(text.data(), text.data() + text.size(), run);
+  }
+  if (run < 0) throw Error("shuffle: an unpack task's input is not its shuffle's barrier");
+  const Relational rel(ctx);
+  std::vector<DeviceFrame> frames;
+  for (const auto& v : exchange_of(ctx).take(p.token, run, output)) frames.push_back(rel.input(device_frame_arg(v, "shuffle")));
+  if (frames.empty()) return rel.output(frame_from_table(*barrier->ReplaceSchemaMetadata(nullptr)));
+  return rel.output(rel.concat(frames));
+}
+
 const bool p2p_ops_registered = [] {
+  register_device_op(kOpShuffleTransfer, transfer_device);
+  register_device_op(kOpShuffleP2PUnpack, unpack_device);
   register_op(kOpShuffleTransfer, transfer_op);
   register_op(kOpShuffleBarrier, barrier_op);
   register_op(kOpShuffleP2PUnpack, unpack_op);

@@ -33,7 +33,6 @@ DataFrame DataFrame::sort_values(const std::vector<std::string>& by, const std::
   const FrameNode& in = node_of(*this);
   if (na_position != "last" && na_position != "first")
     throw Error("sort_values: na_position is 'last' or 'first', not '" + na_position + "'");
-  if (in.device) throw Error("sort_values is not supported on device frames yet: to_host() first (issue 30)");
   if (by.empty()) throw Error("sort_values: no columns to sort by");
   if (ascending.size() != by.size())
     throw Error("sort_values: " + std::to_string(ascending.size()) + " directions for " + std::to_string(by.size()) +
@@ -49,6 +48,7 @@ DataFrame DataFrame::sort_values(const std::vector<std::string>& by, const std::
   n->sort_columns = by;
   n->ascending = ascending;
   n->nulls_first = na_position == "first";
+  n->device = in.device;
   // Strings, timestamps and the like have no numeric quantiles yet: their sort is one task over
   // every partition (right, but one partition's worth of memory for the whole frame).
   const bool ranged = in.npartitions > 1 && rangeable(*in.schema->GetFieldByName(by.front())->type());

@@ -252,6 +252,18 @@ TEST(Merge, KeysOfDifferentNumericTypesMatchAndSeveralKeysPairUp) {
   }
 }
 
+TEST(Merge, SignedZeroKeysAreEqualAndNaNKeysMatchEachOtherAsInPandas) {
+  // pandas 3.1: merge({k: [0.0, 1.0, NaN]}, {k: [-0.0, NaN]}, on=k) gives (0.0, 1, 5) and (NaN, 3, 6).
+  auto left = merge_table({"k", "x"}, {merge_doubles({0.0, 1.0, std::nan("")}), merge_doubles({1, 2, 3})});
+  auto right = merge_table({"k", "y"}, {merge_doubles({-0.0, std::nan("")}), merge_doubles({5, 6})});
+  MergeOptions o;
+  o.on = {"k"};
+  for (int parts : {1, 2}) {
+    auto rows = sorted_rows(sliced_frame(left, parts).merge(sliced_frame(right, parts), o).compute());
+    EXPECT_EQ(rows, std::vector<std::string>({"k=0 x=1 y=5 ", "k=null x=3 y=6 "})) << parts;
+  }
+}
+
 TEST(Merge, SharedColumnsGetSuffixesAndNoKeyMeansTheSharedColumns) {
   auto left = merge_table({"k", "v", "only_left"}, {merge_ints({1, 2}), merge_doubles({1, 2}), merge_doubles({5, 6})});
   auto right = merge_table({"k", "v"}, {merge_ints({2, 2}), merge_doubles({7, 8})});
