@@ -43,10 +43,14 @@ SchedulerStateImpl::Decision SchedulerStateImpl::decide(TaskRec& t, Id& chosen) 
   };
   std::pair<double, std::size_t> best{0, 0};
   if (!t.resources.empty()) {
+    // A loose restriction (allow_other_workers) still prefers its workers: they are waited for
+    // while one of them can run the task at all, and only when none can does any other do. (A
+    // shuffle's pinned unpack, a GPU task, must run where its shards are, not on whichever
+    // worker has a GPU free first.)
     bool capable = false;
     for (Id wid = 0; wid < static_cast<Id>(workers.size()); ++wid) {
       const WorkerRec& w = workers[wid];
-      if (!can_run(t, w, strict)) continue;
+      if (!can_run(t, w, t.restricted)) continue;
       capable = true;
       if (has_resources(t, w, true)) consider(wid, best);
     }

@@ -261,6 +261,7 @@ void WorkerShuffle::store_part(const std::string& token, std::int64_t run, std::
   {
     std::lock_guard lock(mu_);
     Run& r = live_run(token, run, inputs);
+    if (!counts.empty()) r.owned.insert({first_output, first_output + static_cast<std::int64_t>(counts.size())});
     for (auto& [o, shard] : shards) {
       r.staged_bytes += shard.bytes;
       r.staged[o].push_back(std::move(shard));
@@ -332,6 +333,11 @@ std::vector<Value> WorkerShuffle::take(const std::string& token, std::int64_t ru
       throw ShuffleRunLost("shuffle " + token + " run " + std::to_string(run) + ": " +
                            std::to_string(r.inputs_seen.size()) + " of its " + std::to_string(r.inputs) +
                            " inputs reached worker " + w_.address);
+    const bool owned = std::any_of(r.owned.begin(), r.owned.end(),
+                                   [&](const auto& range) { return output >= range.first && output < range.second; });
+    if (!owned)
+      throw Error("shuffle " + token + " run " + std::to_string(run) + ": output " + std::to_string(output) +
+                  " is not worker " + w_.address + "'s (its unpack ran away from its shards)");
     if (!r.taken.insert(output).second)
       throw ShuffleRunLost("shuffle " + token + ": output " + std::to_string(output) + " was taken already on " +
                            w_.address);

@@ -78,6 +78,10 @@ class WorkerShuffle final : public ShuffleExchange {
     std::int64_t inputs = 0;
     std::set<std::int64_t> inputs_seen;  // inputs that sent this worker their part (maybe none)
     std::set<std::int64_t> taken;
+    // The outputs this worker owns, as [first, end) ranges: every input's message names them
+    // (with rows or without), so a take of an output owned elsewhere fails instead of
+    // returning nothing.
+    std::set<std::pair<std::int64_t, std::int64_t>> owned;
     // Shards arrive as one small value per (input, output): they wait here, per output, until
     // there are enough of them to be packed into one value each and put in the store.
     std::map<std::int64_t, std::vector<Shard>> staged;

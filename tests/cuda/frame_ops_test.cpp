@@ -11,6 +11,8 @@
 #include "../../cuda/frame_ops.hpp"
 #include "../dataframe/test_device_frames.hpp"
 #include "dataframe/device_algorithms.hpp"
+#include "dataframe/device_convert.hpp"
+#include "dataframe/join_host.hpp"
 #include "gpu_test_util.hpp"
 #include "tessera/core/device.hpp"
 
@@ -111,6 +113,43 @@ TEST(FrameOpsDevice, GroupbyTreeMatchesTheHostSystem) {
     spec.finalize = true;
     expect_device_frame(thrust_cuda::groupby_combine({dm, dp[2], dp[3]}, spec, 0),
                         thrust_host::groupby_combine({hm, hp[2], hp[3]}, spec), what + " final");
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+TEST(FrameOpsDevice, SplitsSortConcatAndJoinMatchTheHostSystem) {
+  TESSERA_SKIP_WITHOUT_GPU();
+  std::mt19937_64 gen(43);
+  for (int round = 0; round < 6; ++round) {
+    const std::int64_t rows = round < 2 ? round : 1 + static_cast<std::int64_t>(gen() % 20000);
+    const DeviceFrame host = to_frame(random_table(rows, gen, "r" + std::to_string(round)), gen);
+    const DeviceFrame other = to_frame(random_table(1 + static_cast<std::int64_t>(gen() % 3000), gen, "o1"), gen);
+    const DeviceFrame dev = frame_on(host, Target::Device), dev_other = frame_on(other, Target::Device);
+    const std::string what = "round " + std::to_string(round);
+    std::vector<std::int64_t> ho, dof;
+    const auto hs = thrust_host::hash_split(host, {"k_int", "k_str", "k_f"}, 7, ho);
+    expect_device_frame(thrust_cuda::hash_split(dev, {"k_int", "k_str", "k_f"}, 7, dof, 0), hs, what + " hash split");
+    EXPECT_EQ(dof, ho) << what;
+    const auto rs = thrust_host::range_split(host, "v_f64", {-1.0, 0.0, 2.5}, 4, false, true, ho);
+    expect_device_frame(thrust_cuda::range_split(dev, "v_f64", {-1.0, 0.0, 2.5}, 4, false, true, dof, 0), rs,
+                        what + " range split");
+    EXPECT_EQ(dof, ho) << what;
+    const std::vector<dataframe::detail::SortKeySpec> keys{{"k_str", true}, {"k_f", false}, {"v_i64", true}};
+    for (const bool nulls_first : {false, true})
+      expect_device_frame(thrust_cuda::sort(dev, keys, nulls_first, 0), thrust_host::sort(host, keys, nulls_first),
+                          what + " sort");
+    expect_device_frame(thrust_cuda::concat({dev, dev_other}, 0), thrust_host::concat({host, other}), what + " concat");
+    using H = dataframe::detail::JoinHow;
+    for (const H how : {H::Inner, H::Left, H::Right, H::Outer, H::LeftSemi, H::LeftAnti}) {
+      dataframe::detail::JoinSpec spec;
+      spec.how = how;
+      spec.left_on = spec.right_on = {"k_int", "k_str"};
+      const auto ls = dataframe::detail::schema_of(host), rs2 = dataframe::detail::schema_of(other);
+      dataframe::detail::plan_join(*ls, *rs2, spec);
+      const auto plan = dataframe::detail::device_join_plan(*ls, *rs2, spec);
+      expect_device_frame(thrust_cuda::join(dev, dev_other, plan, 0), thrust_host::join(host, other, plan),
+                          what + " join " + dataframe::detail::join_how_name(how));
+    }
     if (::testing::Test::HasFatalFailure()) return;
   }
 }

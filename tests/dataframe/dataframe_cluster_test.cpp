@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <sstream>
 
 #include "../distributed/cluster_fixture.hpp"
@@ -96,6 +97,46 @@ TEST(DataFrameCluster, MergesAndShufflesOnWorkerProcessesEqualTheThreadPool) {
     ASSERT_GE(testing::number(order, "tip_amount", r - 1), testing::number(order, "tip_amount", r)) << r;
   // groupby drops the rows with no passenger_count, so the inner merge has every other row.
   EXPECT_EQ(by_count.len(client), trips.len(pool) - trips[trips["passenger_count"].isnull()].len(pool));
+}
+
+// Device frames on worker processes with a stand-in GPU each (examples/testing/fake_gpu.cpp: host
+// memory labelled Device): device tasks go to them, and the peer-to-peer shuffle's shards cross the
+// wire as device frames, are packed by the receiver and unpacked onto its "GPU".
+TEST(DataFrameCluster, DeviceFramesMergeShuffleAndSortOnGpuWorkerProcesses) {
+  const auto lib = std::filesystem::read_symlink("/proc/self/exe").parent_path().parent_path() / "examples" /
+                   "libtessera_fake_gpu.so";
+  if (!std::filesystem::exists(lib)) GTEST_SKIP() << "no " << lib.string() << " (the examples are not built)";
+  TempDir dir;
+  for (int f = 0; f < 3; ++f) dir.write("t-" + std::to_string(f) + ".csv", trips_csv(2000, f));
+  dir.write("names.csv", "name,label,rank\nn0,zero,0\nn1,one,1\nn3,three,3\nn9,nine,9\n");
+  ReadCsvOptions o;
+  o.assume_missing = true;
+  o.blocksize = 20000;
+  auto trips = read_csv(dir.file("t-*.csv"), o);
+  auto names = read_csv(dir.file("names.csv"));
+  auto gpu_trips = trips.to_device(), gpu_names = names.to_device();
+  ThreadPoolExecutor pool(2);
+  auto options = tessera_test::processes_over_tcp();
+  options.preload = {lib.string()};
+  options.resources = "GPU=1";
+  LocalCluster cluster(options);
+  Client client(cluster.client_address(), ClientOptions{.token = cluster.token(), .timeout = 10});
+  ASSERT_TRUE(client.wait_for_workers(2, 10s));
+  const std::vector<std::pair<DataFrame, DataFrame>> pairs{
+      {gpu_trips.merge(gpu_names, {.how = "outer", .on = {"name"}, .npartitions = 3, .broadcast = false}),
+       trips.merge(names, {.how = "outer", .on = {"name"}, .npartitions = 3, .broadcast = false})},
+      {gpu_trips.merge(gpu_names, {.how = "left", .on = {"name"}}), trips.merge(names, {.how = "left", .on = {"name"}})},
+      {gpu_trips.shuffle({"passenger_count"}, 4), trips.shuffle({"passenger_count"}, 4)},
+      {gpu_trips.sort_values({"tip_amount", "passenger_count"}, false), trips.sort_values({"tip_amount", "passenger_count"}, false)}};
+  for (const auto& [gpu, host] : pairs) {
+    ASSERT_TRUE(gpu.on_device());
+    auto local = host.compute(pool), remote = gpu.compute(client);
+    EXPECT_EQ(testing::sorted_rows(remote), testing::sorted_rows(local)) << gpu.name();
+  }
+  auto order = pairs.back().first.compute(client);
+  ASSERT_EQ(order->num_rows(), 6000);
+  for (std::int64_t r = 1; r < order->num_rows(); ++r)
+    ASSERT_GE(testing::number(order, "tip_amount", r - 1), testing::number(order, "tip_amount", r)) << r;
 }
 
 TEST(DataFrameCluster, AMalformedFileFailsItsTaskAndTheClusterLivesOn) {

@@ -105,6 +105,16 @@ TEST(ShufflePack, ManySmallShardsArePackedPerOutputAndComeBackInInputOrder) {
     EXPECT_EQ(rows_of(s.shuffle.take(kToken, 1, j), j), expected_rows(in_order, kPerOutput)) << "output " << j;
   EXPECT_EQ(s.store.size(), 0u) << "packs were left in the store after every output was taken";
   EXPECT_THROW(s.shuffle.take(kToken, 1, 0), ShuffleRunLost);  // taken already
+  // An output this worker does not own (its unpack ran on the wrong worker): an error naming it,
+  // not an empty partition.
+  try {
+    s.shuffle.take(kToken, 1, kOutputs);
+    ADD_FAILURE() << "took an output owned elsewhere";
+  } catch (const ShuffleRunLost&) {
+    ADD_FAILURE() << "a lost run, not a misplaced unpack";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is not worker"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ShufflePack, PacksSpillUnderASmallLimitAndReadBackRight) {

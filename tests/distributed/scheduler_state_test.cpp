@@ -108,6 +108,52 @@ TEST(SchedulerState, ResourceRestrictedStepsRunOnlyOnTheGpuWorkerOneAtATime) {
   EXPECT_EQ(foo_workers.size(), 2u) << "non-GPU steps run anywhere";
 }
 
+TEST(SchedulerState, ALooseRestrictionOfAResourceTaskWaitsForItsWorkerAndFallsBackOnlyWhenItIsGone) {
+  // A peer-to-peer shuffle pins its unpacks to the workers holding their shards, loosely: a GPU
+  // unpack must wait for its worker's GPU, not run on another worker whose GPU is free first.
+  SimCluster c;
+  c.add_worker("a", 1, {{"GPU", 1}});
+  c.add_worker("b", 1, {{"GPU", 1}});
+  Task busy = make_task("busy");
+  busy.annotations.resources["GPU"] = 1;
+  busy.annotations.workers = {"a"};
+  Task pinned = make_task("pinned", {"busy"});
+  pinned.annotations.resources["GPU"] = 1;
+  pinned.annotations.workers = {"a"};
+  pinned.annotations.allow_other_workers = true;
+  Task other = make_task("other");
+  other.annotations.resources["GPU"] = 1;
+  other.annotations.workers = {"a"};
+  other.annotations.allow_other_workers = true;
+  c.workers["a"]->hold = true;
+  c.submit("client", {busy, pinned}, {"pinned"});
+  c.run();
+  c.submit("client", {other}, {"other"});  // a's GPU is taken now
+  c.run();
+  c.check_all();
+  // Nothing has finished on a (held); b's GPU is free, but the tasks are a's.
+  EXPECT_EQ(c.executed_on("other"), "");
+  for (int round = 0; round < 10 && c.clients["client"].in_memory.size() < 2; ++round) {
+    c.release_held("a");
+    c.run();
+    c.check_all();
+  }
+  EXPECT_EQ(c.executed_on("busy"), "a");
+  EXPECT_EQ(c.executed_on("pinned"), "a");
+  EXPECT_EQ(c.executed_on("other"), "a") << "b's GPU was free, but the task is a's";
+  // With its worker gone, a loosely restricted task runs elsewhere.
+  Task late = make_task("late");
+  late.annotations.resources["GPU"] = 1;
+  late.annotations.workers = {"a"};
+  late.annotations.allow_other_workers = true;
+  c.kill("a");
+  c.run();
+  c.submit("client", {late}, {"late"});
+  c.run();
+  c.check_all();
+  EXPECT_EQ(c.executed_on("late"), "b");
+}
+
 TEST(SchedulerState, RootTasksAreQueuedSoInFlightWorkIsBounded) {
   SimCluster c;
   c.add_worker("w1", 2);
