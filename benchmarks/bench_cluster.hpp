@@ -29,6 +29,7 @@ struct ClusterArgs {
   std::string protocol = "tcp";
   bool scheduler_process = false;
   std::string device_memory_limit;  // per worker (GPU workers): bytes or a fraction; empty: default
+  std::string memory_limit;         // per worker, Dask's forms (4GB, 0.5, 0); empty: LocalCluster's default
 };
 
 inline void add_cluster_options(CLI::App& app, ClusterArgs& a) {
@@ -51,6 +52,7 @@ inline std::unique_ptr<tessera::distributed::Client> connect(const ClusterArgs& 
   o.protocol = a.protocol;
   o.scheduler_process = a.scheduler_process;
   if (!a.device_memory_limit.empty()) o.worker_args = {"--device-memory-limit", a.device_memory_limit};
+  if (!a.memory_limit.empty()) o.memory_limit = a.memory_limit;
   return std::make_unique<Client>(std::make_shared<LocalCluster>(o));
 }
 

@@ -4,7 +4,7 @@
 // strings and dates as text), which benchmarks/tpch_compare.py checks against DuckDB's.
 //
 //   tpch --data DIR [--queries 1,2,...,22 (default: all 22)] [--scheduler threads|sync|distributed|ADDRESS]
-//        [--repeat N]
+//        [--repeat N] [--workers 2 --threads 1 --memory-limit 3GB (a local cluster's)]
 //
 // Money columns are decimal(15,2) in the files; they are read as float64 (as Dask and pandas
 // users do), so sums differ from DuckDB's exact decimals in the last digits.
@@ -445,6 +445,8 @@ int run(int argc, char** argv) {
   app.add_option("--scheduler", scheduler, "sync, threads, distributed (a local cluster) or a scheduler address");
   app.add_option("--repeat", repeat, "runs of each query; the best time is reported");
   bench::add_cluster_options(app, cluster);
+  app.add_option("--memory-limit", cluster.memory_limit,
+                 "--scheduler distributed: each worker's memory limit (Dask's forms: 3GB, 0.5, 0 for none)");
   CLI11_PARSE(app, argc, argv);
   auto exec = bench::open_execution("tpch", scheduler, "host", cluster);
   if (!exec.executor) return 2;

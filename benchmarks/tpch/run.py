@@ -81,7 +81,7 @@ ALL_QUERIES = tuple(range(1, 23))
 
 # ---- the Python engines, each in a child process of its own (run.py --child ENGINE) ----
 
-def run_child(engine, data, queries, repeat, scheduler, threads):
+def run_child(engine, data, queries, repeat, scheduler, threads, memory_limit=None):
     """Runs the queries in this process; prints {"query", "seconds", "result"} per query.
 
     Dask on a LocalCluster adds "worker_peak_rss_bytes": the workers' own largest ru_maxrss.
@@ -106,12 +106,12 @@ def run_child(engine, data, queries, repeat, scheduler, threads):
             seconds, df = best_of(repeat, lambda: polars_queries.QUERIES[q](scan).collect())
             emit_child(q, seconds, plain_rows(df.rows()))
     elif engine == "dask":
-        run_dask_child(data, queries, repeat, scheduler, threads)
+        run_dask_child(data, queries, repeat, scheduler, threads, memory_limit)
     else:
         raise SystemExit(f"run.py: no Python engine {engine!r}")
 
 
-def run_dask_child(data, queries, repeat, scheduler, threads):
+def run_dask_child(data, queries, repeat, scheduler, threads, memory_limit=None):
     import dask
     import dask_queries
     read = dask_reader(data)
@@ -122,7 +122,8 @@ def run_dask_child(data, queries, repeat, scheduler, threads):
                 emit_child(q, seconds, plain_rows(result.itertuples(index=False, name=None)))
         return
     from distributed import Client, LocalCluster
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    limit = {"memory_limit": memory_limit} if memory_limit else {}
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, **limit)
     client = Client(cluster)
     try:
         with dask.config.set(scheduler=client):
@@ -180,10 +181,12 @@ def tessera_program():
 def engine_command(engine, args, queries):
     listed = ",".join(str(q) for q in queries)
     if engine == "tessera":
-        return [tessera_program(), "--data", args.data, "--queries", listed, "--repeat", str(args.repeat),
-                "--scheduler", args.scheduler]
-    return [sys.executable, os.path.abspath(__file__), "--child", engine, "--data", args.data, "--queries", listed,
-            "--repeat", str(args.repeat), "--scheduler", args.scheduler, "--threads", str(args.threads)]
+        cmd = [tessera_program(), "--data", args.data, "--queries", listed, "--repeat", str(args.repeat),
+               "--scheduler", args.scheduler]
+        return cmd + (["--memory-limit", args.memory_limit] if args.memory_limit else [])
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", engine, "--data", args.data, "--queries", listed,
+           "--repeat", str(args.repeat), "--scheduler", args.scheduler, "--threads", str(args.threads)]
+    return cmd + (["--memory-limit", args.memory_limit] if args.memory_limit else [])
 
 
 def run_engine(engine, args, queries):
@@ -330,12 +333,14 @@ def main():
     ap.add_argument("--threads", type=int, default=2, help="threads of Polars, DuckDB and Dask's thread pool")
     ap.add_argument("--isolate", choices=("query", "engine"), default="query",
                     help="a process per query and engine (default), or one per engine")
+    ap.add_argument("--memory-limit", help="--scheduler distributed: each worker's memory limit, e.g. 3GB "
+                    "(Tessera's and Dask's LocalCluster; default: theirs)")
     ap.add_argument("--timeout", type=float, help="seconds before an engine's process is killed")
     ap.add_argument("--child", help=argparse.SUPPRESS)  # internal: one Python engine in this process
     args = ap.parse_args()
     queries = [int(q) for q in args.queries.split(",")]
     if args.child:
-        run_child(args.child, args.data, queries, args.repeat, args.scheduler, args.threads)
+        run_child(args.child, args.data, queries, args.repeat, args.scheduler, args.threads, args.memory_limit)
         return 0
     engines = [e for e in args.engines.split(",") if e]
     if any(e not in ENGINES for e in engines) or any(q not in ALL_QUERIES for q in queries):

@@ -27,7 +27,14 @@ RelationalBackend* cuda_backend(const OpContext& ctx) {
   return const_cast<RelationalBackend*>(static_cast<const RelationalBackend*>(v.native().object.get()));
 }
 
-bool frame_resident_on(const DeviceFrame& f, int device) {
+[[noreturn, maybe_unused]] void no_relational_algorithms(const char* op) {
+  throw Error(std::string(op) + ": no device frame algorithms in this process (no CUDA back end, and the library " +
+              "was built without Thrust's headers)");
+}
+
+}  // namespace
+
+bool frame_on_device(const DeviceFrame& f, int device) {
   for (const auto& c : f.columns)
     for (const Block* b : {&c.values, &c.valid})
       if (!b->empty() && b->size() > 0 &&
@@ -35,13 +42,6 @@ bool frame_resident_on(const DeviceFrame& f, int device) {
         return false;
   return true;
 }
-
-[[noreturn, maybe_unused]] void no_relational_algorithms(const char* op) {
-  throw Error(std::string(op) + ": no device frame algorithms in this process (no CUDA back end, and the library " +
-              "was built without Thrust's headers)");
-}
-
-}  // namespace
 
 bool is_device_frame(const Value& v) { return v.is_native() && v.native().type == kDeviceFrameType; }
 
@@ -54,7 +54,7 @@ Relational::Relational(const OpContext& ctx)
     : device_(ctx.device < 0 ? 0 : ctx.device), stream_(ctx.stream), cuda_(cuda_backend(ctx)) {}
 
 DeviceFrame Relational::input(const DeviceFrame& f) const {
-  if (cuda_) return frame_resident_on(f, device_) ? f : frame_to_device(f, device_, stream_);
+  if (cuda_) return frame_on_device(f, device_) ? f : frame_to_device(f, device_, stream_);
   return frame_to_host(f);
 }
 

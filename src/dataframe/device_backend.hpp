@@ -71,6 +71,8 @@ class Relational {
 
 /** @brief The device frame a task argument holds; throws Error naming `op` otherwise. */
 const DeviceFrame& device_frame_arg(const Value& v, const char* op);
+/** @brief Whether every column of `f` is in device memory of `device` (an empty one counts as there). */
+bool frame_on_device(const DeviceFrame& f, int device);
 /** @brief Whether a Value holds a device frame. */
 bool is_device_frame(const Value& v);
 

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "arrow_util.hpp"
+#include "device_backend.hpp"
 #include "device_convert.hpp"
 #include "device_program.hpp"
 #include "frame_node.hpp"
@@ -28,15 +29,6 @@ const DeviceFrame& frame_arg(std::span<const Value> args, std::size_t i, const c
   return *static_cast<const DeviceFrame*>(v.native().object.get());
 }
 
-bool all_on(const DeviceFrame& f, int device) {
-  for (const auto& c : f.columns)
-    for (const Block* b : {&c.values, &c.valid})
-      if (!b->empty() && b->size() > 0 &&
-          (b->memory_kind() != MemoryKind::Device || b->buffer()->device() != device))
-        return false;
-  return true;
-}
-
 // The CUDA back end's variant of `name` (empty when it is not loaded); a copy, as the registry
 // may replace its entries.
 OpFn cuda_variant(const char* name, const OpContext& ctx) {
@@ -57,7 +49,7 @@ Value dispatch(const char* cuda, const OpContext& ctx, std::span<const Value> ar
     for (auto& v : moved)
       if (v.is_native() && v.native().type == kDeviceFrameType) {
         const auto& f = *static_cast<const DeviceFrame*>(v.native().object.get());
-        if (!all_on(f, device)) v = frame_value(frame_to_device(f, device, ctx.stream));
+        if (!frame_on_device(f, device)) v = frame_value(frame_to_device(f, device, ctx.stream));
       }
     return fn(ctx, moved);
   }

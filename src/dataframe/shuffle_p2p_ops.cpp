@@ -83,11 +83,9 @@ Value barrier_op(const OpContext& ctx, std::span<const Value> args) {
   return table_value(arrow::Table::MakeEmpty(schema->WithMetadata(metadata)).ValueOrDie());
 }
 
-Value unpack_op(const OpContext& ctx, std::span<const Value> args) {
-  const auto p = from_object<P2PShuffleSpec>(arg(args, 0).object());
-  const auto output = from_object<std::int64_t>(arg(args, 1).object());
-  auto barrier = table_of(arg(args, 2), "shuffle");
-  const auto& metadata = barrier->schema()->metadata();
+// The run id a barrier's result carries.
+std::int64_t run_of(const arrow::Table& barrier) {
+  const auto& metadata = barrier.schema()->metadata();
   const int at = metadata ? metadata->FindKey(kRunKey) : -1;
   std::int64_t run = -1;
   if (at >= 0) {
@@ -95,6 +93,14 @@ Value unpack_op(const OpContext& ctx, std::span<const Value> args) {
     std::from_chars(text.data(), text.data() + text.size(), run);
   }
   if (run < 0) throw Error("shuffle: an unpack task's input is not its shuffle's barrier");
+  return run;
+}
+
+Value unpack_op(const OpContext& ctx, std::span<const Value> args) {
+  const auto p = from_object<P2PShuffleSpec>(arg(args, 0).object());
+  const auto output = from_object<std::int64_t>(arg(args, 1).object());
+  auto barrier = table_of(arg(args, 2), "shuffle");
+  const std::int64_t run = run_of(*barrier);
   auto shards = exchange_of(ctx).take(p.token, run, output);
   std::vector<std::shared_ptr<arrow::Table>> tables;
   for (const auto& v : shards) tables.push_back(table_of(v, "shuffle")->ReplaceSchemaMetadata(nullptr));
@@ -136,14 +142,7 @@ Value unpack_device(const OpContext& ctx, std::span<const Value> args) {
   const auto p = from_object<P2PShuffleSpec>(arg(args, 0).object());
   const auto output = from_object<std::int64_t>(arg(args, 1).object());
   auto barrier = table_of(arg(args, 2), "shuffle");
-  const auto& metadata = barrier->schema()->metadata();
-  const int at = metadata ? metadata->FindKey(kRunKey) : -1;
-  std::int64_t run = -1;
-  if (at >= 0) {
-    const std::string& text = metadata->value(at);
-    std::from_chars(text.data(), text.data() + text.size(), run);
-  }
-  if (run < 0) throw Error("shuffle: an unpack task's input is not its shuffle's barrier");
+  const std::int64_t run = run_of(*barrier);
   const Relational rel(ctx);
   std::vector<DeviceFrame> frames;
   for (const auto& v : exchange_of(ctx).take(p.token, run, output)) frames.push_back(rel.input(device_frame_arg(v, "shuffle")));
