@@ -33,7 +33,6 @@ std::pair<double, std::size_t> SchedulerStateImpl::objective(const TaskRec& t, I
 
 SchedulerStateImpl::Decision SchedulerStateImpl::decide(TaskRec& t, Id& chosen) {
   chosen = kNone;
-  bool strict = t.restricted && !t.loose;
   auto consider = [&](Id wid, std::pair<double, std::size_t>& best) {
     auto o = objective(t, wid);
     if (chosen == kNone || o < best || (o == best && wid < chosen)) {
